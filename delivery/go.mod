@@ -1,0 +1,3 @@
+module github.com/moraine-data/moraine/delivery
+
+go 1.26

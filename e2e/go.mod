@@ -1,0 +1,3 @@
+module github.com/moraine-data/moraine/e2e
+
+go 1.26

@@ -1,0 +1,3 @@
+module github.com/moraine-data/moraine/processor
+
+go 1.26

@@ -1,0 +1,3 @@
+module github.com/moraine-data/moraine/query
+
+go 1.26

@@ -1,0 +1,3 @@
+module github.com/moraine-data/moraine/schemas
+
+go 1.26
