@@ -1,0 +1,135 @@
+// Package topics declares moraine's Kafka topics as data and applies them.
+//
+// Every service and test creates topics from this one list, so names,
+// partition counts and configs cannot drift between producers and consumers.
+package topics
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// Topic names. They are constants so that code and dashboards agree.
+const (
+	// Blocks carries record.ChainEvent values keyed by decimal chain id.
+	Blocks = "moraine.blocks"
+	// AddressWatch is the compacted table of watched addresses and webhook
+	// settings; the processor reads it from the start to build its watch table.
+	AddressWatch = "moraine.address-watch"
+	// Activity carries one matched (webhook, transaction) message, keyed by webhook id.
+	Activity = "moraine.activity"
+)
+
+// Spec describes one topic.
+type Spec struct {
+	Name       string
+	Partitions int32
+	Configs    map[string]string
+}
+
+// maxRecordBytes bounds one record. A block with full call traces can reach
+// several MiB on busy chains; Kafka's 1 MiB default would reject it.
+const maxRecordBytes = "16777216"
+
+// All is every topic moraine uses.
+var All = []Spec{
+	{Name: Blocks, Partitions: 4, Configs: map[string]string{
+		"cleanup.policy":    "delete",
+		"retention.ms":      "604800000", // 7 days: enough to rebuild ClickHouse after an outage.
+		"max.message.bytes": maxRecordBytes,
+		"compression.type":  "producer",
+	}},
+	{Name: AddressWatch, Partitions: 4, Configs: map[string]string{
+		"cleanup.policy":            "compact",
+		"min.cleanable.dirty.ratio": "0.1",
+		"segment.ms":                "3600000", // roll hourly so compaction can run.
+		"delete.retention.ms":       "86400000",
+		"max.message.bytes":         maxRecordBytes,
+	}},
+	{Name: Activity, Partitions: 8, Configs: map[string]string{
+		"cleanup.policy":    "delete",
+		"retention.ms":      "259200000", // 3 days: longer than the 48 h retry window.
+		"max.message.bytes": maxRecordBytes,
+	}},
+}
+
+// Ensure creates the missing topics of specs and updates the configs of
+// existing ones. It is idempotent: running it again changes nothing.
+// replicationFactor -1 uses the broker default.
+func Ensure(ctx context.Context, adm *kadm.Client, specs []Spec, replicationFactor int16) error {
+	var errs []error
+	for _, s := range specs {
+		cfg := make(map[string]*string, len(s.Configs))
+		for k, v := range s.Configs {
+			cfg[k] = &v
+		}
+		resp, err := adm.CreateTopic(ctx, s.Partitions, replicationFactor, cfg, s.Name)
+		if err == nil {
+			err = resp.Err
+		}
+		switch {
+		case err == nil:
+		case errors.Is(err, kerr.TopicAlreadyExists):
+			if err := alter(ctx, adm, s); err != nil {
+				errs = append(errs, err)
+			}
+		default:
+			errs = append(errs, fmt.Errorf("create topic %s: %w", s.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func alter(ctx context.Context, adm *kadm.Client, s Spec) error {
+	var alters []kadm.AlterConfig
+	for k, v := range s.Configs {
+		alters = append(alters, kadm.AlterConfig{Op: kadm.SetConfig, Name: k, Value: &v})
+	}
+	resps, err := adm.AlterTopicConfigs(ctx, alters, s.Name)
+	if err == nil {
+		for _, r := range resps {
+			if r.Err != nil {
+				err = r.Err
+			}
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("alter topic %s configs: %w", s.Name, err)
+	}
+	return nil
+}
+
+// WithPrefix returns specs renamed with a prefix, so tests can run on one
+// broker without sharing topics.
+func WithPrefix(prefix string, specs []Spec) []Spec {
+	out := make([]Spec, len(specs))
+	for i, s := range specs {
+		s.Name = prefix + s.Name
+		out[i] = s
+	}
+	return out
+}
+
+// Names returns the names of specs.
+func Names(specs []Spec) []string {
+	out := make([]string, len(specs))
+	for i, s := range specs {
+		out[i] = s.Name
+	}
+	return out
+}
+
+// Lookup returns the spec whose name ends in name (so prefixed test topics match).
+func Lookup(specs []Spec, name string) (Spec, bool) {
+	for _, s := range specs {
+		if strings.HasSuffix(s.Name, name) {
+			return s, true
+		}
+	}
+	return Spec{}, false
+}
