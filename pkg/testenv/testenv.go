@@ -1,0 +1,141 @@
+// Package testenv gives tests the real local services that `make test`
+// starts (deploy/stack/stack.sh): a Kafka broker and a ClickHouse server.
+//
+// A missing service is a test failure with a clear message, never a skip:
+// integration coverage must not vanish silently. Each helper isolates the
+// test: Kafka topics get a unique prefix and ClickHouse a fresh database,
+// dropped at cleanup.
+package testenv
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/moraine-data/moraine/pkg/chdb"
+	"github.com/moraine-data/moraine/pkg/kafkautil"
+)
+
+const hint = "start the local stack first: `make test` does it, or run `deploy/stack/stack.sh start` and `eval $(deploy/stack/stack.sh env)`"
+
+// need returns the value of an environment variable naming a service
+// address, failing the test when it is unset or nothing listens there.
+func need(t testing.TB, env string) string {
+	t.Helper()
+	addr := os.Getenv(env)
+	if addr == "" {
+		t.Fatalf("%s is not set: this test needs the real service; %s", env, hint)
+	}
+	first := strings.Split(addr, ",")[0]
+	c, err := net.DialTimeout("tcp", first, 3*time.Second)
+	if err != nil {
+		t.Fatalf("%s=%s: nothing answers (%v); %s", env, addr, err, hint)
+	}
+	c.Close()
+	return addr
+}
+
+// Suffix returns a short random name part for isolating a test's resources.
+func Suffix() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// Kafka returns a Kafka config for the real broker with a unique topic
+// prefix; the topics are created.
+func Kafka(t testing.TB) kafkautil.Config {
+	t.Helper()
+	cfg := kafkautil.Config{Brokers: need(t, "MORAINE_KAFKA_BROKERS"), TopicPrefix: "test-" + Suffix() + "."}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cl, err := kafkautil.NewClient(ctx, Logger(t), cfg.BaseOpts(Logger(t), "testenv")...)
+	if err != nil {
+		t.Fatalf("kafka: %v", err)
+	}
+	defer cl.Close()
+	if err := cfg.EnsureTopics(ctx, cl); err != nil {
+		t.Fatalf("kafka: create topics: %v", err)
+	}
+	return cfg
+}
+
+// ClickHouse returns a config for a fresh database on the real server, with
+// the migrations applied, and an open connection to it. The database is
+// dropped when the test ends unless MORAINE_TEST_KEEP_DB is set.
+func ClickHouse(t testing.TB) (chdb.Config, driver.Conn) {
+	t.Helper()
+	cfg := chdb.Config{
+		Addr:        need(t, "MORAINE_CLICKHOUSE_ADDR"),
+		Database:    "test_" + Suffix(),
+		User:        "default",
+		ReadTimeout: 60 * time.Second,
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	conn, err := chdb.Open(ctx, cfg, Logger(t))
+	if err != nil {
+		t.Fatalf("clickhouse: %v", err)
+	}
+	t.Cleanup(func() {
+		conn.Close()
+		if os.Getenv("MORAINE_TEST_KEEP_DB") != "" {
+			t.Logf("kept database %s", cfg.Database)
+			return
+		}
+		admin, err := clickhouse.Open(&clickhouse.Options{Addr: []string{cfg.Addr}})
+		if err == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			_ = admin.Exec(ctx, "DROP DATABASE IF EXISTS "+cfg.Database)
+			cancel()
+			admin.Close()
+		}
+	})
+	return cfg, conn
+}
+
+// Logger returns a logger that writes through t.Log.
+func Logger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(tWriter{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+type tWriter struct{ t testing.TB }
+
+func (w tWriter) Write(p []byte) (int, error) {
+	w.t.Helper()
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+// SharedData returns the path of a file under ../shared/data, found by
+// walking up from the working directory; the test fails when it is absent.
+func SharedData(t testing.TB, rel string) string {
+	t.Helper()
+	dir, _ := os.Getwd()
+	for i := 0; i < 6; i++ {
+		p := fmt.Sprintf("%s/shared/data/%s", dir, rel)
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+		p = fmt.Sprintf("%s/../shared/data/%s", dir, rel)
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+		dir += "/.."
+	}
+	if p := os.Getenv("MORAINE_SHARED_DATA"); p != "" {
+		return p + "/" + rel
+	}
+	t.Fatalf("shared data %s not found: clone moraine beside ../shared or set MORAINE_SHARED_DATA", rel)
+	return ""
+}
