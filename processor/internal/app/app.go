@@ -1,0 +1,288 @@
+// Package app wires the processor: it consumes the blocks topic in a
+// consumer group and writes every event to ClickHouse through the sink.
+//
+// Commit discipline (at-least-once, no loss): offsets are committed only
+// after the batch they cover is in ClickHouse. A crash in between redelivers
+// the batch, and the sink's idempotent rows absorb the repeat.
+//
+// Metrics:
+//
+//	moraine_processor_records_consumed_total{topic}
+//	moraine_processor_blocks_written_total
+//	moraine_processor_transactions_written_total
+//	moraine_processor_batch_duration_seconds{stage}   stage = decode|insert|commit
+//	moraine_processor_batch_rows
+//	moraine_processor_decode_errors_total
+//	moraine_processor_last_written_block{chain}
+package app
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/moraine-data/moraine/pkg/chdb"
+	"github.com/moraine-data/moraine/pkg/kafkautil"
+	"github.com/moraine-data/moraine/pkg/obs"
+	"github.com/moraine-data/moraine/processor/internal/sink"
+	"github.com/moraine-data/moraine/schemas/codec"
+	"github.com/moraine-data/moraine/schemas/record"
+	"github.com/moraine-data/moraine/schemas/topics"
+)
+
+// Config is the processor's configuration.
+type Config struct {
+	Kafka           kafkautil.Config
+	ClickHouse      chdb.Config
+	Admin           obs.AdminConfig
+	Log             obs.LogConfig
+	Group           string
+	BatchRows       int
+	FlushInterval   time.Duration
+	InsertTimeout   time.Duration
+	ShutdownTimeout time.Duration
+}
+
+// RegisterFlags adds every processor flag to fs.
+func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	c.Kafka.RegisterFlags(fs)
+	c.ClickHouse.RegisterFlags(fs)
+	c.Admin.RegisterFlags(fs, "127.0.0.1:9102")
+	c.Log.RegisterFlags(fs)
+	fs.StringVar(&c.Group, "processor.group", "moraine-processor", "Kafka consumer group of the ClickHouse sink")
+	fs.IntVar(&c.BatchRows, "processor.batch-rows", 200000, "flush a batch once it holds this many rows (all tables)")
+	fs.DurationVar(&c.FlushInterval, "processor.flush-interval", 100*time.Millisecond, "flush a batch at most this long after its first record (bounds latency at the head)")
+	fs.DurationVar(&c.InsertTimeout, "processor.insert-timeout", 2*time.Minute, "deadline of one batch insert")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown.timeout", 30*time.Second, "time to finish the in-flight batch on shutdown")
+}
+
+// Validate checks the configuration.
+func (c Config) Validate() error {
+	var errs []error
+	errs = append(errs, c.Kafka.Validate(), c.ClickHouse.Validate())
+	if c.BatchRows <= 0 {
+		errs = append(errs, errors.New("processor: --processor.batch-rows must be positive"))
+	}
+	if c.FlushInterval <= 0 {
+		errs = append(errs, errors.New("processor: --processor.flush-interval must be positive"))
+	}
+	return errors.Join(errs...)
+}
+
+type metrics struct {
+	consumed     *prometheus.CounterVec
+	blocks       prometheus.Counter
+	txs          prometheus.Counter
+	stage        *prometheus.HistogramVec
+	rows         prometheus.Histogram
+	decodeErrors prometheus.Counter
+	lastWritten  *prometheus.GaugeVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		consumed: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "moraine", Subsystem: "processor",
+			Name: "records_consumed_total", Help: "Kafka records consumed."}, []string{"topic"}),
+		blocks: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "moraine", Subsystem: "processor",
+			Name: "blocks_written_total", Help: "Blocks written to ClickHouse (redeliveries included)."}),
+		txs: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "moraine", Subsystem: "processor",
+			Name: "transactions_written_total", Help: "Transactions written to ClickHouse (redeliveries included)."}),
+		stage: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "moraine", Subsystem: "processor",
+			Name: "batch_duration_seconds", Help: "Time per batch stage.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)},
+			[]string{"stage"}),
+		rows: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "moraine", Subsystem: "processor",
+			Name: "batch_rows", Help: "Rows per ClickHouse batch (all tables).", Buckets: prometheus.ExponentialBuckets(1, 4, 12)}),
+		decodeErrors: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "moraine", Subsystem: "processor",
+			Name: "decode_errors_total", Help: "Records that could not be decoded and were skipped."}),
+		lastWritten: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "moraine", Subsystem: "processor",
+			Name: "last_written_block", Help: "Highest block number written, per chain."}, []string{"chain"}),
+	}
+	reg.MustRegister(m.consumed, m.blocks, m.txs, m.stage, m.rows, m.decodeErrors, m.lastWritten)
+	return m
+}
+
+// Run runs the processor until ctx ends or a component fails.
+func Run(ctx context.Context, cfg Config, logger *slog.Logger, reg *prometheus.Registry) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	health := obs.NewHealth()
+	admin, err := obs.Listen(cfg.Admin.ListenAddress, obs.AdminMux(reg, health), logger)
+	if err != nil {
+		return fmt.Errorf("processor: admin listener: %w", err)
+	}
+	logger.Info("admin server listening", "addr", admin.Addr())
+	var starting atomic.Bool
+	starting.Store(true)
+	health.Add("startup", func(context.Context) error {
+		if starting.Load() {
+			return errors.New("connecting to kafka and clickhouse")
+		}
+		return nil
+	})
+
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return admin.Serve(gctx, 5*time.Second) })
+	g.Go(func() error {
+		conn, err := chdb.Open(gctx, cfg.ClickHouse, logger)
+		if err != nil {
+			return err
+		}
+		defer conn.Close()
+		blocksTopic := cfg.Kafka.Topic(topics.Blocks)
+		admCl, err := kafkautil.NewClient(gctx, logger, cfg.Kafka.BaseOpts(logger, "moraine-processor-admin")...)
+		if err != nil {
+			return err
+		}
+		err = cfg.Kafka.EnsureTopics(gctx, admCl)
+		admCl.Close()
+		if err != nil {
+			return err
+		}
+		cl, err := kafkautil.NewClient(gctx, logger, cfg.Kafka.ConsumerOpts(logger, "moraine-processor", cfg.Group, blocksTopic)...)
+		if err != nil {
+			return err
+		}
+		health.Add("kafka", kafkautil.Ping(cl))
+		health.Add("clickhouse", chdb.Ping(conn))
+		starting.Store(false)
+		logger.Info("processor consuming", "topic", blocksTopic, "group", cfg.Group)
+		c := &consumer{cfg: cfg, cl: cl, writer: sink.NewWriter(conn, cfg.InsertTimeout), m: newMetrics(reg), logger: logger}
+		err = c.run(gctx)
+		// Leave the group promptly so a replacement gets the partitions.
+		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		cl.LeaveGroupContext(closeCtx)
+		cl.Close()
+		return err
+	})
+	return g.Wait()
+}
+
+type consumer struct {
+	cfg    Config
+	cl     *kgo.Client
+	writer *sink.Writer
+	m      *metrics
+	logger *slog.Logger
+}
+
+// run polls, writes and commits until ctx ends. A batch already polled is
+// finished on a detached context so shutdown does not waste it.
+func (c *consumer) run(ctx context.Context) error {
+	for {
+		fetches := c.cl.PollRecords(ctx, 10000)
+		if ctx.Err() != nil {
+			c.cl.AllowRebalance()
+			return nil
+		}
+		if fetches.IsClientClosed() {
+			return nil
+		}
+		var fetchErr error
+		fetches.EachError(func(t string, p int32, err error) {
+			if !errors.Is(err, context.Canceled) {
+				fetchErr = fmt.Errorf("fetch %s/%d: %w", t, p, err)
+			}
+		})
+		if fetchErr != nil {
+			c.logger.Warn("fetch error, retrying", "err", fetchErr)
+		}
+		records := fetches.Records()
+		// Top up the batch while more records arrive quickly: large inserts
+		// during backfill, one flush interval of latency at the head.
+		deadline := time.Now().Add(c.cfg.FlushInterval)
+		for len(records) > 0 && rowsEstimate(records) < c.cfg.BatchRows && time.Now().Before(deadline) {
+			pctx, cancel := context.WithDeadline(ctx, deadline)
+			more := c.cl.PollRecords(pctx, 10000)
+			cancel()
+			if len(more.Records()) == 0 {
+				break
+			}
+			records = append(records, more.Records()...)
+		}
+		if len(records) > 0 {
+			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.InsertTimeout+c.cfg.ShutdownTimeout)
+			err := c.process(wctx, records)
+			cancel()
+			if err != nil {
+				c.cl.AllowRebalance()
+				return err
+			}
+		}
+		c.cl.AllowRebalance()
+	}
+}
+
+// rowsEstimate is a cheap size guess: record bytes / 200 approximates rows.
+func rowsEstimate(rs []*kgo.Record) int {
+	n := 0
+	for _, r := range rs {
+		n += len(r.Value)/200 + 1
+	}
+	return n
+}
+
+func (c *consumer) process(ctx context.Context, records []*kgo.Record) error {
+	start := time.Now()
+	batch := sink.NewBatch()
+	last := map[uint64]uint64{}
+	for _, r := range records {
+		c.m.consumed.WithLabelValues(r.Topic).Inc()
+		ev, err := codec.DecodeChainEvent(r.Value)
+		if err != nil {
+			// A record we cannot decode would block the partition forever;
+			// count and log it, then move on.
+			c.m.decodeErrors.Inc()
+			c.logger.Error("skipping undecodable record", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "err", err)
+			continue
+		}
+		batch.Add(sink.Event{Offset: r.Offset, Event: ev})
+		if b, ok := ev.GetEvent().(*record.ChainEvent_Block); ok && b.Block.Number >= last[b.Block.ChainId] {
+			last[b.Block.ChainId] = b.Block.Number
+		}
+	}
+	c.m.stage.WithLabelValues("decode").Observe(time.Since(start).Seconds())
+	c.m.rows.Observe(float64(batch.Len()))
+
+	insertStart := time.Now()
+	for attempt := 0; ; attempt++ {
+		err := c.writer.Write(ctx, batch)
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("processor: write batch: %w", err)
+		}
+		// ClickHouse restarts are survivable: keep the batch (and the
+		// uncommitted offsets) and retry until it is back.
+		c.logger.Warn("clickhouse insert failed, retrying", "attempt", attempt+1, "err", err)
+		if !obs.Sleep(ctx, obs.Backoff(attempt, 200*time.Millisecond, 10*time.Second)) {
+			return fmt.Errorf("processor: write batch: %w", err)
+		}
+	}
+	c.m.stage.WithLabelValues("insert").Observe(time.Since(insertStart).Seconds())
+
+	commitStart := time.Now()
+	if err := c.cl.CommitRecords(ctx, records...); err != nil {
+		// Not fatal: the batch is written; a redelivery is idempotent.
+		c.logger.Warn("offset commit failed; records may be redelivered", "err", err)
+	}
+	c.m.stage.WithLabelValues("commit").Observe(time.Since(commitStart).Seconds())
+	c.m.blocks.Add(float64(batch.Blocks))
+	c.m.txs.Add(float64(batch.Txs))
+	for chain, n := range last {
+		c.m.lastWritten.WithLabelValues(strconv.FormatUint(chain, 10)).Set(float64(n))
+	}
+	c.logger.Debug("batch written", "records", len(records), "blocks", batch.Blocks, "txs", batch.Txs, "rows", batch.Len(), "took", time.Since(start))
+	return nil
+}
