@@ -1,0 +1,71 @@
+# moraine: run `make help` for the targets.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+MODULE_DIRS := schemas pkg ingest processor query delivery deploy e2e
+SERVICES    := ingest processor query delivery
+STACK       := deploy/stack/stack.sh
+BIN         := bin
+# Test binaries are built with -race; CI has 2 cores, so keep package parallelism modest.
+GOTEST_FLAGS ?= -race -count=1 -timeout 30m -p 2
+
+.PHONY: help
+help: ## List the targets.
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: build
+build: ## Build the four services and the chain sources into ./bin.
+	@mkdir -p $(BIN)
+	@for s in $(SERVICES); do (cd $$s && go build -o ../$(BIN)/$$s ./cmd/$$s) || exit 1; done
+	@cd deploy && go build -o ../$(BIN)/devchain ./cmd/devchain && go build -o ../$(BIN)/replay ./cmd/replay
+	@echo "built: $$(ls $(BIN) | tr '\n' ' ')"
+
+.PHONY: stack-up
+stack-up: ## Install (if needed) and start ClickHouse and Kafka under .moraine/.
+	@bash $(STACK) start
+
+.PHONY: stack-status
+stack-status: ## Show whether ClickHouse, Kafka and the services run.
+	@bash $(STACK) status || true
+	@bash deploy/run.sh status || true
+
+.PHONY: test
+test: stack-up ## Start the local stack, then run unit and integration tests of every module (-race).
+	@eval "$$(bash $(STACK) env)"; \
+	fail=0; for m in $(MODULE_DIRS); do \
+	  echo "=== go test $$m"; \
+	  (cd $$m && go test $(GOTEST_FLAGS) ./...) || fail=1; \
+	done; exit $$fail
+
+.PHONY: run
+run: build stack-up ## Start the stack, the development chain and the four services (background; logs in .moraine/logs).
+	@bash deploy/run.sh up
+
+.PHONY: down
+down: ## Stop the services, the development chain and the stack (data is kept).
+	@bash deploy/run.sh down
+	@bash $(STACK) stop
+
+.PHONY: bench
+bench: build stack-up ## Run the benchmarks; results go to bench/results.md and the README.
+	@eval "$$(bash $(STACK) env)"; bash bench/run.sh
+
+.PHONY: lint
+lint: ## go vet and gofmt check of every module.
+	@fail=0; for m in $(MODULE_DIRS); do (cd $$m && go vet ./...) || fail=1; done; \
+	out=$$(gofmt -l $(MODULE_DIRS)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; fail=1; fi; exit $$fail
+
+.PHONY: fmt
+fmt: ## gofmt every module.
+	@gofmt -w $(MODULE_DIRS)
+
+.PHONY: generate
+generate: ## Regenerate the protobuf record types (needs protoc and protoc-gen-go) and golden files.
+	@command -v protoc >/dev/null || { echo "protoc missing: apt-get install -y protobuf-compiler"; exit 1; }
+	@command -v protoc-gen-go >/dev/null || PATH=$$PATH:$$(go env GOPATH)/bin command -v protoc-gen-go >/dev/null || go install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.10
+	@cd schemas && PATH=$$PATH:$$(go env GOPATH)/bin protoc --go_out=. --go_opt=module=github.com/moraine-data/moraine/schemas proto/moraine/v1/*.proto
+	@cd schemas && go test ./codec -run Golden -update >/dev/null && echo "regenerated schemas/record and schemas/testdata"
+
+.PHONY: tidy
+tidy: ## go mod tidy in every module.
+	@for m in $(MODULE_DIRS); do (cd $$m && go mod tidy) || exit 1; done
