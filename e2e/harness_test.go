@@ -1,0 +1,189 @@
+// Package e2e runs moraine's real binaries against the real local stack
+// (ClickHouse and Kafka from deploy/stack) and real chain data, and checks
+// what comes out against the golden warehouse tables in ../shared/data.
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var (
+	buildOnce sync.Once
+	binDir    string
+	buildErr  error
+)
+
+// repoRoot is the directory holding go.work.
+func repoRoot(t testing.TB) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", "GOWORK").Output()
+	if err != nil || strings.TrimSpace(string(out)) == "" {
+		t.Fatalf("cannot locate go.work: %v", err)
+	}
+	return filepath.Dir(strings.TrimSpace(string(out)))
+}
+
+// binaries builds the services and chain sources once per test run.
+func binaries(t testing.TB) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		root := repoRoot(t)
+		binDir, buildErr = os.MkdirTemp("", "moraine-e2e-bin-")
+		if buildErr != nil {
+			return
+		}
+		for _, p := range []string{"./ingest/cmd/ingest", "./processor/cmd/processor", "./query/cmd/query", "./delivery/cmd/delivery", "./deploy/cmd/replay", "./deploy/cmd/devchain"} {
+			cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, filepath.Base(p)), p)
+			cmd.Dir = root
+			if out, err := cmd.CombinedOutput(); err != nil {
+				buildErr = fmt.Errorf("go build %s: %v\n%s", p, err, out)
+				return
+			}
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binDir
+}
+
+// proc is a running binary whose log is kept in a file.
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	log  string
+	done chan error
+}
+
+// start runs bin with args; the process is stopped (SIGTERM, then SIGKILL)
+// at cleanup, and its log tail is printed when the test failed.
+func start(t *testing.T, name string, args ...string) *proc {
+	t.Helper()
+	logPath := filepath.Join(t.TempDir(), name+".log")
+	f, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(binaries(t), name), args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	// A clean environment for MORAINE_* so the developer's shell does not
+	// leak settings into the test; the flags say everything.
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "MORAINE_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", name, err)
+	}
+	p := &proc{name: name, cmd: cmd, log: logPath, done: make(chan error, 1)}
+	go func() { p.done <- cmd.Wait(); f.Close() }()
+	t.Cleanup(func() {
+		p.stop(15 * time.Second)
+		if t.Failed() {
+			t.Logf("--- last lines of %s log:\n%s", name, tail(logPath, 40))
+		}
+	})
+	return p
+}
+
+// stop sends SIGTERM and waits, then kills.
+func (p *proc) stop(grace time.Duration) {
+	if p.cmd.ProcessState != nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// kill stops the process with SIGKILL: a crash.
+func (p *proc) kill() {
+	_ = p.cmd.Process.Kill()
+	<-p.done
+}
+
+func tail(path string, n int) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return err.Error()
+	}
+	defer f.Close()
+	var lines []string
+	s := bufio.NewScanner(f)
+	s.Buffer(make([]byte, 1<<20), 1<<20)
+	for s.Scan() {
+		lines = append(lines, s.Text())
+		if len(lines) > n {
+			lines = lines[1:]
+		}
+	}
+	return strings.Join(lines, "\n")
+}
+
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// waitReady polls url until it answers 200, or fails the test.
+func waitReady(t testing.TB, p *proc, url string, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var last string
+	for time.Now().Before(deadline) {
+		select {
+		case err := <-p.done:
+			p.done <- err
+			t.Fatalf("%s exited before ready: %v\n%s", p.name, err, tail(p.log, 40))
+		default:
+		}
+		resp, err := http.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+			last = resp.Status
+		} else {
+			last = err.Error()
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("%s not ready at %s after %s (last: %s)\n%s", p.name, url, timeout, last, tail(p.log, 40))
+}
+
+// eventually polls cond until it holds, or fails the test naming what.
+func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	for !cond() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
