@@ -59,7 +59,9 @@ resolve_state_dir() {
 
 check_port_number() {
     local name=$1 value=$2
-    [[ $value =~ ^[0-9]+$ ]] && ((value > 0 && value < 65536)) || die "$name must be a TCP port number, got '$value'"
+    if ! [[ $value =~ ^[0-9]+$ ]] || ((value < 1 || value > 65535)); then
+        die "$name must be a TCP port number, got '$value'"
+    fi
 }
 
 check_settings() {
@@ -100,40 +102,47 @@ render() {
 # A process is ours when its command line contains our config path (unique per state dir). If the pid file is
 # stale or missing we look the process up in /proc, so a lost pid file never leaves an orphan we cannot stop.
 
-cmdline_of() { tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null || true; }
+# read_cmdline PID: set CMDLINE to the process's arguments joined by spaces ("" if it is gone: a process may
+# vanish between listing /proc and reading it). No subshell: find_pid calls this for every process.
+read_cmdline() {
+    local -a args=()
+    { mapfile -d '' args <"/proc/$1/cmdline"; } 2>/dev/null || true
+    CMDLINE=${args[*]-}
+    CMDLINE_PROG=${args[0]-}
+    CMDLINE_PROG=${CMDLINE_PROG##*/}
+}
+
+# cmdline_has NEEDLE...: CMDLINE contains every needle.
+cmdline_has() {
+    local needle
+    [[ -n $CMDLINE ]] || return 1
+    for needle in "$@"; do [[ $CMDLINE == *"$needle"* ]] || return 1; done
+}
 
 # find_pid PIDFILE NEEDLE...: print the pid of our process (all needles in its command line), or fail.
 find_pid() {
-    local pidfile=$1
+    local pidfile=$1 pid dir
     shift
-    local pid="" cmd needle ok
     if [[ -s $pidfile ]]; then
         pid=$(<"$pidfile")
         if [[ $pid =~ ^[0-9]+$ ]]; then
-            cmd=$(cmdline_of "$pid")
-            ok=1
-            for needle in "$@"; do [[ $cmd == *"$needle"* ]] || ok=0; done
-            if ((ok)) && [[ -n $cmd ]]; then
+            read_cmdline "$pid"
+            if cmdline_has "$@"; then
                 printf '%s\n' "$pid"
                 return 0
             fi
         fi
     fi
-    local dir
     for dir in /proc/[0-9]*; do
         pid=${dir#/proc/}
         [[ $pid == "$$" || $pid == "$BASHPID" ]] && continue
-        cmd=$(cmdline_of "$pid")
-        [[ -n $cmd ]] || continue
-        ok=1
-        for needle in "$@"; do [[ $cmd == *"$needle"* ]] || ok=0; done
-        # A shell whose command line merely mentions the path (e.g. `bash -c '... config.xml'`) is not the server.
-        [[ $cmd == *bash\ * || $cmd == *\ sh\ -c* ]] && ok=0
-        if ((ok)); then
-            printf '%s\n' "$pid" >"$pidfile"
-            printf '%s\n' "$pid"
-            return 0
-        fi
+        read_cmdline "$pid"
+        cmdline_has "$@" || continue
+        # A shell or wrapper whose command line merely mentions the path (`bash -c '... config.xml'`) is not it.
+        case $CMDLINE_PROG in bash | sh | dash | zsh | timeout | nohup | setsid) continue ;; esac
+        { printf '%s\n' "$pid" >"$pidfile"; } 2>/dev/null || true
+        printf '%s\n' "$pid"
+        return 0
     done
     return 1
 }
@@ -170,13 +179,33 @@ require_port_free() {
     fi
 }
 
-# Launch a server detached from our session (setsid: a closing terminal or CI job group does not kill it),
-# stdin from /dev/null and output to a file (so `$(stack.sh start)` does not hang), lock fd closed.
+# pid_alive PID: the process exists and is not a zombie (an exited child stays in /proc until reaped).
+pid_alive() {
+    local stat
+    { stat=$(<"/proc/$1/stat"); } 2>/dev/null || return 1
+    stat=${stat##*) }
+    [[ ${stat%% *} != Z ]]
+}
+
+# launch DIR PIDFILE OUTFILE CMD...: start a server in DIR, detached from our session (setsid: a closing
+# terminal or a CI job's process group kill does not take it down), stdin from /dev/null and output to a file
+# (so `$(stack.sh start)` does not hang), lock fd closed. The subshell execs, so $! is the server's own pid.
+# Sets LAUNCHED_PID.
 launch() {
-    local pidfile=$1 out=$2
-    shift 2
-    setsid nohup "$@" </dev/null >>"$out" 2>&1 9>&- &
-    printf '%s\n' "$!" >"$pidfile"
+    local dir=$1 pidfile=$2 out=$3
+    shift 3
+    (cd "$dir" && exec setsid nohup "$@" </dev/null >>"$out" 2>&1 9>&-) &
+    LAUNCHED_PID=$!
+    printf '%s\n' "$LAUNCHED_PID" >"$pidfile"
+}
+
+# still_running PID_VAR PID_FUNCTION: while a server starts, is it still there? Right after launch the process may
+# not have exec'd yet (its command line is still ours), so the launched pid counts; if that one is gone, look
+# the server up by command line before declaring it dead. Updates the variable named PID_VAR.
+still_running() {
+    local -n pid_ref=$1
+    pid_alive "$pid_ref" && return 0
+    pid_ref=$($2) || return 1
 }
 
 # stop_service NAME PID_FUNCTION PIDFILE: SIGTERM, wait, then SIGKILL.
@@ -189,12 +218,12 @@ stop_service() {
     fi
     kill -TERM "$pid" 2>/dev/null || true
     for ((i = 0; i < STOP_TIMEOUT_S * 5; i++)); do
-        [[ -e /proc/$pid ]] || break
+        pid_alive "$pid" || break
         sleep 0.2
     done
-    if [[ -e /proc/$pid ]]; then
+    if pid_alive "$pid"; then
         kill -KILL "$pid" 2>/dev/null || true
-        while [[ -e /proc/$pid ]]; do sleep 0.1; done
+        while pid_alive "$pid"; do sleep 0.1; done
         say "$name: killed (pid $pid did not exit ${STOP_TIMEOUT_S}s after SIGTERM)"
     else
         say "$name: stopped (pid $pid)"
@@ -260,6 +289,7 @@ apt_install() {
         printf '#!/bin/sh\n# temporary, from moraine deploy/stack/stack.sh: no service starts during install\nexit 101\n' >"$policy"
         chmod 755 "$policy"
         made_policy=1
+        trap 'rm -f /usr/sbin/policy-rc.d' EXIT # also when interrupted
     fi
 
     local logf=$STATE_DIR/apt.log rc=0
@@ -271,7 +301,10 @@ apt_install() {
         rc=0
         apt_get_install "${missing[@]}" >"$logf" 2>&1 || rc=$?
     fi
-    ((made_policy)) && rm -f "$policy"
+    if ((made_policy)); then
+        rm -f "$policy"
+        trap - EXIT
+    fi
     if ((rc != 0)); then
         die "apt-get install ${missing[*]} failed: $(grep -E '^(E|W):|dpkg: error' "$logf" | head -n3 | tr '\n' ' ')(full output: $logf)"
     fi
@@ -284,11 +317,11 @@ apt_get_install() {
 # If a policy-rc.d that allows starts was already there, the package started the system-wide server (config in
 # /etc). It would take ports 9000/8123 from ours: stop it. It is only ever started by the install itself.
 stop_system_clickhouse() {
-    local dir pid cmd
+    local dir pid
     for dir in /proc/[0-9]*; do
         pid=${dir#/proc/}
-        cmd=$(cmdline_of "$pid")
-        if [[ $cmd == *clickhouse-server* && $cmd == *"/etc/clickhouse-server/config.xml"* ]]; then
+        read_cmdline "$pid"
+        if cmdline_has clickhouse-server /etc/clickhouse-server/config.xml; then
             say "clickhouse: stopping the system-wide server the package started (pid $pid)"
             kill -TERM "$pid" 2>/dev/null || true
         fi
@@ -331,15 +364,15 @@ ch_start() {
     require_port_free "$CH_HTTP_PORT" "clickhouse http, MORAINE_CLICKHOUSE_HTTP_PORT"
     # After kill -9 the data/status file is left behind; its flock died with the process, and the server
     # only logs "unclean restart" and goes on, so there is nothing to clean here.
-    (cd "$CH_DIR" && launch "$CH_PIDFILE" "$CH_DIR/logs/stdout.log" \
-        clickhouse-server "--config-file=$CH_DIR/config.xml")
+    launch "$CH_DIR" "$CH_PIDFILE" "$CH_DIR/logs/stdout.log" \
+        clickhouse-server "--config-file=$CH_DIR/config.xml"
     ch_wait_ready
 }
 
 ch_wait_ready() {
-    local deadline=$((SECONDS + READY_TIMEOUT_S)) pid
+    local deadline=$((SECONDS + READY_TIMEOUT_S)) pid=$LAUNCHED_PID
     while ((SECONDS < deadline)); do
-        if ! pid=$(ch_pid); then
+        if ! still_running pid ch_pid; then
             log_tail "$CH_DIR/logs/stdout.log" 20
             log_tail "$CH_DIR/logs/clickhouse-server.err.log" 20
             die "clickhouse: server exited during startup (logs: $CH_DIR/logs)"
@@ -359,7 +392,8 @@ ch_stop() { stop_service clickhouse ch_pid "$CH_PIDFILE"; }
 ch_status() {
     local pid
     if pid=$(ch_pid); then
-        if tcp_open "$CH_TCP_PORT"; then
+        # Ask over HTTP: a bare TCP connect to the native port makes the server log a warning each time.
+        if [[ $(ch_query_http 'SELECT%201' || true) == 1 ]]; then
             say "clickhouse: running (pid $pid, native 127.0.0.1:$CH_TCP_PORT, http 127.0.0.1:$CH_HTTP_PORT)"
             return 0
         fi
@@ -380,7 +414,7 @@ ch_reset() {
 # Kafka
 
 java_major() {
-    java -XshowSettings:properties -version 2>&1 | sed -n 's/^ *java\.specification\.version = //p' | head -n1
+    java -XshowSettings:properties -version 2>&1 | sed -n '/^ *java\.specification\.version = /{s///p;q}' || true
 }
 
 # Java is needed to run the broker (also when the jars are cached, e.g. a state dir on a new machine);
@@ -389,8 +423,9 @@ kafka_install() {
     command -v java >/dev/null 2>&1 || apt_install openjdk-17-jre-headless
     local major
     major=$(java_major)
-    [[ $major =~ ^[0-9]+$ ]] && ((major >= 17)) ||
+    if ! [[ $major =~ ^[0-9]+$ ]] || ((major < 17)); then
         die "Kafka $KAFKA_VERSION needs Java 17 or later, but 'java' is version '${major:-unknown}' ($(command -v java))"
+    fi
     kafka_fetch_jars
 }
 
@@ -408,11 +443,14 @@ kafka_fetch_jars() {
     local tmp=$KAFKA_DIR/libs.tmp logf=$KAFKA_DIR/mvn.log
     rm -rf "$tmp"
     say "kafka: fetching org.apache.kafka:kafka_2.13:$KAFKA_VERSION and dependencies from Maven Central"
-    if ! mvn -B -f "$SCRIPT_DIR/pom.xml" "-Dkafka.version=$KAFKA_VERSION" \
+    # -U: retry artifacts that an earlier failed attempt marked as missing in ~/.m2.
+    if ! mvn -B -U -f "$SCRIPT_DIR/pom.xml" "-Dkafka.version=$KAFKA_VERSION" \
         dependency:copy-dependencies -DincludeScope=runtime "-DoutputDirectory=$tmp" >"$logf" 2>&1; then
         local reason
-        reason=$(grep -E '^\[ERROR\]' "$logf" | grep -v -E '^\[ERROR\] *$|Re-run Maven|full stack trace|Help 1|^\[ERROR\] -> ' |
-            head -n2 | cut -c1-400 | tr '\n' ' ')
+        # The first [ERROR] line names the artifact and the cause (not found, no network, ...).
+        reason=$(grep -m1 -E '^\[ERROR\] .+' "$logf" |
+            sed -e 's/^\[ERROR\] //' -e 's/ -> \[Help 1\]$//' -e 's/^Failed to execute goal on project [^:]*: //' |
+            cut -c1-600) || true
         rm -rf "$tmp"
         die "mvn could not fetch org.apache.kafka:kafka_2.13:$KAFKA_VERSION from Maven Central: ${reason:-see $logf} (full output: $logf)"
     fi
@@ -471,11 +509,11 @@ kafka_start() {
     # Only log lines written after this point count as "started".
     local log=$KAFKA_DIR/logs/server.log offset=0
     [[ -f $log ]] && offset=$(stat -c %s "$log")
-    (cd "$KAFKA_DIR" && launch "$KAFKA_PIDFILE" "$KAFKA_DIR/logs/kafka.out" \
+    launch "$KAFKA_DIR" "$KAFKA_PIDFILE" "$KAFKA_DIR/logs/kafka.out" \
         java "-Xms$KAFKA_HEAP" "-Xmx$KAFKA_HEAP" -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
         -XX:+ExitOnOutOfMemoryError -Djava.awt.headless=true \
         "-Dkafka.logs.dir=$KAFKA_DIR/logs" "-Dlog4j2.configurationFile=$KAFKA_DIR/log4j2.properties" \
-        -cp "$KAFKA_LIBS/*" kafka.Kafka "$KAFKA_DIR/server.properties")
+        -cp "$KAFKA_LIBS/*" kafka.Kafka "$KAFKA_DIR/server.properties"
     kafka_wait_ready "$offset"
 }
 
@@ -483,15 +521,18 @@ kafka_start() {
 # after it registered with the controller and was unfenced, so topics can be created right away).
 kafka_wait_ready() {
     local offset=$1 log=$KAFKA_DIR/logs/server.log
-    local deadline=$((SECONDS + KAFKA_READY_TIMEOUT_S)) pid
+    local deadline=$((SECONDS + KAFKA_READY_TIMEOUT_S)) pid=$LAUNCHED_PID
     while ((SECONDS < deadline)); do
-        if ! pid=$(kafka_pid); then
+        if ! still_running pid kafka_pid; then
             log_tail "$KAFKA_DIR/logs/kafka.out" 20
             log_tail "$log" 30
             die "kafka: broker exited during startup (logs: $KAFKA_DIR/logs)"
         fi
+        # The log rolled over meanwhile: read the new file from its start.
+        [[ -f $log ]] && (($(stat -c %s "$log") < offset)) && offset=0
+        # grep -c, not -q: -q quits at the first match, tail then dies of SIGPIPE and pipefail fails the test.
         if tcp_open "$KAFKA_PORT" && [[ -f $log ]] &&
-            tail -c +"$((offset + 1))" "$log" | grep -q 'Kafka Server started'; then
+            tail -c +"$((offset + 1))" "$log" | grep -c 'Kafka Server started' >/dev/null; then
             say "kafka: started $KAFKA_VERSION (pid $pid, broker 127.0.0.1:$KAFKA_PORT, controller 127.0.0.1:$KAFKA_CONTROLLER_PORT)"
             return 0
         fi
@@ -567,8 +608,9 @@ main() {
         ;;
     status)
         resolve_state_dir
-        local s rc=0
-        for s in $(services "${1:-}"); do
+        local list s rc=0
+        list=$(services "${1:-}")
+        for s in $list; do
             case $s in
             clickhouse) ch_status || rc=3 ;;
             kafka) kafka_status || rc=3 ;;
@@ -611,6 +653,7 @@ main() {
         done
         ;;
     stop | reset)
+        # shellcheck disable=SC2086 # $list is a space-separated word list
         for s in $(reversed $list); do
             case $s in
             clickhouse) "ch_$cmd" ;;
