@@ -32,6 +32,7 @@ stack-status: ## Show whether ClickHouse, Kafka and the services run.
 .PHONY: test
 test: stack-up ## Start the local stack, then run unit and integration tests of every module (-race).
 	@eval "$$(bash $(STACK) env)"; \
+	export MORAINE_CHDB_PYTHON=$$(bash deploy/stack/chdb.sh install) || exit 1; \
 	fail=0; for m in $(MODULE_DIRS); do \
 	  echo "=== go test $$m"; \
 	  (cd $$m && go test $(GOTEST_FLAGS) ./...) || fail=1; \

@@ -1,0 +1,46 @@
+package testenv
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"testing"
+)
+
+//go:embed currentch.py
+var currentCHScript string
+
+// OnCurrentClickHouse runs stmts, in order, on current ClickHouse (chDB,
+// installed by deploy/stack/chdb.sh; MORAINE_CHDB_PYTHON names its python)
+// and fails the test for every statement that errors. moraine's SQL must
+// run there as well as on the 18.16 server of the local stack.
+func OnCurrentClickHouse(t testing.TB, stmts []string) {
+	t.Helper()
+	py := os.Getenv("MORAINE_CHDB_PYTHON")
+	if py == "" {
+		t.Fatalf("MORAINE_CHDB_PYTHON is not set: this test needs current ClickHouse (chDB); `make test` installs it, or run `export MORAINE_CHDB_PYTHON=$(deploy/stack/chdb.sh install)`")
+	}
+	in, _ := json.Marshal(stmts)
+	cmd := exec.Command(py, "-c", currentCHScript)
+	cmd.Stdin = bytes.NewReader(in)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("chDB runner: %v\n%s", err, stderr.String())
+	}
+	var results []struct {
+		OK    bool   `json:"ok"`
+		Error string `json:"error"`
+	}
+	if err := json.Unmarshal(out, &results); err != nil {
+		t.Fatalf("chDB runner output: %v: %s", err, out)
+	}
+	for i, r := range results {
+		if !r.OK {
+			t.Errorf("statement %d fails on current ClickHouse: %s\n%s", i+1, r.Error, stmts[i])
+		}
+	}
+}
