@@ -1,0 +1,106 @@
+// Command querybench seeds synthetic blocks and loads a running query
+// service.
+//
+//	querybench seed [--clickhouse.* flags] --chain 43112 --blocks 10000000 [--first 0] [--step 1]
+//	querybench load --url http://127.0.0.1:8080 --rate 500 --duration 30s \
+//	    --path /v1/chains/43112/blocks --path '/v1/chains/43112/blocks/{rand:0:9999999}'
+//
+// seed writes the chain with INSERT ... SELECT FROM numbers() (10M blocks in
+// about a minute on 2 cores) and sets its head in chain_heads; the service's
+// chain file must list the chain. load fires requests open-loop at --rate
+// (round-robin over --path; "{rand:LO:HI}" is a random integer per request)
+// and prints p50/p90/p99/max per path. Flags fall back to MORAINE_* env vars.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/moraine-data/moraine/pkg/chdb"
+	"github.com/moraine-data/moraine/pkg/obs"
+	"github.com/moraine-data/moraine/query/internal/bench"
+)
+
+type paths []string
+
+func (p *paths) String() string     { return strings.Join(*p, ",") }
+func (p *paths) Set(v string) error { *p = append(*p, v); return nil }
+
+func main() { os.Exit(run()) }
+
+func run() int {
+	if len(os.Args) < 2 || (os.Args[1] != "seed" && os.Args[1] != "load") {
+		fmt.Fprintln(os.Stderr, "usage: querybench seed|load [flags] (-h for the flags of each)")
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	logger, _ := obs.NewLogger(obs.LogConfig{Level: "info", Format: "text"}, os.Stderr, "querybench")
+	fs := flag.NewFlagSet("querybench "+os.Args[1], flag.ExitOnError)
+	switch os.Args[1] {
+	case "seed":
+		var (
+			ch chdb.Config
+			sc bench.SeedConfig
+		)
+		ch.RegisterFlags(fs)
+		fs.Uint64Var(&sc.ChainID, "chain", 43112, "EVM chain id of the synthetic chain")
+		fs.Uint64Var(&sc.First, "first", 0, "first block number")
+		fs.Uint64Var(&sc.Blocks, "blocks", 10_000_000, "number of blocks")
+		fs.Uint64Var(&sc.Step, "step", 1, "distance between block numbers (100: every 100th block, like a replay)")
+		fs.Uint64Var(&sc.Chunk, "chunk", 1_000_000, "rows per INSERT ... SELECT")
+		if err := obs.ParseWithEnv(fs, os.Args[2:], "MORAINE"); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		octx, cancel := context.WithTimeout(ctx, time.Minute)
+		conn, err := chdb.Open(octx, ch, logger)
+		cancel()
+		if err != nil {
+			logger.Error("open clickhouse", "err", err)
+			return 1
+		}
+		defer conn.Close()
+		start := time.Now()
+		if err := bench.Seed(ctx, conn, sc, logger); err != nil {
+			logger.Error("seed", "err", err)
+			return 1
+		}
+		fmt.Printf("seeded %d blocks of chain %d in %s\n", sc.Blocks, sc.ChainID, time.Since(start).Round(time.Millisecond))
+	case "load":
+		var (
+			lc bench.LoadConfig
+			ps paths
+		)
+		fs.StringVar(&lc.BaseURL, "url", "http://127.0.0.1:8080", "base URL of the query service")
+		fs.Var(&ps, "path", "request path, repeatable; {rand:LO:HI} is replaced by a random integer")
+		fs.Float64Var(&lc.Rate, "rate", 200, "requests per second (open loop)")
+		fs.DurationVar(&lc.Duration, "duration", 30*time.Second, "length of the run")
+		fs.IntVar(&lc.Concurrency, "concurrency", 64, "most requests in flight")
+		fs.DurationVar(&lc.Timeout, "timeout", 10*time.Second, "per-request timeout")
+		fs.BoolVar(&lc.AllowRemote, "allow-remote", false, "allow a non-loopback target")
+		if err := fs.Parse(os.Args[2:]); err != nil {
+			return 2
+		}
+		lc.Paths = ps
+		if len(lc.Paths) == 0 {
+			lc.Paths = []string{"/v1/chains/43112/blocks"}
+		}
+		res, err := bench.Load(ctx, lc)
+		if err != nil {
+			logger.Error("load", "err", err)
+			return 1
+		}
+		fmt.Print(res)
+		if res.Total.Errors > 0 {
+			return 1
+		}
+	}
+	return 0
+}

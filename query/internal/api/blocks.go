@@ -1,0 +1,301 @@
+package api
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/moraine-data/moraine/pkg/chains"
+	"github.com/moraine-data/moraine/query/internal/apierr"
+	"github.com/moraine-data/moraine/query/internal/pagetoken"
+	"github.com/moraine-data/moraine/query/internal/store"
+)
+
+// mergeConcurrency bounds the per-chain reads of one /v1/blocks request.
+const mergeConcurrency = 4
+
+func registerBlockRoutes(rt *routes, h *handlers) {
+	rt.handle(http.MethodGet, "/blocks", WeightMedium, h.listAllBlocks)
+	rt.handle(http.MethodGet, "/chains/:chainId/blocks", WeightSmall, h.listChainBlocks)
+	rt.handle(http.MethodGet, "/chains/:chainId/blocks/:blockId", WeightSmall, h.getBlock)
+	rt.handle(http.MethodGet, "/chains/:chainId/blocks/:blockId/transactions", WeightMedium, h.listBlockTransactions)
+}
+
+func badToken() error {
+	return apierr.Validation("pageToken must be a page token returned by the previous page of this list")
+}
+
+// listChainBlocks: GET /v1/chains/:chainId/blocks?pageSize=&pageToken=.
+// The first page starts at the chain's head (chain_heads, cached briefly);
+// a token carries the number of the next block to read, so blocks appended
+// meanwhile never shift later pages.
+func (h *handlers) listChainBlocks(c *gin.Context) {
+	p := &params{c: c}
+	id := p.chainID()
+	size := p.pageSize("pageSize", 1, 100, 10)
+	token := p.pageToken()
+	if p.errs != nil {
+		apierr.Write(c, apierr.Validation(p.errs...))
+		return
+	}
+	ch, err := h.chains.resolve(id)
+	if err != nil {
+		apierr.Write(c, err)
+		return
+	}
+	ctx := c.Request.Context()
+	chainID := ch.ID()
+	var cursor uint64
+	if token != "" {
+		t, err := h.tokens.Decode(token, pagetoken.KindChainBlocks)
+		if err != nil || t.ChainID != chainID {
+			apierr.Write(c, badToken())
+			return
+		}
+		cursor = t.Cursor
+	} else {
+		heads, err := h.store.Heads(ctx)
+		if err != nil {
+			apierr.Write(c, storeError(err, ""))
+			return
+		}
+		head := heads[chainID]
+		if !head.Exists {
+			// Configured but nothing indexed yet: an empty list, not an error.
+			ok(c, listBlocksResponse{Blocks: []evmBlock{}})
+			return
+		}
+		cursor = head.Number
+	}
+	rows, err := h.store.Blocks(ctx, chainID, cursor, size+1)
+	if err != nil {
+		apierr.Write(c, storeError(err, ""))
+		return
+	}
+	out := listBlocksResponse{Blocks: make([]evmBlock, 0, min(len(rows), size))}
+	if len(rows) > size {
+		out.NextPageToken = h.tokens.Encode(pagetoken.Token{
+			Kind: pagetoken.KindChainBlocks, ChainID: chainID, Cursor: rows[size].Number,
+		})
+		rows = rows[:size]
+	}
+	for _, b := range rows {
+		out.Blocks = append(out.Blocks, renderBlock(b))
+	}
+	ok(c, out)
+}
+
+// lookupBlock resolves a validated blockId on chain.
+func (h *handlers) lookupBlock(ctx context.Context, ch chains.Chain, id blockID) (store.Block, error) {
+	notFound := fmt.Sprintf("Block %s not found on chain %s", id, ch.EVMChainID)
+	var (
+		b   store.Block
+		err error
+	)
+	switch {
+	case id.byHash:
+		b, err = h.store.BlockByHash(ctx, ch.ID(), id.hash)
+	case id.tooBig:
+		err = store.ErrNotFound
+	default:
+		b, err = h.store.BlockByNumber(ctx, ch.ID(), id.number)
+	}
+	if err != nil {
+		return store.Block{}, storeError(err, notFound)
+	}
+	return b, nil
+}
+
+// getBlock: GET /v1/chains/:chainId/blocks/:blockId.
+func (h *handlers) getBlock(c *gin.Context) {
+	p := &params{c: c}
+	id := p.chainID()
+	bid := p.blockID()
+	if p.errs != nil {
+		apierr.Write(c, apierr.Validation(p.errs...))
+		return
+	}
+	ch, err := h.chains.resolve(id)
+	if err != nil {
+		apierr.Write(c, err)
+		return
+	}
+	b, err := h.lookupBlock(c.Request.Context(), ch, bid)
+	if err != nil {
+		apierr.Write(c, err)
+		return
+	}
+	ok(c, renderBlock(b))
+}
+
+// listBlockTransactions: GET /v1/chains/:chainId/blocks/:blockId/transactions.
+// pageSize 0 (ChainKit's default) returns every transaction and no token.
+func (h *handlers) listBlockTransactions(c *gin.Context) {
+	p := &params{c: c}
+	id := p.chainID()
+	bid := p.blockID()
+	size := p.pageSize("pageSize", 0, 100, 0)
+	token := p.pageToken()
+	if p.errs != nil {
+		apierr.Write(c, apierr.Validation(p.errs...))
+		return
+	}
+	ch, err := h.chains.resolve(id)
+	if err != nil {
+		apierr.Write(c, err)
+		return
+	}
+	var t pagetoken.Token
+	if token != "" {
+		if t, err = h.tokens.Decode(token, pagetoken.KindBlockTxs); err != nil || t.ChainID != ch.ID() || t.Cursor > 1<<32-1 {
+			apierr.Write(c, badToken())
+			return
+		}
+	}
+	ctx := c.Request.Context()
+	b, err := h.lookupBlock(ctx, ch, bid)
+	if err != nil {
+		apierr.Write(c, err)
+		return
+	}
+	if token != "" && (t.BlockNumber != b.Number || t.BlockHash != b.Hash) {
+		// The token belongs to another block, or this number's block
+		// changed in a reorg since the previous page.
+		apierr.Write(c, badToken())
+		return
+	}
+	limit := 0
+	if size > 0 {
+		limit = size + 1
+	}
+	txs, err := h.store.BlockTransactions(ctx, b, uint32(t.Cursor), limit)
+	if err != nil {
+		apierr.Write(c, storeError(err, ""))
+		return
+	}
+	out := listTransactionsResponse{Transactions: make([]nativeTransaction, 0, len(txs))}
+	if size > 0 && len(txs) > size {
+		out.NextPageToken = h.tokens.Encode(pagetoken.Token{
+			Kind: pagetoken.KindBlockTxs, ChainID: b.ChainID, BlockNumber: b.Number, BlockHash: b.Hash,
+			Cursor: uint64(txs[size].BlockIndex),
+		})
+		txs = txs[:size]
+	}
+	for _, tx := range txs {
+		out.Transactions = append(out.Transactions, renderTx(b, tx))
+	}
+	ok(c, out)
+}
+
+// listAllBlocks: GET /v1/blocks and the deprecated GET /v1/chains/allBlocks.
+//
+// The newest blocks of every configured chain (optionally one network),
+// merged by blockTimestamp desc, then chain id asc, then number desc. The
+// token carries one position per chain (the next block number to read);
+// each page reads pageSize+1 blocks below every position and takes the
+// pageSize first in merge order, so a chain's position only moves down
+// past blocks that were served: no chain skips or repeats a block, and the
+// merge order holds across pages. Chains without an indexed head at the
+// first page, and chains that run out, drop out of the token.
+func (h *handlers) listAllBlocks(c *gin.Context) {
+	p := &params{c: c}
+	size := p.pageSize("pageSize", 1, 100, 10)
+	network := p.enum("network", networks)
+	token := p.pageToken()
+	if p.errs != nil {
+		apierr.Write(c, apierr.Validation(p.errs...))
+		return
+	}
+	code := networkCode(network)
+	ctx := c.Request.Context()
+	var positions []pagetoken.Position
+	if token != "" {
+		t, err := h.tokens.Decode(token, pagetoken.KindAllBlocks)
+		if err != nil || t.Network != code {
+			apierr.Write(c, badToken())
+			return
+		}
+		for _, pos := range t.Positions {
+			ch, found := h.chains.find(u64(pos.ChainID))
+			if !found || !matchesNetwork(ch, code) {
+				apierr.Write(c, badToken())
+				return
+			}
+		}
+		positions = t.Positions
+	} else {
+		heads, err := h.store.Heads(ctx)
+		if err != nil {
+			apierr.Write(c, storeError(err, ""))
+			return
+		}
+		for _, ch := range h.chains.list {
+			if head := heads[ch.ID()]; matchesNetwork(ch, code) && head.Exists {
+				positions = append(positions, pagetoken.Position{ChainID: ch.ID(), Cursor: head.Number})
+			}
+		}
+	}
+
+	perChain := make([][]store.Block, len(positions))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(mergeConcurrency)
+	for i, pos := range positions {
+		g.Go(func() error {
+			rows, err := h.store.Blocks(gctx, pos.ChainID, pos.Cursor, size+1)
+			perChain[i] = rows
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		apierr.Write(c, storeError(err, ""))
+		return
+	}
+
+	// k-way merge: each chain's rows are newest first; repeatedly serve the
+	// chain whose next row comes first in merge order. What a chain serves
+	// is always a prefix of its rows, so its next position is exact.
+	out := listBlocksResponse{Blocks: make([]evmBlock, 0, size)}
+	used := make([]int, len(positions))
+	for len(out.Blocks) < size {
+		best := -1
+		for i, rows := range perChain {
+			if used[i] == len(rows) {
+				continue
+			}
+			if best < 0 || mergeBefore(rows[used[i]], perChain[best][used[best]]) {
+				best = i
+			}
+		}
+		if best < 0 {
+			break
+		}
+		out.Blocks = append(out.Blocks, renderBlock(perChain[best][used[best]]))
+		used[best]++
+	}
+	// A chain stays in the token while it has a fetched block that was not
+	// served; its position becomes that block's number.
+	var next []pagetoken.Position
+	for i, pos := range positions {
+		if used[i] < len(perChain[i]) {
+			next = append(next, pagetoken.Position{ChainID: pos.ChainID, Cursor: perChain[i][used[i]].Number})
+		}
+	}
+	if len(next) > 0 {
+		out.NextPageToken = h.tokens.Encode(pagetoken.Token{Kind: pagetoken.KindAllBlocks, Network: code, Positions: next})
+	}
+	ok(c, out)
+}
+
+// mergeBefore orders the all-chains list: blockTimestamp desc, then chain id
+// asc, then number desc.
+func mergeBefore(a, b store.Block) bool {
+	return cmp.Or(
+		cmp.Compare(b.Timestamp, a.Timestamp),
+		cmp.Compare(a.ChainID, b.ChainID),
+		cmp.Compare(b.Number, a.Number),
+	) < 0
+}

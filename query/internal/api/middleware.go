@@ -1,0 +1,143 @@
+package api
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/moraine-data/moraine/query/internal/apierr"
+)
+
+type metrics struct {
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	f := promauto.With(reg)
+	return &metrics{
+		requests: f.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "moraine", Subsystem: "query", Name: "http_requests_total",
+			Help: "HTTP requests by route template (\"unmatched\" for unknown routes), method and status code.",
+		}, []string{"route", "method", "code"}),
+		duration: f.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "moraine", Subsystem: "query", Name: "http_request_duration_seconds",
+			Help:    "Time to answer an HTTP request, by route template and method.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"route", "method"}),
+	}
+}
+
+// initRoute pre-creates the series of a route so dashboards see 0, not
+// nothing.
+func (m *metrics) initRoute(route, method string) {
+	m.requests.WithLabelValues(route, method, "200")
+	m.duration.WithLabelValues(route, method)
+}
+
+var knownMethods = map[string]bool{
+	http.MethodGet: true, http.MethodHead: true, http.MethodPost: true, http.MethodPut: true,
+	http.MethodPatch: true, http.MethodDelete: true, http.MethodOptions: true,
+}
+
+func (m *metrics) middleware() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		start := time.Now()
+		c.Next()
+		route := c.FullPath()
+		if route == "" {
+			route = "unmatched"
+		}
+		method := c.Request.Method
+		if !knownMethods[method] {
+			method = "other" // bounded label values
+		}
+		m.requests.WithLabelValues(route, method, strconv.Itoa(c.Writer.Status())).Inc()
+		m.duration.WithLabelValues(route, method).Observe(time.Since(start).Seconds())
+	}
+}
+
+// accessLog logs one line per request; 5xx with the cause, at warn level
+// for 503 and error level for the rest.
+func accessLog(logger *slog.Logger) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		start := time.Now()
+		c.Next()
+		status := c.Writer.Status()
+		attrs := []slog.Attr{
+			slog.String("method", c.Request.Method),
+			slog.String("route", c.FullPath()),
+			slog.String("path", c.Request.URL.Path),
+			slog.Int("status", status),
+			slog.Duration("duration", time.Since(start)),
+			slog.Int("bytes", c.Writer.Size()),
+			slog.String("client_ip", c.ClientIP()),
+		}
+		level := slog.LevelInfo
+		switch {
+		case status == http.StatusServiceUnavailable:
+			level = slog.LevelWarn // an outage of ClickHouse: logged, not an error of ours
+		case status >= 500:
+			level = slog.LevelError
+		}
+		if err := c.Errors.Last(); err != nil && status >= 500 {
+			attrs = append(attrs, slog.String("err", err.Err.Error()))
+		}
+		logger.LogAttrs(c.Request.Context(), level, "http request", attrs...)
+	}
+}
+
+// recovery turns a handler panic into a logged 500 with the usual body.
+func recovery(logger *slog.Logger) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		defer func() {
+			r := recover()
+			if r == nil {
+				return
+			}
+			if r == http.ErrAbortHandler {
+				panic(r)
+			}
+			logger.Error("panic in handler", "route", c.FullPath(), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			if c.Writer.Written() {
+				c.Abort()
+				return
+			}
+			apierr.Write(c, apierr.Internal(fmt.Errorf("panic: %v", r)))
+		}()
+		c.Next()
+	}
+}
+
+// cors lets browsers call the API from any origin, as NestJS's enableCors()
+// does: the API is public and authenticates with a header, never a cookie,
+// so "*" exposes nothing. Preflights are answered here, before routing
+// (gin runs this middleware for unmatched paths too).
+func cors() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if c.GetHeader("Origin") == "" {
+			c.Next()
+			return
+		}
+		h := c.Writer.Header()
+		h.Set("Access-Control-Allow-Origin", "*")
+		if c.Request.Method == http.MethodOptions && c.GetHeader("Access-Control-Request-Method") != "" {
+			h.Set("Access-Control-Allow-Methods", "GET,HEAD,PUT,PATCH,POST,DELETE")
+			if req := c.GetHeader("Access-Control-Request-Headers"); req != "" {
+				h.Set("Access-Control-Allow-Headers", req)
+			}
+			h.Set("Access-Control-Max-Age", "86400")
+			h.Add("Vary", "Access-Control-Request-Headers")
+			c.AbortWithStatus(http.StatusNoContent)
+			return
+		}
+		c.Next()
+	}
+}

@@ -1,0 +1,182 @@
+package api
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/moraine-data/moraine/query/internal/apierr"
+)
+
+func TestUnknownRoutesAndMethods(t *testing.T) {
+	e := newEnv(t)
+	e.seed()
+	e.requireError("/v1/xyz", 404, "Cannot GET /v1/xyz")
+	e.requireError("/v1/xyz?a=1", 404, "Cannot GET /v1/xyz?a=1")
+	e.requireError("/", 404, "Cannot GET /")
+	e.requireError("/v1/chains/43114/blocks/1/logs", 404, "Cannot GET /v1/chains/43114/blocks/1/logs")
+	e.requireError("/v1/chains/", 404, "Cannot GET /v1/chains/")
+	// A known path with another method: NestJS's 404, not a 405.
+	for _, m := range []string{http.MethodPost, http.MethodDelete, http.MethodPut, http.MethodPatch} {
+		code, raw := e.do(m, "/v1/chains")
+		require.Equal(t, http.StatusNotFound, code)
+		var b errBody
+		require.NoError(t, json.Unmarshal(raw, &b))
+		require.Equal(t, "Cannot "+m+" /v1/chains", b.Message)
+	}
+}
+
+// series returns the value of a counter or the sample count of a
+// histogram with the given labels.
+func series(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	next:
+		for _, m := range mf.GetMetric() {
+			got := map[string]string{}
+			for _, l := range m.GetLabel() {
+				got[l.GetName()] = l.GetValue()
+			}
+			for k, v := range labels {
+				if got[k] != v {
+					continue next
+				}
+			}
+			if m.Counter != nil {
+				return m.GetCounter().GetValue()
+			}
+			return float64(m.GetHistogram().GetSampleCount())
+		}
+	}
+	return -1
+}
+
+func TestPanicIsA500(t *testing.T) {
+	e := newEnv(t)
+	e.store.panic = true
+	e.requireError("/v1/chains/43114/blocks", 500, "Internal server error")
+	require.Equal(t, 1.0, series(t, e.reg, "moraine_query_http_requests_total",
+		map[string]string{"route": "/v1/chains/:chainId/blocks", "method": "GET", "code": "500"}))
+}
+
+func TestMetrics(t *testing.T) {
+	e := newEnv(t)
+	e.seed()
+	// Pre-created at 0.
+	require.Equal(t, 0.0, series(t, e.reg, "moraine_query_http_requests_total",
+		map[string]string{"route": "/v1/chains/:chainId/blocks/:blockId/transactions", "method": "GET", "code": "200"}))
+	e.get("/v1/chains/43114/blocks/1", nil)
+	e.get("/v1/chains/43114/blocks/2", nil)
+	e.do(http.MethodGet, "/v1/chains/43114/blocks/99")
+	e.do(http.MethodGet, "/nope")
+	e.do("BREW", "/nope")
+	require.Equal(t, 2.0, series(t, e.reg, "moraine_query_http_requests_total",
+		map[string]string{"route": "/v1/chains/:chainId/blocks/:blockId", "method": "GET", "code": "200"}))
+	require.Equal(t, 1.0, series(t, e.reg, "moraine_query_http_requests_total",
+		map[string]string{"route": "/v1/chains/:chainId/blocks/:blockId", "method": "GET", "code": "404"}))
+	require.Equal(t, 1.0, series(t, e.reg, "moraine_query_http_requests_total",
+		map[string]string{"route": "unmatched", "method": "other", "code": "404"}))
+	require.Equal(t, 3.0, series(t, e.reg, "moraine_query_http_request_duration_seconds",
+		map[string]string{"route": "/v1/chains/:chainId/blocks/:blockId", "method": "GET"}))
+}
+
+func TestMiddlewareSeesRouteWeight(t *testing.T) {
+	// The extension point for API keys and rate limits: middleware runs
+	// after the weight is set and can abort with the usual error body.
+	var weights []Weight
+	e := newEnv(t, func(c *gin.Context) {
+		weights = append(weights, RouteWeight(c))
+		if c.GetHeader("x-glacier-api-key") == "bad" {
+			apierr.Write(c, apierr.New(http.StatusUnauthorized, "Unauthorized"))
+		}
+	})
+	e.seed()
+	for _, p := range []string{"/v1/chains", "/v1/chains/43114", "/v1/chains/43114/blocks", "/v1/chains/43114/blocks/1",
+		"/v1/chains/43114/blocks/1/transactions", "/v1/blocks", "/v1/chains/allBlocks"} {
+		require.Equal(t, http.StatusOK, e.get(p, nil), p)
+	}
+	require.Equal(t, []Weight{1, 1, 10, 10, 20, 20, 1}, weights)
+
+	req, _ := http.NewRequest(http.MethodGet, "/v1/chains", nil)
+	req.Header.Set("x-glacier-api-key", "bad")
+	w := httptest.NewRecorder()
+	e.router.ServeHTTP(w, req)
+	require.Equal(t, http.StatusUnauthorized, w.Code)
+	require.JSONEq(t, `{"message":"Unauthorized","statusCode":401,"error":"Unauthorized"}`, w.Body.String())
+}
+
+func TestOpenAPIMatchesRouter(t *testing.T) {
+	// /api-json advertises exactly the operations the router serves.
+	e := newEnv(t)
+	code, raw := e.do(http.MethodGet, "/api-json")
+	require.Equal(t, http.StatusOK, code)
+	var doc struct {
+		OpenAPI string                    `json:"openapi"`
+		Paths   map[string]map[string]any `json:"paths"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &doc))
+	require.Equal(t, "3.1.0", doc.OpenAPI)
+	var spec []string
+	for p, ms := range doc.Paths {
+		for m := range ms {
+			gp := p
+			for _, param := range []string{"chainId", "blockId"} {
+				gp = strings.ReplaceAll(gp, "{"+param+"}", ":"+param)
+			}
+			spec = append(spec, strings.ToUpper(m)+" "+gp)
+		}
+	}
+	var served []string
+	for _, r := range e.router.Routes() {
+		if strings.HasPrefix(r.Path, "/v1/") && r.Method != http.MethodHead {
+			served = append(served, r.Method+" "+r.Path)
+		}
+	}
+	sort.Strings(spec)
+	sort.Strings(served)
+	require.Equal(t, served, spec)
+	require.NotContains(t, string(raw), "webhooks:")
+}
+
+func TestHeadAndCORS(t *testing.T) {
+	e := newEnv(t)
+	e.seed()
+	srv := httptest.NewServer(e.router)
+	defer srv.Close()
+	resp, err := http.Head(srv.URL + "/v1/chains/43114/blocks")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	require.Empty(t, body)
+
+	req := httptest.NewRequest(http.MethodOptions, "/v1/chains/43114/blocks?pageSize=1", nil)
+	req.Header.Set("Origin", "https://app.example")
+	req.Header.Set("Access-Control-Request-Method", "GET")
+	req.Header.Set("Access-Control-Request-Headers", "x-glacier-api-key")
+	w := httptest.NewRecorder()
+	e.router.ServeHTTP(w, req)
+	require.Equal(t, http.StatusNoContent, w.Code)
+	require.Equal(t, "*", w.Header().Get("Access-Control-Allow-Origin"))
+	require.Equal(t, "x-glacier-api-key", w.Header().Get("Access-Control-Allow-Headers"))
+
+	req = httptest.NewRequest(http.MethodGet, "/v1/chains", nil)
+	req.Header.Set("Origin", "https://app.example")
+	w = httptest.NewRecorder()
+	e.router.ServeHTTP(w, req)
+	require.Equal(t, http.StatusOK, w.Code)
+	require.Equal(t, "*", w.Header().Get("Access-Control-Allow-Origin"))
+}

@@ -1,0 +1,86 @@
+package app
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/moraine-data/moraine/pkg/chains"
+	"github.com/moraine-data/moraine/pkg/chdb"
+	"github.com/moraine-data/moraine/pkg/obs"
+	"github.com/moraine-data/moraine/query/internal/api"
+	"github.com/moraine-data/moraine/query/internal/pagetoken"
+	"github.com/moraine-data/moraine/query/internal/store"
+)
+
+// Config is every setting of the query service; the fields mirror the flags.
+type Config struct {
+	HTTPListenAddress string
+	TrustedProxies    string
+	Admin             obs.AdminConfig
+	ChainsFile        string
+	ClickHouse        chdb.Config
+	ShutdownTimeout   time.Duration
+	Log               obs.LogConfig
+	Store             store.Config
+	API               api.Config
+	PageToken         pagetoken.Config
+}
+
+// DefaultConfig mirrors the flag defaults.
+func DefaultConfig() Config {
+	fs := flag.NewFlagSet("defaults", flag.ContinueOnError)
+	var c Config
+	c.RegisterFlags(fs)
+	return c
+}
+
+// RegisterFlags adds every flag of the service.
+func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	fs.StringVar(&c.HTTPListenAddress, "http.listen-address", "127.0.0.1:8080", "address of the Data API (HTTP)")
+	fs.StringVar(&c.TrustedProxies, "http.trusted-proxies", "", "comma-separated proxy IPs/CIDRs whose X-Forwarded-For gives the client IP (none by default)")
+	c.Admin.RegisterFlags(fs, "127.0.0.1:9103")
+	chains.RegisterFlag(fs, &c.ChainsFile)
+	c.ClickHouse.RegisterFlags(fs)
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown.timeout", 10*time.Second, "how long in-flight requests may finish after a stop signal")
+	c.Log.RegisterFlags(fs)
+	c.Store.RegisterFlags(fs)
+	c.API = api.DefaultConfig()
+	fs.DurationVar(&c.API.ChainStaleAfter, "chains.stale-after", c.API.ChainStaleAfter,
+		"list a chain as UNAVAILABLE when this process has not seen its indexed head advance for this long (0: never)")
+	c.PageToken.RegisterFlags(fs)
+}
+
+// Validate checks the settings (without I/O).
+func (c *Config) Validate() error {
+	var errs []error
+	if c.HTTPListenAddress == "" {
+		errs = append(errs, errors.New("app: --http.listen-address is required"))
+	}
+	if c.Admin.ListenAddress == "" {
+		errs = append(errs, errors.New("app: --admin.listen-address is required"))
+	}
+	if c.ChainsFile == "" {
+		errs = append(errs, errors.New("app: --chains.file is required"))
+	}
+	if c.ShutdownTimeout <= 0 {
+		errs = append(errs, errors.New("app: --shutdown.timeout must be positive"))
+	}
+	c.API.TrustedProxies = nil
+	for _, p := range strings.Split(c.TrustedProxies, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			c.API.TrustedProxies = append(c.API.TrustedProxies, p)
+		}
+	}
+	for _, v := range []interface{ Validate() error }{c.ClickHouse, c.Store, c.API, c.PageToken} {
+		if err := v.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,115 @@
+package bench
+
+import (
+	"context"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/moraine-data/moraine/pkg/testenv"
+	"github.com/moraine-data/moraine/query/internal/store"
+)
+
+func TestSeed(t *testing.T) {
+	_, conn := testenv.ClickHouse(t)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	// Two chunks, sparse like a replay.
+	require.NoError(t, Seed(ctx, conn, SeedConfig{ChainID: 7, First: 100, Blocks: 3000, Step: 100, Chunk: 2000}, testenv.Logger(t)))
+	s, err := store.New(store.DefaultConfig(), store.Deps{Logger: testenv.Logger(t), Registerer: prometheus.NewRegistry(), ChainIDs: []uint64{7}})
+	require.NoError(t, err)
+	s.SetConn(conn)
+	heads, err := s.Heads(ctx)
+	require.NoError(t, err)
+	require.Equal(t, uint64(100+2999*100), heads[7].Number)
+	bs, err := s.Blocks(ctx, 7, heads[7].Number, 3)
+	require.NoError(t, err)
+	require.Equal(t, []uint64{300000, 299900, 299800}, []uint64{bs[0].Number, bs[1].Number, bs[2].Number})
+	require.Equal(t, bs[1].Hash, bs[0].ParentHash)
+	b, err := s.BlockByHash(ctx, 7, bs[2].Hash)
+	require.NoError(t, err)
+	require.Equal(t, uint64(299800), b.Number)
+}
+
+func TestLoad(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]int{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen[r.URL.Path]++
+		mu.Unlock()
+		if strings.HasPrefix(r.URL.Path, "/bad") {
+			w.WriteHeader(http.StatusNotFound)
+		}
+	}))
+	defer srv.Close()
+	res, err := Load(t.Context(), LoadConfig{BaseURL: srv.URL, Paths: []string{"/ok/{rand:5:7}", "/bad"}, Rate: 200, Duration: 500 * time.Millisecond})
+	require.NoError(t, err)
+	require.InDelta(t, 100, res.Total.Count, 15)
+	require.Equal(t, res.PerPath[1].Count, res.PerPath[1].Errors)
+	require.Zero(t, res.PerPath[0].Errors)
+	require.Positive(t, res.Total.P99)
+	for p := range seen {
+		require.Contains(t, []string{"/ok/5", "/ok/6", "/ok/7", "/bad"}, p)
+	}
+	require.Contains(t, res.String(), "p99=")
+
+	_, err = Load(t.Context(), LoadConfig{BaseURL: "http://192.0.2.1:8080", Paths: []string{"/"}, Rate: 1, Duration: time.Second})
+	require.ErrorContains(t, err, "not a loopback")
+}
+
+var (
+	benchOnce sync.Once
+	benchConn driver.Conn
+)
+
+// BenchmarkStore reads a 1,000,000-block chain (seeded once per run; `go
+// test -bench . ./internal/bench`): the first page uncached, a deep page and
+// a random block by number. The 10M-block numbers come from cmd/querybench.
+func BenchmarkStore(b *testing.B) {
+	benchOnce.Do(func() {
+		_, benchConn = testenv.ClickHouse(b)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		if err := Seed(ctx, benchConn, SeedConfig{ChainID: 1, Blocks: 1_000_000}, testenv.Logger(b)); err != nil {
+			b.Fatal(err)
+		}
+	})
+	cfg := store.DefaultConfig()
+	cfg.HeadCacheTTL = 0
+	s, err := store.New(cfg, store.Deps{Logger: testenv.Logger(b), Registerer: prometheus.NewRegistry(), ChainIDs: []uint64{1}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s.SetConn(benchConn)
+	ctx := context.Background()
+	b.Run("first-page-11", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := s.Blocks(ctx, 1, 999_999, 11); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("page-101-deep", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := s.Blocks(ctx, 1, 12_345, 101); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("by-number", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := s.BlockByNumber(ctx, 1, rand.Uint64N(1_000_000)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

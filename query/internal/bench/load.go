@@ -1,0 +1,239 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// LoadConfig is one load run.
+type LoadConfig struct {
+	// BaseURL of the query service, e.g. http://127.0.0.1:8080.
+	BaseURL string
+	// Paths are requested round-robin. "{rand:LO:HI}" in a path is replaced
+	// by a uniform random integer in [LO, HI] per request.
+	Paths []string
+	// Rate is the request rate (per second), held open-loop: requests are
+	// scheduled by the clock, not by the previous answer, so latency is
+	// not hidden by back-pressure (coordinated omission).
+	Rate float64
+	// Duration of the run.
+	Duration time.Duration
+	// Concurrency caps the requests in flight; a request whose slot is
+	// not free at its scheduled time counts as dropped.
+	Concurrency int
+	// Timeout per request.
+	Timeout time.Duration
+	// AllowRemote permits a non-loopback target.
+	AllowRemote bool
+}
+
+// Stats summarises the requests of one path (or of all).
+type Stats struct {
+	Path               string
+	Count, Errors      int
+	Codes              map[int]int
+	P50, P90, P99, Max time.Duration
+	latencies          []time.Duration
+}
+
+// Result is a whole run.
+type Result struct {
+	Elapsed  time.Duration
+	Sent     int
+	Dropped  int
+	Total    Stats
+	PerPath  []Stats
+	Achieved float64 // completed requests per second
+}
+
+var randParam = regexp.MustCompile(`\{rand:(\d+):(\d+)\}`)
+
+func expand(p string, r *rand.Rand) string {
+	return randParam.ReplaceAllStringFunc(p, func(m string) string {
+		g := randParam.FindStringSubmatch(m)
+		lo, _ := strconv.ParseUint(g[1], 10, 64)
+		hi, _ := strconv.ParseUint(g[2], 10, 64)
+		if hi < lo {
+			lo, hi = hi, lo
+		}
+		return strconv.FormatUint(lo+r.Uint64N(hi-lo+1), 10)
+	})
+}
+
+func checkTarget(base string, allowRemote bool) error {
+	u, err := url.Parse(base)
+	if err != nil || u.Host == "" {
+		return fmt.Errorf("bench: bad url %q", base)
+	}
+	if allowRemote {
+		return nil
+	}
+	host := u.Hostname()
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("bench: %s is not a loopback address; pass -allow-remote to load a remote deployment", host)
+}
+
+// Load runs the load and returns the statistics; it stops at Duration or
+// when ctx ends.
+func Load(ctx context.Context, c LoadConfig) (Result, error) {
+	if len(c.Paths) == 0 || c.Rate <= 0 || c.Duration <= 0 {
+		return Result{}, errors.New("bench: need paths, a positive rate and a positive duration")
+	}
+	if err := checkTarget(c.BaseURL, c.AllowRemote); err != nil {
+		return Result{}, err
+	}
+	if c.Concurrency <= 0 {
+		c.Concurrency = 64
+	}
+	if c.Timeout <= 0 {
+		c.Timeout = 10 * time.Second
+	}
+	base := strings.TrimRight(c.BaseURL, "/")
+	client := &http.Client{
+		Timeout:   c.Timeout,
+		Transport: &http.Transport{MaxIdleConns: c.Concurrency, MaxIdleConnsPerHost: c.Concurrency},
+	}
+	type sample struct {
+		path int
+		code int
+		d    time.Duration
+		err  bool
+	}
+	var (
+		mu      sync.Mutex
+		samples []sample
+		wg      sync.WaitGroup
+	)
+	slots := make(chan struct{}, c.Concurrency)
+	rng := rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	interval := time.Duration(float64(time.Second) / c.Rate)
+	ctx, cancel := context.WithTimeout(ctx, c.Duration)
+	defer cancel()
+	start := time.Now()
+	res := Result{}
+	for i := 0; ; i++ {
+		at := start.Add(time.Duration(i) * interval)
+		if wait := time.Until(at); wait > 0 {
+			select {
+			case <-ctx.Done():
+			case <-time.After(wait):
+			}
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		pi := i % len(c.Paths)
+		target := base + expand(c.Paths[pi], rng)
+		select {
+		case slots <- struct{}{}:
+		default:
+			res.Dropped++
+			continue
+		}
+		res.Sent++
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			t0 := time.Now()
+			resp, err := client.Get(target)
+			s := sample{path: pi}
+			if err == nil {
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				s.code = resp.StatusCode
+				s.err = resp.StatusCode >= 400
+			} else {
+				s.err = true
+			}
+			s.d = time.Since(t0)
+			mu.Lock()
+			samples = append(samples, s)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	res.Elapsed = time.Since(start)
+	per := make([]Stats, len(c.Paths))
+	for i, p := range c.Paths {
+		per[i] = Stats{Path: p, Codes: map[int]int{}}
+	}
+	res.Total = Stats{Path: "all", Codes: map[int]int{}}
+	for _, s := range samples {
+		for _, st := range []*Stats{&per[s.path], &res.Total} {
+			st.Count++
+			st.Codes[s.code]++
+			if s.err {
+				st.Errors++
+			}
+			st.latencies = append(st.latencies, s.d)
+		}
+	}
+	for _, st := range append([]*Stats{&res.Total}, ptrs(per)...) {
+		st.finish()
+	}
+	res.PerPath = per
+	res.Achieved = float64(res.Total.Count) / res.Elapsed.Seconds()
+	return res, nil
+}
+
+func ptrs(s []Stats) []*Stats {
+	out := make([]*Stats, len(s))
+	for i := range s {
+		out[i] = &s[i]
+	}
+	return out
+}
+
+func (s *Stats) finish() {
+	if len(s.latencies) == 0 {
+		return
+	}
+	slices.Sort(s.latencies)
+	q := func(p float64) time.Duration { return s.latencies[int(p*float64(len(s.latencies)-1))] }
+	s.P50, s.P90, s.P99, s.Max = q(.50), q(.90), q(.99), s.latencies[len(s.latencies)-1]
+	s.latencies = nil
+}
+
+// String is the human report.
+func (r Result) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "elapsed %s, sent %d, dropped %d (no free slot), completed %.1f req/s\n",
+		r.Elapsed.Round(time.Millisecond), r.Sent, r.Dropped, r.Achieved)
+	line := func(s Stats) {
+		codes := make([]string, 0, len(s.Codes))
+		for c, n := range s.Codes {
+			name := strconv.Itoa(c)
+			if c == 0 {
+				name = "transport-error"
+			}
+			codes = append(codes, fmt.Sprintf("%s:%d", name, n))
+		}
+		slices.Sort(codes)
+		fmt.Fprintf(&b, "%-60s n=%-7d err=%-5d p50=%-10s p90=%-10s p99=%-10s max=%-10s %s\n", s.Path, s.Count, s.Errors,
+			s.P50.Round(10*time.Microsecond), s.P90.Round(10*time.Microsecond), s.P99.Round(10*time.Microsecond),
+			s.Max.Round(10*time.Microsecond), strings.Join(codes, " "))
+	}
+	for _, s := range r.PerPath {
+		line(s)
+	}
+	line(r.Total)
+	return b.String()
+}

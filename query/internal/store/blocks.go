@@ -1,0 +1,297 @@
+package store
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+)
+
+// Window sizes of Blocks: the first range is the page times the chain's
+// observed spacing (numbers per block: 1 on a live chain, 100 on a replay of
+// every 100th block), with 50% and windowSlack to spare, so it usually
+// holds the page. It is capped at firstWindowCap times a dense page, so a
+// spacing learnt across one gap cannot make the next read of dense blocks
+// scan far more rows than it needs. Each further range, needed below gaps,
+// is windowGrowth times wider, so a gap of G numbers costs O(log G) queries.
+const (
+	windowSlack    = 16
+	windowGrowth   = 8
+	firstWindowCap = 256
+	maxWindowRuns  = 40 // 8^21 > 2^64: reaching number 0 takes fewer
+)
+
+// Blocks returns up to limit canonical blocks with number <= cursor, newest
+// first (the slice is shared: callers must not modify it). It reads bounded
+// ranges [cursor-k+1, cursor], widening k below gaps, until it has limit
+// rows or reaches block 0.
+//
+// Results are reused for HeadCacheTTL, and identical concurrent calls share
+// one read: the first page of a busy chain (every client polling "latest
+// blocks") costs one query per TTL, not one per request.
+func (s *ClickHouse) Blocks(ctx context.Context, chainID, cursor uint64, limit int) ([]Block, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	if s.cfg.HeadCacheTTL <= 0 {
+		return s.readBlocks(ctx, chainID, cursor, limit)
+	}
+	key := rangeKey{chainID, cursor, limit}
+	c := &s.ranges
+	c.mu.Lock()
+	e, found := c.m[key]
+	if !found || (e.ready() && s.now().Sub(e.at) >= s.cfg.HeadCacheTTL) {
+		if len(c.m) >= maxCachedRanges {
+			for k, old := range c.m {
+				if old.ready() {
+					delete(c.m, k)
+				}
+			}
+		}
+		e = &rangeEntry{done: make(chan struct{})}
+		c.m[key] = e
+		c.mu.Unlock()
+		// Detached from this request: the waiters must not fail because
+		// the first caller went away. The query still has its deadline.
+		rows, err := s.readBlocks(context.WithoutCancel(ctx), chainID, cursor, limit)
+		c.mu.Lock()
+		e.rows, e.err, e.at = rows, err, s.now()
+		close(e.done)
+		if err != nil && c.m[key] == e {
+			delete(c.m, key) // errors are not cached
+		}
+		c.mu.Unlock()
+		return rows, err
+	}
+	c.mu.Unlock()
+	select {
+	case <-e.done:
+		return e.rows, e.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w: blocks: %w", ErrUnavailable, ctx.Err())
+	}
+}
+
+// maxCachedRanges bounds the Blocks cache; it is swept when full.
+const maxCachedRanges = 4096
+
+type rangeKey struct {
+	chain, cursor uint64
+	limit         int
+}
+
+type rangeEntry struct {
+	done chan struct{}
+	rows []Block
+	err  error
+	at   time.Time
+}
+
+func (e *rangeEntry) ready() bool {
+	select {
+	case <-e.done:
+		return true
+	default:
+		return false
+	}
+}
+
+type rangeCache struct {
+	mu sync.Mutex
+	m  map[rangeKey]*rangeEntry
+}
+
+func (s *ClickHouse) readBlocks(ctx context.Context, chainID, cursor uint64, limit int) ([]Block, error) {
+	out := make([]Block, 0, limit)
+	hi := cursor
+	dense := uint64(2*limit + windowSlack)
+	k := min(uint64(math.Ceil(float64(limit)*s.spacing(chainID)*1.5))+windowSlack, dense*firstWindowCap)
+	for range maxWindowRuns {
+		lo := uint64(0)
+		if hi >= k {
+			lo = hi - k + 1
+		}
+		got, err := s.blockRange(ctx, chainID, lo, hi, limit-len(out))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, got...)
+		if len(out) >= limit || lo == 0 {
+			break
+		}
+		hi = lo - 1
+		if k > math.MaxUint64/windowGrowth {
+			k = math.MaxUint64
+		} else {
+			k *= windowGrowth
+		}
+	}
+	if len(out) >= 2 {
+		s.setSpacing(chainID, float64(out[0].Number-out[len(out)-1].Number)/float64(len(out)-1))
+	}
+	return out, nil
+}
+
+// spacing is the chain's last observed numbers-per-block (1 until seen).
+func (s *ClickHouse) spacing(chainID uint64) float64 {
+	s.spacingMu.Lock()
+	defer s.spacingMu.Unlock()
+	if v, ok := s.spacings[chainID]; ok {
+		return v
+	}
+	return 1
+}
+
+func (s *ClickHouse) setSpacing(chainID uint64, v float64) {
+	v = max(1, min(v, 1e12))
+	s.spacingMu.Lock()
+	defer s.spacingMu.Unlock()
+	if len(s.spacings) < 10000 || s.spacings[chainID] != 0 {
+		s.spacings[chainID] = v
+	}
+}
+
+func (s *ClickHouse) blockRange(ctx context.Context, chainID, lo, hi uint64, limit int) ([]Block, error) {
+	rows, cancel, err := s.query(ctx, "blocks_range", qBlocksRange, chainID, lo, hi, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	return scanBlocks("blocks_range", rows, limit)
+}
+
+func scanBlocks(name string, rows driver.Rows, limit int) ([]Block, error) {
+	defer rows.Close()
+	var out []Block
+	for rows.Next() {
+		var (
+			b            Block
+			hash, parent string
+		)
+		if err := rows.Scan(&b.ChainID, &b.Number, &hash, &parent, &b.Timestamp, &b.TimestampMs, &b.MinDelayExcess,
+			&b.BaseFee, &b.GasUsed, &b.GasLimit, &b.GasCost, &b.FeesSpent, &b.TxCount, &b.CumulativeTransactions); err != nil {
+			return nil, fmt.Errorf("store: %s: scan: %w", name, err)
+		}
+		copy(b.Hash[:], hash)
+		copy(b.ParentHash[:], parent)
+		out = append(out, b)
+		if len(out) > limit {
+			break
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify(name, err)
+	}
+	return out, nil
+}
+
+// BlockByNumber returns the canonical block number of chainID.
+func (s *ClickHouse) BlockByNumber(ctx context.Context, chainID, number uint64) (Block, error) {
+	rows, cancel, err := s.query(ctx, "block_by_number", qBlockByNumber, chainID, number)
+	if err != nil {
+		return Block{}, err
+	}
+	defer cancel()
+	bs, err := scanBlocks("block_by_number", rows, 1)
+	if err != nil {
+		return Block{}, err
+	}
+	if len(bs) == 0 {
+		return Block{}, ErrNotFound
+	}
+	return bs[0], nil
+}
+
+// BlockByHash returns the canonical block with hash h: block_hashes gives
+// the number, and the block at that number must still carry h (a hash
+// orphaned by a reorg is not served even before block_hashes marks it).
+func (s *ClickHouse) BlockByHash(ctx context.Context, chainID uint64, h Hash) (Block, error) {
+	rows, cancel, err := s.query(ctx, "block_hash", qHashToNumber, chainID, hex.EncodeToString(h[:]))
+	if err != nil {
+		return Block{}, err
+	}
+	defer cancel()
+	var (
+		number uint64
+		found  bool
+	)
+	for rows.Next() {
+		if err := rows.Scan(&number); err != nil {
+			rows.Close()
+			return Block{}, fmt.Errorf("store: block_hash: scan: %w", err)
+		}
+		found = true
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return Block{}, classify("block_hash", err)
+	}
+	if !found {
+		return Block{}, ErrNotFound
+	}
+	b, err := s.BlockByNumber(ctx, chainID, number)
+	if err != nil {
+		return Block{}, err
+	}
+	if b.Hash != h {
+		return Block{}, ErrNotFound
+	}
+	return b, nil
+}
+
+// BlockTransactions returns up to limit transactions of block b with index
+// >= from, by index; limit <= 0 means all of them (capped by
+// Config.MaxBlockTxs).
+func (s *ClickHouse) BlockTransactions(ctx context.Context, b Block, from uint32, limit int) ([]Tx, error) {
+	if limit <= 0 || limit > s.cfg.MaxBlockTxs {
+		limit = s.cfg.MaxBlockTxs
+	}
+	rows, cancel, err := s.query(ctx, "block_transactions", qBlockTxs,
+		b.ChainID, b.Number, hex.EncodeToString(b.Hash[:]), from, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	defer rows.Close()
+	var out []Tx
+	for rows.Next() {
+		var (
+			t                      Tx
+			hash, from, to, ca, in string
+		)
+		if err := rows.Scan(&t.BlockIndex, &hash, &t.Type, &from, &to, &ca, &t.Value, &t.Gas,
+			&t.GasPrice, &t.EffectiveGasPrice, &t.Nonce, &in, &t.InputLen, &t.Status, &t.GasUsed); err != nil {
+			return nil, fmt.Errorf("store: block_transactions: scan: %w", err)
+		}
+		copy(t.Hash[:], hash)
+		t.From, t.To, t.ContractAddress = address(from), address(to), address(ca)
+		t.Selector = []byte(in)
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify("block_transactions", err)
+	}
+	return out, nil
+}
+
+// address reads an address column: 20 raw bytes (the schema), or, leniently,
+// 0x-prefixed hex text; empty stays empty.
+func address(s string) []byte {
+	switch {
+	case len(s) == 20:
+		return []byte(s)
+	case len(s) == 42 && strings.HasPrefix(s, "0x"):
+		if b, err := hex.DecodeString(s[2:]); err == nil {
+			return b
+		}
+	}
+	if s == "" {
+		return nil
+	}
+	return []byte(s)
+}

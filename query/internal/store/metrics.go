@@ -1,0 +1,33 @@
+package store
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+)
+
+// queryNames are the values of the query label.
+var queryNames = []string{"heads", "blocks_range", "block_by_number", "block_hash", "block_transactions", "migrations"}
+
+type metrics struct {
+	duration *prometheus.HistogramVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		duration: promauto.With(reg).NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "moraine", Subsystem: "query", Name: "clickhouse_query_duration_seconds",
+			Help:    "Time until ClickHouse answered a query (first block of the result), by named query.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}, []string{"query"}),
+	}
+	for _, q := range queryNames {
+		m.duration.WithLabelValues(q)
+	}
+	return m
+}
+
+func (m *metrics) observe(query string, start time.Time) {
+	m.duration.WithLabelValues(query).Observe(time.Since(start).Seconds())
+}

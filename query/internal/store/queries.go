@@ -1,0 +1,51 @@
+package store
+
+// Named queries. Every one is bounded: a key-prefix filter on the table's
+// sort key (chain_id, then number/hash/block) so ClickHouse reads only the
+// granules it needs (18.16 has no read-in-order: an unbounded
+// ORDER BY ... LIMIT reads the whole chain), and a LIMIT. Parameters are
+// bound with clickhouse-go's positional binding, never spliced.
+//
+// FINAL collapses the versions of a ReplacingMergeTree key before the WHERE
+// runs (18.16 does not move WHERE to PREWHERE under FINAL, which the reorg
+// test checks), so a replaced or removed row is never served.
+const (
+	blockColumns = `chain_id, number, hash, parent_hash, timestamp, timestamp_ms, min_delay_excess,
+	base_fee, gas_used, gas_limit, gas_cost, fees_spent, tx_count, cumulative_transactions`
+
+	// qHeads reads the head of every tracked chain (chain_heads holds one
+	// key per chain).
+	qHeads = `SELECT chain_id, number, hash, timestamp
+FROM chain_heads FINAL
+WHERE chain_id IN ?
+LIMIT 10000`
+
+	// qBlocksRange reads the canonical blocks in [lo, hi], newest first.
+	qBlocksRange = `SELECT ` + blockColumns + `
+FROM blocks FINAL
+WHERE chain_id = ? AND number >= ? AND number <= ? AND removed = 0
+ORDER BY number DESC
+LIMIT ?`
+
+	qBlockByNumber = `SELECT ` + blockColumns + `
+FROM blocks FINAL
+WHERE chain_id = ? AND number = ? AND removed = 0
+LIMIT 1`
+
+	// qHashToNumber resolves a hash through block_hashes (sorted by hash).
+	qHashToNumber = `SELECT number
+FROM block_hashes FINAL
+WHERE chain_id = ? AND hash = unhex(?) AND removed = 0
+LIMIT 1`
+
+	// qBlockTxs reads a block's transactions from index ? on; the block hash
+	// pins the canonical block (child rows are keyed by block hash).
+	qBlockTxs = `SELECT tx_index, hash, type, from_address, to_address, contract_address, value, gas,
+	gas_price, effective_gas_price, nonce, substring(input, 1, 4), length(input), status, gas_used
+FROM transactions FINAL
+WHERE chain_id = ? AND block_number = ? AND block_hash = unhex(?) AND tx_index >= ?
+ORDER BY tx_index
+LIMIT ?`
+
+	qMigrations = `SELECT max(version) FROM schema_migrations`
+)

@@ -1,0 +1,344 @@
+// Package store reads blocks, transactions and chain heads from ClickHouse
+// for the query API.
+//
+// Guarantees: only canonical rows are returned (FINAL + removed = 0, child
+// rows joined through the canonical block hash); every query runs under a
+// deadline (Config.QueryTimeout, also sent to the server as
+// max_execution_time) and a LIMIT; list reads are bounded number ranges
+// below a cursor, never a scan of the chain.
+//
+// Errors: ErrNotFound for a well-formed key with no canonical row;
+// errors wrapping ErrUnavailable when ClickHouse cannot answer (not
+// connected yet, unreachable, timed out, overloaded); anything else is a
+// bug (a server exception about the query itself).
+//
+// What stays with the caller: resolving chain ids, page tokens, and the
+// JSON shapes.
+package store
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/prometheus/client_golang/prometheus"
+
+	schema "github.com/moraine-data/moraine/schemas/clickhouse"
+)
+
+var (
+	// ErrNotFound: no canonical row for the key.
+	ErrNotFound = errors.New("store: not found")
+	// ErrUnavailable: ClickHouse cannot answer right now.
+	ErrUnavailable = errors.New("store: clickhouse unavailable")
+)
+
+// Config tunes the reads.
+type Config struct {
+	// QueryTimeout bounds every query (client deadline and server-side
+	// max_execution_time).
+	QueryTimeout time.Duration
+	// HeadCacheTTL is how long the chain heads, and the results of Blocks,
+	// are reused before they are read again; it bounds how stale the first
+	// page of a list can be. 0 disables both caches.
+	HeadCacheTTL time.Duration
+	// MaxBlockTxs caps the transactions read for one block (pageSize=0).
+	MaxBlockTxs int
+}
+
+// DefaultConfig mirrors the flag defaults.
+func DefaultConfig() Config {
+	return Config{QueryTimeout: 5 * time.Second, HeadCacheTTL: 200 * time.Millisecond, MaxBlockTxs: 50000}
+}
+
+// RegisterFlags adds the --query.* flags.
+func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	d := DefaultConfig()
+	fs.DurationVar(&c.QueryTimeout, "query.timeout", d.QueryTimeout, "deadline of every ClickHouse query (client side and max_execution_time)")
+	fs.DurationVar(&c.HeadCacheTTL, "query.head-cache-ttl", d.HeadCacheTTL, "how long chain heads and block ranges are cached before ClickHouse is read again (0: no cache)")
+	fs.IntVar(&c.MaxBlockTxs, "query.max-block-transactions", d.MaxBlockTxs, "most transactions returned for one block when pageSize is 0")
+}
+
+// Validate checks the values.
+func (c Config) Validate() error {
+	switch {
+	case c.QueryTimeout <= 0:
+		return errors.New("store: --query.timeout must be positive")
+	case c.HeadCacheTTL < 0:
+		return errors.New("store: --query.head-cache-ttl must not be negative")
+	case c.MaxBlockTxs <= 0:
+		return errors.New("store: --query.max-block-transactions must be positive")
+	}
+	return nil
+}
+
+// Deps are the store's collaborators.
+type Deps struct {
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer
+	// ChainIDs are the chains whose heads are tracked.
+	ChainIDs []uint64
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+// ClickHouse is the store. Its connection is set once ClickHouse answers
+// (SetConn); until then every read fails with ErrUnavailable, so the API can
+// listen before the database is up.
+type ClickHouse struct {
+	cfg     Config
+	logger  *slog.Logger
+	metrics *metrics
+	now     func() time.Time
+	chains  []any
+	conn    atomic.Pointer[driver.Conn]
+
+	migrated atomic.Bool
+	heads    headCache
+
+	ranges rangeCache
+
+	spacingMu sync.Mutex
+	spacings  map[uint64]float64 // per chain, see Blocks
+}
+
+// New validates and allocates; it does no I/O.
+func New(cfg Config, deps Deps) (*ClickHouse, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if deps.Logger == nil {
+		return nil, errors.New("store: Deps.Logger is required")
+	}
+	if deps.Registerer == nil {
+		return nil, errors.New("store: Deps.Registerer is required")
+	}
+	now := deps.Now
+	if now == nil {
+		now = time.Now
+	}
+	s := &ClickHouse{cfg: cfg, logger: deps.Logger, metrics: newMetrics(deps.Registerer), now: now}
+	for _, id := range deps.ChainIDs {
+		s.chains = append(s.chains, id)
+	}
+	s.heads.seen = map[uint64]Head{}
+	s.spacings = map[uint64]float64{}
+	s.ranges.m = map[rangeKey]*rangeEntry{}
+	return s, nil
+}
+
+// SetConn hands the store its connection.
+func (s *ClickHouse) SetConn(conn driver.Conn) { s.conn.Store(&conn) }
+
+func (s *ClickHouse) getConn() (driver.Conn, error) {
+	p := s.conn.Load()
+	if p == nil {
+		return nil, fmt.Errorf("%w: not connected yet", ErrUnavailable)
+	}
+	return *p, nil
+}
+
+// query runs q with the store's deadline and settings. done ends the query's
+// context and records its duration (from sending to reading the last row)
+// under name; call it after the rows are read.
+func (s *ClickHouse) query(ctx context.Context, name, q string, args ...any) (rows driver.Rows, done func(), err error) {
+	conn, err := s.getConn()
+	if err != nil {
+		return nil, func() {}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.QueryTimeout)
+	secs := int((s.cfg.QueryTimeout + time.Second - 1) / time.Second)
+	// One thread per query: every read is a few granules, where ClickHouse's
+	// per-query parallelism only adds thread start-up and contention, and
+	// throughput under concurrent requests is what counts.
+	ctx = clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"max_execution_time": secs, "max_threads": 1}))
+	start := time.Now()
+	done = func() {
+		s.metrics.observe(name, start)
+		cancel()
+	}
+	rows, err = conn.Query(ctx, q, args...)
+	if err != nil {
+		done()
+		return nil, func() {}, classify(name, err)
+	}
+	return rows, done, nil
+}
+
+// classify wraps err with ErrUnavailable unless it is a server exception
+// about the query itself (a bug, not an outage).
+func classify(name string, err error) error {
+	var ex *clickhouse.Exception
+	if errors.As(err, &ex) {
+		switch ex.Code {
+		case 159, // TIMEOUT_EXCEEDED
+			160, // TOO_SLOW
+			202, // TOO_MANY_SIMULTANEOUS_QUERIES
+			203, // NO_FREE_CONNECTION
+			209, // SOCKET_TIMEOUT
+			210, // NETWORK_ERROR
+			241, // MEMORY_LIMIT_EXCEEDED
+			279, // ALL_CONNECTION_TRIES_FAILED
+			394: // QUERY_WAS_CANCELLED
+			return fmt.Errorf("%w: %s: %w", ErrUnavailable, name, err)
+		}
+		return fmt.Errorf("store: %s: %w", name, err)
+	}
+	// Everything else is transport: refused or reset connections, EOF,
+	// deadlines, an exhausted pool. The queries are fixed and tested, so
+	// a failure that is not a server exception is an outage, not a bug.
+	return fmt.Errorf("%w: %s: %w", ErrUnavailable, name, err)
+}
+
+// Ready reports whether ClickHouse answers and every embedded migration has
+// been applied.
+func (s *ClickHouse) Ready(ctx context.Context) error {
+	conn, err := s.getConn()
+	if err != nil {
+		return err
+	}
+	if err := conn.Ping(ctx); err != nil {
+		return fmt.Errorf("clickhouse ping: %w", err)
+	}
+	if s.migrated.Load() {
+		return nil
+	}
+	ms, err := schema.Migrations()
+	if err != nil {
+		return err
+	}
+	want := ms[len(ms)-1].Version
+	rows, cancel, err := s.query(ctx, "migrations", qMigrations)
+	if err != nil {
+		return err
+	}
+	defer cancel()
+	defer rows.Close()
+	var got uint32
+	if rows.Next() {
+		if err := rows.Scan(&got); err != nil {
+			return fmt.Errorf("store: migrations: %w", err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return classify("migrations", err)
+	}
+	if got < want {
+		return fmt.Errorf("store: migrations applied up to %d, want %d", got, want)
+	}
+	s.migrated.Store(true)
+	return nil
+}
+
+// headCache holds the heads of every tracked chain for HeadCacheTTL; one
+// refresh runs at a time and callers wait for it (or their own context).
+type headCache struct {
+	mu       sync.Mutex
+	heads    map[uint64]Head
+	err      error
+	at       time.Time
+	inflight chan struct{}
+	seen     map[uint64]Head // last head seen per chain, for AdvancedAt
+}
+
+// Heads returns the head of every tracked chain (Exists false for a chain
+// with no indexed block), read at most HeadCacheTTL ago. The map is shared:
+// callers must not modify it.
+func (s *ClickHouse) Heads(ctx context.Context) (map[uint64]Head, error) {
+	c := &s.heads
+	c.mu.Lock()
+	if c.heads != nil && s.now().Sub(c.at) < s.cfg.HeadCacheTTL {
+		h := c.heads
+		c.mu.Unlock()
+		return h, nil
+	}
+	if c.inflight == nil {
+		c.inflight = make(chan struct{})
+		go s.refreshHeads(c.inflight)
+	}
+	ch := c.inflight
+	c.mu.Unlock()
+	select {
+	case <-ch:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w: heads: %w", ErrUnavailable, ctx.Err())
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.heads, c.err
+}
+
+// refreshHeads reads chain_heads on its own deadline, detached from the
+// request that triggered it, so one cancelled request does not fail the
+// others waiting on the same refresh.
+func (s *ClickHouse) refreshHeads(done chan struct{}) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.QueryTimeout)
+	defer cancel()
+	heads, err := s.readHeads(ctx)
+	c := &s.heads
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := s.now()
+	if err == nil {
+		for id, h := range heads {
+			prev, ok := c.seen[id]
+			switch {
+			case !ok:
+				h.AdvancedAt = now
+			case prev.Exists != h.Exists || prev.Number != h.Number || prev.Hash != h.Hash:
+				h.AdvancedAt = now
+			default:
+				h.AdvancedAt = prev.AdvancedAt
+			}
+			heads[id] = h
+			c.seen[id] = h
+		}
+		c.heads, c.err = heads, nil
+	} else {
+		// Keep serving nothing stale: callers see the error until a read
+		// succeeds again.
+		c.heads, c.err = nil, err
+	}
+	c.at = now
+	close(done)
+	c.inflight = nil
+}
+
+func (s *ClickHouse) readHeads(ctx context.Context) (map[uint64]Head, error) {
+	out := make(map[uint64]Head, len(s.chains))
+	for _, id := range s.chains {
+		out[id.(uint64)] = Head{ChainID: id.(uint64)}
+	}
+	if len(s.chains) == 0 {
+		return out, nil
+	}
+	rows, cancel, err := s.query(ctx, "heads", qHeads, clickhouse.GroupSet{Value: s.chains})
+	if err != nil {
+		return nil, err
+	}
+	defer cancel()
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			h    Head
+			hash string
+		)
+		if err := rows.Scan(&h.ChainID, &h.Number, &hash, &h.Timestamp); err != nil {
+			return nil, fmt.Errorf("store: heads: %w", err)
+		}
+		copy(h.Hash[:], hash)
+		h.Exists = true
+		out[h.ChainID] = h
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify("heads", err)
+	}
+	return out, nil
+}
