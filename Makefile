@@ -14,10 +14,11 @@ help: ## List the targets.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
-build: ## Build the four services and the chain sources into ./bin.
+build: ## Build the four services, the chain sources and the tools into ./bin.
 	@mkdir -p $(BIN)
 	@for s in $(SERVICES); do (cd $$s && go build -o ../$(BIN)/$$s ./cmd/$$s) || exit 1; done
 	@cd deploy && go build -o ../$(BIN)/devchain ./cmd/devchain && go build -o ../$(BIN)/replay ./cmd/replay
+	@cd query && go build -o ../$(BIN)/querybench ./cmd/querybench
 	@echo "built: $$(ls $(BIN) | tr '\n' ' ')"
 
 .PHONY: stack-up

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# make bench: moraine's speed figures, measured on this machine with named data.
+#   1. pipeline: the Gunzilla replay (1,001 real blocks, 9,887 txs, 207,990 call frames) backfilled end to
+#      end (replay source -> ingest -> Kafka -> processor -> ClickHouse), blocks/s, tx/s, stage shares;
+#   2. query latency: GET /v1/chains/{id}/blocks and /blocks/{n} at a fixed request rate against a chain
+#      of 10,000,000 synthetic blocks in ClickHouse (p50, p99);
+#   3. Go micro-benchmarks of the hot paths (codec).
+# Results go to bench/results.md and into README.md between the bench markers.
+# Needs the local stack (make bench starts it) and ./bin (make bench builds it).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT=bench/results.md
+TMP=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$TMP"' EXIT
+
+QUERY_RATE=${MORAINE_BENCH_QUERY_RATE:-500}
+QUERY_DURATION=${MORAINE_BENCH_QUERY_DURATION:-30s}
+BLOCKS=${MORAINE_BENCH_BLOCKS:-10000000}
+
+machine="$(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(. /etc/os-release && echo "$PRETTY_NAME")"
+echo "bench: machine: $machine"
+
+# 1. Pipeline.
+echo "bench: pipeline (Gunzilla replay, end to end)..."
+(cd e2e && go test -run '^$' -bench 'BenchmarkPipelineGunzilla' -benchtime 1x -timeout 20m . 2>&1) | tee "$TMP/pipeline.txt"
+pipeline=$(grep -E '^(BenchmarkPipeline|stage)' "$TMP/pipeline.txt" || true)
+
+# 2. Query latency on 10M blocks.
+echo "bench: seeding $BLOCKS synthetic blocks (database moraine_bench, chain 99999)..."
+have=$(curl -fsS "http://127.0.0.1:${MORAINE_CLICKHOUSE_HTTP_PORT:-8123}/" --data-binary \
+    "SELECT count() FROM moraine_bench.blocks WHERE chain_id = 99999" 2>/dev/null || echo 0)
+if [ "${have:-0}" -lt "$BLOCKS" ]; then
+    curl -fsS "http://127.0.0.1:${MORAINE_CLICKHOUSE_HTTP_PORT:-8123}/" --data-binary "DROP DATABASE IF EXISTS moraine_bench" >/dev/null
+    bin/querybench seed --clickhouse.database moraine_bench --chain 99999 --blocks "$BLOCKS" | tee "$TMP/seed.txt"
+else
+    echo "bench: reusing the $have blocks already seeded"
+fi
+cat >"$TMP/chains.json" <<JSON
+{"chains":[{"evmChainId":"99999","name":"Synthetic benchmark chain","network":"mainnet","rpcUrls":["http://127.0.0.1:1"],
+ "networkToken":{"name":"Bench","symbol":"BNC","decimals":18},"traces":false,"webhooks":false}]}
+JSON
+bin/query --chains.file "$TMP/chains.json" --clickhouse.database moraine_bench --http.listen-address 127.0.0.1:18080 \
+    --admin.listen-address 127.0.0.1:18103 --api.page-token-secret "bench-secret-bench-secret-bench-secret" \
+    --log.level warn >"$TMP/query.log" 2>&1 &
+for _ in $(seq 1 120); do curl -fsS -m 1 127.0.0.1:18103/readyz >/dev/null 2>&1 && break; sleep 0.5; done
+last=$((BLOCKS - 1))
+query=""
+for path in "/v1/chains/99999/blocks" "/v1/chains/99999/blocks/{rand:0:$last}"; do
+    echo "bench: $QUERY_RATE req/s for $QUERY_DURATION on $path"
+    bin/querybench load --url http://127.0.0.1:18080 --rate "$QUERY_RATE" --duration "$QUERY_DURATION" --path "$path" | tee -a "$TMP/query.txt"
+done
+query=$(cat "$TMP/query.txt")
+
+# 3. Micro-benchmarks.
+echo "bench: codec micro-benchmarks..."
+micro=$( (cd schemas && go test -run '^$' -bench . -benchmem ./codec) | grep -E '^Benchmark' || true)
+
+{
+    echo "# moraine benchmark results"
+    echo
+    echo "Measured $(date -u +%Y-%m-%d) by \`make bench\` on: $machine."
+    echo "ClickHouse 18.16 and Apache Kafka $(grep -m1 DEFAULT_KAFKA_VERSION deploy/stack/stack.sh | cut -d= -f2) from the local stack, on the same machine as the services."
+    echo
+    echo "## Pipeline: Gunzilla replay end to end"
+    echo
+    echo "Data: \`shared/data/avalanche/gunzilla_14M/GUNZILLA_BLOCKS.jsonl.zst\` (Gunzilla, EVM chain 43419, 1,001 real"
+    echo "blocks 14,000,000..14,100,000 every 100th: 9,887 transactions, 20,684 logs, 207,990 call frames), served by the"
+    echo "replay source in backfill mode; ingest -> Kafka -> processor -> ClickHouse, all on this machine."
+    echo
+    echo '```'
+    echo "$pipeline"
+    echo '```'
+    echo
+    echo "## Query latency"
+    echo
+    echo "Data: $BLOCKS synthetic blocks of one chain in ClickHouse (\`querybench seed\`). Open-loop load of $QUERY_RATE req/s for"
+    echo "$QUERY_DURATION per endpoint from \`querybench load\` on loopback; block numbers drawn at random."
+    echo
+    echo '```'
+    echo "$query"
+    echo '```'
+    echo
+    echo "## Micro-benchmarks"
+    echo
+    echo '```'
+    echo "$micro"
+    echo '```'
+} >"$OUT"
+
+# README: replace what stands between the markers.
+python3 - "$OUT" <<'PY'
+import re, sys
+res = open(sys.argv[1]).read().split("\n", 2)[2]
+readme = open("README.md").read()
+block = "<!-- bench:start -->\n" + res.strip() + "\n<!-- bench:end -->"
+if "<!-- bench:start -->" in readme:
+    readme = re.sub(r"<!-- bench:start -->.*<!-- bench:end -->", lambda m: block, readme, flags=re.S)
+else:
+    readme += "\n## Benchmarks\n\n" + block + "\n"
+open("README.md", "w").write(readme)
+PY
+echo "bench: wrote $OUT and the README's benchmark section"
