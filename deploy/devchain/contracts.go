@@ -65,3 +65,17 @@ func (c compiled) deployData(args ...any) []byte {
 	}
 	return append(append([]byte{}, c.bin...), enc...)
 }
+
+// packSig encodes a call of the method with the given signature, for overloaded names.
+func (c compiled) packSig(sig string, args ...any) []byte {
+	for _, m := range c.abi.Methods {
+		if m.Sig == sig {
+			enc, err := m.Inputs.Pack(args...)
+			if err != nil {
+				panic(fmt.Sprintf("devchain: pack %s: %v", sig, err))
+			}
+			return append(append([]byte{}, m.ID...), enc...)
+		}
+	}
+	panic("devchain: no method " + sig)
+}

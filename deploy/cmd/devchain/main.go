@@ -1,0 +1,125 @@
+// Command devchain runs the moraine development chain: an in-process
+// go-ethereum node (chain id 43112 by default) that mines a block every
+// --block.interval with seeded, realistic traffic and serves JSON-RPC over HTTP
+// and WebSocket on --rpc.listen-address. See package devchain for details.
+//
+// Every flag can also be set through the environment: MORAINE_ + the flag name
+// in upper case with '.' and '-' turned into '_' (--block.interval ->
+// MORAINE_BLOCK_INTERVAL). The command line wins.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	gethlog "github.com/ethereum/go-ethereum/log"
+
+	"github.com/moraine-data/moraine/deploy/devchain"
+	"github.com/moraine-data/moraine/deploy/internal/flagenv"
+	"github.com/moraine-data/moraine/deploy/internal/logutil"
+)
+
+type options struct {
+	cfg       devchain.Config
+	logLevel  string
+	logFormat string
+}
+
+func parseFlags(args []string, stderr io.Writer) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("devchain", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.cfg.ListenAddress, "rpc.listen-address", devchain.DefaultListenAddress, "host:port of the JSON-RPC server (HTTP and WebSocket on the same port)")
+	fs.Uint64Var(&o.cfg.ChainID, "chain.id", devchain.DefaultChainID, "EVM chain id")
+	fs.DurationVar(&o.cfg.BlockInterval, "block.interval", devchain.DefaultBlockInterval, "time between blocks (0s: only on moraine_mine)")
+	txPerBlock := fs.Int("traffic.tx-per-block", devchain.DefaultTxPerBlock, "generated transactions per block (0: empty blocks)")
+	fs.Uint64Var(&o.cfg.Seed, "traffic.seed", 1, "seed of the traffic generator (same seed, same transactions)")
+	fs.IntVar(&o.cfg.Accounts, "traffic.accounts", devchain.DefaultAccounts, "number of funded accounts that send traffic")
+	fs.StringVar(&o.logLevel, "log.level", "info", "log level: debug, info, warn, error")
+	fs.StringVar(&o.logFormat, "log.format", "text", "log format: text or json")
+	flagenv.Usage(fs, flagenv.Prefix)
+	if err := flagenv.Parse(fs, args, flagenv.Prefix); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if o.cfg.BlockInterval == 0 {
+		o.cfg.BlockInterval = -1 // manual
+	}
+	if o.cfg.BlockInterval < 0 {
+		o.cfg.BlockInterval = -1
+	}
+	switch {
+	case *txPerBlock == 0:
+		o.cfg.TxPerBlock = -1 // no traffic
+	case *txPerBlock < 0:
+		return nil, errors.New("--traffic.tx-per-block must not be negative")
+	default:
+		o.cfg.TxPerBlock = *txPerBlock
+	}
+	if o.cfg.Accounts < 2 {
+		return nil, errors.New("--traffic.accounts must be at least 2")
+	}
+	return o, nil
+}
+
+func main() {
+	if err := run(os.Args[1:], os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "devchain:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string, stderr io.Writer) error {
+	o, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	lvl, err := logutil.ParseLevel(o.logLevel)
+	if err != nil {
+		return err
+	}
+	h, err := logutil.NewHandler(stderr, lvl, o.logFormat)
+	if err != nil {
+		return err
+	}
+	// go-ethereum's own log lines: warnings and errors only, unless debugging.
+	gethLevel := max(lvl, slog.LevelWarn)
+	if lvl <= slog.LevelDebug {
+		gethLevel = slog.LevelInfo
+	}
+	gh, _ := logutil.NewHandler(stderr, gethLevel, o.logFormat)
+	gethlog.SetDefault(gethlog.NewLogger(gh.WithAttrs([]slog.Attr{slog.String("service", "devchain"), slog.String("component", "geth")})))
+	logger := slog.New(h).With("service", "devchain")
+	slog.SetDefault(logger)
+	o.cfg.Logger = logger
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	chain, err := devchain.Start(ctx, o.cfg)
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	logger.Info("devchain: shutting down")
+	done := make(chan error, 1)
+	go func() { done <- chain.Close() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(30 * time.Second):
+		return errors.New("shutdown timed out")
+	}
+}

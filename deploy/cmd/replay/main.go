@@ -1,0 +1,94 @@
+// Command replay serves a recorded chain (a JSONL file, optionally
+// zstd-compressed, one {"block","receipts","traces"} object per line) over
+// JSON-RPC on HTTP and WebSocket, byte for byte as recorded. In --replay.mode
+// backfill every block is there from the start; in live mode the blocks are
+// released one by one at --replay.rate blocks per second. See package replay.
+//
+// Every flag can also be set through the environment: MORAINE_ + the flag name
+// in upper case with '.' and '-' turned into '_' (--replay.file ->
+// MORAINE_REPLAY_FILE). The command line wins.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/moraine-data/moraine/deploy/internal/flagenv"
+	"github.com/moraine-data/moraine/deploy/internal/logutil"
+	"github.com/moraine-data/moraine/deploy/replay"
+)
+
+type options struct {
+	cfg       replay.Config
+	logLevel  string
+	logFormat string
+}
+
+func parseFlags(args []string, stderr io.Writer) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.cfg.File, "replay.file", "", "recording to serve: JSONL, optionally zstd-compressed (required)")
+	fs.StringVar(&o.cfg.Mode, "replay.mode", replay.ModeBackfill, "backfill (every block at once) or live (released one by one)")
+	fs.Float64Var(&o.cfg.Rate, "replay.rate", replay.DefaultRate, "live mode: blocks released per second")
+	fs.Uint64Var(&o.cfg.ChainID, "chain.id", 0, "EVM chain id for eth_chainId (0: read it from the recorded transactions)")
+	fs.StringVar(&o.cfg.ListenAddress, "rpc.listen-address", replay.DefaultListenAddress, "host:port of the JSON-RPC server (HTTP and WebSocket on the same port)")
+	fs.StringVar(&o.logLevel, "log.level", "info", "log level: debug, info, warn, error")
+	fs.StringVar(&o.logFormat, "log.format", "text", "log format: text or json")
+	flagenv.Usage(fs, flagenv.Prefix)
+	if err := flagenv.Parse(fs, args, flagenv.Prefix); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if o.cfg.File == "" {
+		return nil, errors.New("--replay.file is required")
+	}
+	if o.cfg.Mode != replay.ModeBackfill && o.cfg.Mode != replay.ModeLive {
+		return nil, fmt.Errorf("--replay.mode %q: want backfill or live", o.cfg.Mode)
+	}
+	if o.cfg.Rate <= 0 {
+		return nil, errors.New("--replay.rate must be positive")
+	}
+	return o, nil
+}
+
+func main() {
+	if err := run(os.Args[1:], os.Stderr); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		fmt.Fprintln(os.Stderr, "replay:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string, stderr io.Writer) error {
+	o, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	logger, err := logutil.New(stderr, o.logLevel, o.logFormat, "replay")
+	if err != nil {
+		return err
+	}
+	slog.SetDefault(logger)
+	o.cfg.Logger = logger
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	srv, err := replay.Start(ctx, o.cfg)
+	if err != nil {
+		return err
+	}
+	<-ctx.Done()
+	logger.Info("replay: shutting down")
+	return srv.Close()
+}

@@ -1,0 +1,47 @@
+// Package devchain runs moraine's development chain: an in-process
+// go-ethereum node (node.New + eth.New + catalyst.NewSimulatedBeacon, the parts
+// of go-ethereum's simulated backend) with the debug tracers registered, in
+// archive mode (no pruning, hash state scheme) so every block can be traced.
+//
+// It serves JSON-RPC over HTTP and WebSocket on one address (default
+// 127.0.0.1:8545; port 0 picks a free port, see Chain.HTTPURL and Chain.WSURL)
+// with the eth, net, web3, debug, txpool and moraine namespaces: everything an
+// indexer needs (eth_chainId, eth_blockNumber, eth_getBlockByNumber/ByHash,
+// eth_getBlockReceipts, eth_getTransactionReceipt, eth_call,
+// debug_traceBlockByNumber with {"tracer":"callTracer"}, eth_subscribe newHeads).
+// The EVM chain id is 43112 by default; the fork rules are go-ethereum's dev
+// chain up to Osaka.
+//
+// A block is sealed every Config.BlockInterval (default 1 s; block timestamps
+// are whole seconds and strictly increasing, so with a shorter interval they
+// run ahead of the wall clock). Each block carries Config.TxPerBlock
+// transactions (default 16) generated from Config.Seed by funded genesis
+// accounts, a mix of legacy (type 0) and dynamic-fee (type 2) transactions:
+// native transfers, ERC-20 mints, transfers and approvals (with transferFrom
+// through a contract), ERC-721 mints and transfers, ERC-1155 single and batch
+// mints and transfers, contract creations (top-level and from a factory, CREATE
+// and CREATE2), value forwarded through 3-4 relay contracts (internal
+// transactions with value 3-4 levels deep), failed inner calls caught by the
+// caller, and reverted transactions (status 0). The block gas limit (150M) and
+// the generous per-transaction gas limits let about 300 generated transactions
+// fit in a block; more are cut (with a warning). The contracts are compiled from
+// contracts/Moraine.sol (go generate, solc-js) and deployed in block 1; their
+// addresses are fixed (Chain.Contracts, moraine_contracts). The tokens answer
+// name(), symbol() and, for ERC-20, decimals().
+//
+// Reorganisations: Chain.Reorg(ctx, depth) or the JSON-RPC method
+// moraine_reorg(depth) replaces the last depth blocks (1..64) with a new branch
+// of depth+1 blocks carrying different transactions: every replaced height gets
+// a new hash, the head number grows by one, the block at head-depth (the fork
+// point) is unchanged and the old blocks are no longer reachable by number
+// (they stay reachable by hash, as on a real node). moraine_mine(n) seals n
+// blocks at once; moraine_accounts lists the funded accounts.
+//
+// The command deploy/cmd/devchain runs it with the flags --rpc.listen-address,
+// --chain.id, --block.interval (0s: blocks only on moraine_mine),
+// --traffic.tx-per-block (0: empty blocks), --traffic.seed, --traffic.accounts,
+// --log.level and --log.format, each also read from MORAINE_<NAME> (upper case,
+// '.' and '-' as '_').
+//
+// The chain lives in memory: a restart starts a new chain from genesis.
+package devchain

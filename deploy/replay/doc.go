@@ -1,0 +1,38 @@
+// Package replay serves recorded EVM blocks over JSON-RPC as a node would, so
+// that an indexer can be run and benchmarked against real chain data.
+//
+// A recording is a JSONL file, optionally zstd-compressed (detected from its
+// magic bytes), with one object per block:
+//
+//	{"block": <eth_getBlockByNumber(n, true)>, "receipts": [<receipt>...],
+//	 "traces": [{"txHash": ..., "result": <callTracer frame>}...]}
+//
+// Open loads and indexes it by block number, block hash and transaction hash,
+// keeping the recorded bytes: responses carry the recorded JSON values byte for
+// byte, never re-marshalled (eth_getBlockByNumber(n, false) and newHeads
+// payloads are spliced from the recorded fields).
+//
+// Methods (HTTP POST, WebSocket, and JSON-RPC batches on both): eth_chainId
+// (Config.ChainID, or read from the recorded transactions), net_version,
+// eth_blockNumber, eth_getBlockByNumber (hex number, "latest", "earliest" = the
+// first recorded block), eth_getBlockByHash, eth_getBlockReceipts (number, tag,
+// hash or {blockNumber|blockHash}), eth_getTransactionByHash,
+// eth_getTransactionReceipt, debug_traceBlockByNumber, debug_traceBlockByHash
+// and debug_traceTransaction with {"tracer":"callTracer"} (the recorded traces),
+// eth_call (always "0x": no state is recorded), eth_subscribe/eth_unsubscribe
+// newHeads (WebSocket only). Unknown methods answer -32601.
+//
+// Blocks absent from the recording (gaps, like the Gunzilla file's every-100th
+// blocks) and blocks not yet released answer as geth does for an unknown block:
+// null for blocks, receipts and transactions, and the error "block #N not found"
+// for traces.
+//
+// Modes: ModeBackfill exposes every block at once; ModeLive starts with the
+// first block and releases the next one every 1/Config.Rate seconds, notifying
+// newHeads subscribers.
+//
+// The command deploy/cmd/replay runs it with the flags --replay.file,
+// --replay.mode, --replay.rate, --chain.id, --rpc.listen-address, --log.level
+// and --log.format, each also read from MORAINE_<NAME> (upper case, '.' and '-'
+// as '_').
+package replay
