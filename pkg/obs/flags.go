@@ -22,8 +22,10 @@ func EnvName(prefix, flagName string) string {
 }
 
 // ParseWithEnv parses args into fs; every flag not given on the command line
-// falls back to its environment variable when that is set.
+// falls back to its environment variable when that is set. -help lists each
+// flag with its variable.
 func ParseWithEnv(fs *flag.FlagSet, args []string, prefix string) error {
+	fs.Usage = func() { usageWithEnv(fs, prefix) }
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -41,4 +43,22 @@ func ParseWithEnv(fs *flag.FlagSet, args []string, prefix string) error {
 		}
 	})
 	return err
+}
+
+// usageWithEnv prints every flag with its environment variable and default.
+func usageWithEnv(fs *flag.FlagSet, prefix string) {
+	out := fs.Output()
+	fmt.Fprintf(out, "Usage of %s (flags fall back to %s_* environment variables):\n", fs.Name(), prefix)
+	fs.VisitAll(func(f *flag.Flag) {
+		name, usage := flag.UnquoteUsage(f)
+		fmt.Fprintf(out, "  --%s", f.Name)
+		if name != "" {
+			fmt.Fprintf(out, " %s", name)
+		}
+		fmt.Fprintf(out, "\n    \t%s (env %s", usage, EnvName(prefix, f.Name))
+		if f.DefValue != "" {
+			fmt.Fprintf(out, ", default %q", f.DefValue)
+		}
+		fmt.Fprintln(out, ")")
+	})
 }

@@ -23,14 +23,12 @@ import (
 	gethlog "github.com/ethereum/go-ethereum/log"
 
 	"github.com/moraine-data/moraine/deploy/devchain"
-	"github.com/moraine-data/moraine/deploy/internal/flagenv"
-	"github.com/moraine-data/moraine/deploy/internal/logutil"
+	"github.com/moraine-data/moraine/pkg/obs"
 )
 
 type options struct {
-	cfg       devchain.Config
-	logLevel  string
-	logFormat string
+	cfg devchain.Config
+	log obs.LogConfig
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
@@ -43,10 +41,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	txPerBlock := fs.Int("traffic.tx-per-block", devchain.DefaultTxPerBlock, "generated transactions per block (0: empty blocks)")
 	fs.Uint64Var(&o.cfg.Seed, "traffic.seed", 1, "seed of the traffic generator (same seed, same transactions)")
 	fs.IntVar(&o.cfg.Accounts, "traffic.accounts", devchain.DefaultAccounts, "number of funded accounts that send traffic")
-	fs.StringVar(&o.logLevel, "log.level", "info", "log level: debug, info, warn, error")
-	fs.StringVar(&o.logFormat, "log.format", "text", "log format: text or json")
-	flagenv.Usage(fs, flagenv.Prefix)
-	if err := flagenv.Parse(fs, args, flagenv.Prefix); err != nil {
+	o.log.RegisterFlags(fs)
+	if err := obs.ParseWithEnv(fs, args, "MORAINE"); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
@@ -87,22 +83,19 @@ func run(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	lvl, err := logutil.ParseLevel(o.logLevel)
-	if err != nil {
-		return err
-	}
-	h, err := logutil.NewHandler(stderr, lvl, o.logFormat)
+	logger, err := obs.NewLogger(o.log, stderr, "devchain")
 	if err != nil {
 		return err
 	}
 	// go-ethereum's own log lines: warnings and errors only, unless debugging.
+	var lvl slog.Level
+	_ = lvl.UnmarshalText([]byte(o.log.Level))
 	gethLevel := max(lvl, slog.LevelWarn)
 	if lvl <= slog.LevelDebug {
 		gethLevel = slog.LevelInfo
 	}
-	gh, _ := logutil.NewHandler(stderr, gethLevel, o.logFormat)
-	gethlog.SetDefault(gethlog.NewLogger(gh.WithAttrs([]slog.Attr{slog.String("service", "devchain"), slog.String("component", "geth")})))
-	logger := slog.New(h).With("service", "devchain")
+	gethLogger, _ := obs.NewLogger(obs.LogConfig{Level: gethLevel.String(), Format: o.log.Format}, stderr, "devchain")
+	gethlog.SetDefault(gethlog.NewLogger(gethLogger.Handler().WithAttrs([]slog.Attr{slog.String("component", "geth")})))
 	slog.SetDefault(logger)
 	o.cfg.Logger = logger
 

@@ -20,15 +20,13 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/moraine-data/moraine/deploy/internal/flagenv"
-	"github.com/moraine-data/moraine/deploy/internal/logutil"
 	"github.com/moraine-data/moraine/deploy/replay"
+	"github.com/moraine-data/moraine/pkg/obs"
 )
 
 type options struct {
-	cfg       replay.Config
-	logLevel  string
-	logFormat string
+	cfg replay.Config
+	log obs.LogConfig
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
@@ -40,10 +38,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.Float64Var(&o.cfg.Rate, "replay.rate", replay.DefaultRate, "live mode: blocks released per second")
 	fs.Uint64Var(&o.cfg.ChainID, "chain.id", 0, "EVM chain id for eth_chainId (0: read it from the recorded transactions)")
 	fs.StringVar(&o.cfg.ListenAddress, "rpc.listen-address", replay.DefaultListenAddress, "host:port of the JSON-RPC server (HTTP and WebSocket on the same port)")
-	fs.StringVar(&o.logLevel, "log.level", "info", "log level: debug, info, warn, error")
-	fs.StringVar(&o.logFormat, "log.format", "text", "log format: text or json")
-	flagenv.Usage(fs, flagenv.Prefix)
-	if err := flagenv.Parse(fs, args, flagenv.Prefix); err != nil {
+	o.log.RegisterFlags(fs)
+	if err := obs.ParseWithEnv(fs, args, "MORAINE"); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
@@ -76,7 +72,7 @@ func run(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	logger, err := logutil.New(stderr, o.logLevel, o.logFormat, "replay")
+	logger, err := obs.NewLogger(o.log, stderr, "replay")
 	if err != nil {
 		return err
 	}
