@@ -18,7 +18,7 @@ build: ## Build the four services, the chain sources and the tools into ./bin.
 	@mkdir -p $(BIN)
 	@for s in $(SERVICES); do (cd $$s && go build -o ../$(BIN)/$$s ./cmd/$$s) || exit 1; done
 	@cd deploy && go build -o ../$(BIN)/devchain ./cmd/devchain && go build -o ../$(BIN)/replay ./cmd/replay
-	@cd query && go build -o ../$(BIN)/querybench ./cmd/querybench
+	@cd query && go build -o ../$(BIN)/querybench ./cmd/querybench && go build -o ../$(BIN)/moraine-admin ./cmd/moraine-admin
 	@echo "built: $$(ls $(BIN) | tr '\n' ' ')"
 
 .PHONY: stack-up

@@ -82,8 +82,11 @@ up() {
         wait_ready "$name"
         echo "$name: ready (pid $(cat "$(pidfile "$name")"), log $STATE_DIR/logs/$name.log)"
     done
+    local key
+    key=$("$BIN/moraine-admin" dev-key --out "$STATE_DIR/dev-api-key") || { echo "run.sh: could not create the development API key" >&2; return 1; }
     echo
-    echo "moraine is up. Try: curl -s 127.0.0.1:8080/v1/chains/43112/blocks?pageSize=3"
+    echo "development API key (saved in $STATE_DIR/dev-api-key): $key"
+    echo "moraine is up. Try: curl -s '127.0.0.1:8080/v1/chains/43112/blocks?pageSize=3'"
 }
 
 down() {

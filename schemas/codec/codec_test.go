@@ -32,13 +32,13 @@ func h(s string) []byte {
 func samples() map[string]*record.ChainEvent {
 	block := &record.Block{
 		ChainId: 43114, Number: 95033472,
-		Hash:                  h("0x1f4f8b1fbd4a18ad2ff0b0bfa2c37ec6d3a5d88de7fc13d6e0d1b8d3f4b0c201"),
-		ParentHash:            h("0x2a54f142fa3acee92a839b071bb6c7cca7abc2a797cf4aac68b07f79406ac0cb"),
-		Timestamp:             1760000000, TimestampMilliseconds: u64(1760000000123), MinDelayExcess: u64(7970124),
+		Hash:       h("0x1f4f8b1fbd4a18ad2ff0b0bfa2c37ec6d3a5d88de7fc13d6e0d1b8d3f4b0c201"),
+		ParentHash: h("0x2a54f142fa3acee92a839b071bb6c7cca7abc2a797cf4aac68b07f79406ac0cb"),
+		Timestamp:  1760000000, TimestampMilliseconds: u64(1760000000123), MinDelayExcess: u64(7970124),
 		BaseFee: "25000000000", GasUsed: 53608, GasLimit: 15000000, BlockGasCost: "0", ExtDataGasUsed: "0",
 		FeesSpent: "1435117553916960", CumulativeTransactions: 500325352,
-		Miner:  h("0x0100000000000000000000000000000000000000"),
-		Size:   1080, TracesIncluded: true, FetchedAtUnixMs: 1760000000456,
+		Miner: h("0x0100000000000000000000000000000000000000"),
+		Size:  1080, TracesIncluded: true, FetchedAtUnixMs: 1760000000456,
 		Transactions: []*record.Transaction{{
 			Hash: h("0xf6a791920652e87ccc91d2f1b20c1505a94452b88f359acdeb5a6fa8205638c4"), Index: 0, Type: 2,
 			From: h("0xf73166f0c75a3df444fabdfdc7e5ee4a73fa51c7"), To: h("0x1dac23e41fc8ce857e86fd8c1ae5b6121c67d96d"),
@@ -107,6 +107,115 @@ func TestGoldenWireFormat(t *testing.T) {
 	}
 }
 
+// watchSamples are fixed address-watch entries, one per kind, under the same
+// rules as samples.
+func watchSamples() map[string]*record.WatchEntry {
+	return map[string]*record.WatchEntry{
+		"watch_entry_webhook": {Version: 1760000000123456789, Entry: &record.WatchEntry_Webhook{Webhook: &record.WatchedWebhook{
+			WebhookId: "401da7d9-d6d7-46c8-b431-72ff1e1543f4", AccountId: "7c1e3b0a-5d4f-4e2a-9b8c-0d1e2f3a4b5c",
+			ChainId: 43114, EventType: "address_activity", Status: record.WebhookStatus_WEBHOOK_STATUS_ACTIVE,
+			Url: "https://example.com/hook", IncludeInternalTxs: true, IncludeLogs: true,
+			EventSignatures: [][]byte{h("0xddf252ad1be2c89b69c2b068fc378daa952ba7f163c4a11628f55a4df523b3ef")},
+			CreatedAtUnixMs: 1715621587726,
+		}}},
+		"watch_entry_address": {Version: 1760000000123456790, Entry: &record.WatchEntry_Address{Address: &record.WatchedAddress{
+			WebhookId: "401da7d9-d6d7-46c8-b431-72ff1e1543f4", ChainId: 43114,
+			Address: h("0x9702230a8ea53601f5cd2dc00fdbc13d4df4a8c7"),
+		}}},
+		"watch_entry_account": {Version: 1760000000123456791, Entry: &record.WatchEntry_Account{Account: &record.WatchedAccount{
+			AccountId: "7c1e3b0a-5d4f-4e2a-9b8c-0d1e2f3a4b5c", Plan: "free",
+			SharedSecret: "c13cc017c4ed63bcc842c8edfb49df37512280326a32826de3b885340b8a3d53",
+		}}},
+	}
+}
+
+// TestGoldenWatchWireFormat is TestGoldenWireFormat for the address-watch
+// topic, the contract between query, the processor and delivery.
+func TestGoldenWatchWireFormat(t *testing.T) {
+	for name, e := range watchSamples() {
+		t.Run(name, func(t *testing.T) {
+			got, err := EncodeWatchEntry(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join("..", "testdata", name+".golden.hex")
+			if *update {
+				if err := os.WriteFile(path, []byte(hex.EncodeToString(got)+"\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			raw, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("read golden (run go test ./codec -update to create): %v", err)
+			}
+			want, err := hex.DecodeString(strings.TrimSpace(string(raw)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("wire format drifted for %s:\n got %x\nwant %x\nIf the change is intended and compatible, regenerate with -update.", name, got, want)
+			}
+			back, err := DecodeWatchEntry(want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !proto.Equal(back, e) {
+				t.Fatalf("golden bytes decode to a different entry:\n%v", back)
+			}
+		})
+	}
+}
+
+func TestWatchKeys(t *testing.T) {
+	const id = "401da7d9-d6d7-46c8-b431-72ff1e1543f4"
+	for _, tc := range []struct {
+		name      string
+		key       string
+		want      WatchKey
+		wantErr   bool
+		partition string
+	}{
+		{name: "webhook", key: WatchWebhookKey(id), want: WatchKey{Kind: WatchKeyWebhook, WebhookID: id}, partition: id},
+		{
+			name: "address is lower-cased", key: WatchAddressKey(id, "0x9702230A8Ea53601f5cD2dc00fDBc13d4dF4A8c7"),
+			want:      WatchKey{Kind: WatchKeyAddress, WebhookID: id, Address: "0x9702230a8ea53601f5cd2dc00fdbc13d4df4a8c7"},
+			partition: id,
+		},
+		{name: "account", key: WatchAccountKey("acc-1"), want: WatchKey{Kind: WatchKeyAccount, AccountID: "acc-1"}, partition: "account:acc-1"},
+		{name: "empty", key: "", wantErr: true},
+		{name: "short address", key: id + "/0x12", wantErr: true},
+		{name: "upper-case address", key: id + "/0x9702230A8Ea53601f5cD2dc00fDBc13d4dF4A8c7", wantErr: true},
+		{name: "not hex", key: id + "/0xzz02230a8ea53601f5cd2dc00fdbc13d4df4a8c7", wantErr: true},
+		{name: "empty account", key: "account:", wantErr: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParseWatchKey(tc.key)
+			if tc.wantErr {
+				if err == nil {
+					t.Fatalf("want an error, got %+v", got)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("ParseWatchKey(%q) = %+v, %v; want %+v", tc.key, got, err, tc.want)
+			}
+			if p := string(WatchPartitionKey([]byte(tc.key))); p != tc.partition {
+				t.Fatalf("partition key %q, want %q", p, tc.partition)
+			}
+		})
+	}
+}
+
+func TestVersionHeaderRoundTrip(t *testing.T) {
+	v, err := ParseVersion(FormatVersion(1760000000123456789))
+	if err != nil || v != 1760000000123456789 {
+		t.Fatalf("got %d, %v", v, err)
+	}
+	if _, err := ParseVersion([]byte("x")); err == nil {
+		t.Fatal("want an error")
+	}
+}
+
 func TestDecodeRejectsEmptyAndGarbage(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -118,6 +227,9 @@ func TestDecodeRejectsEmptyAndGarbage(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := DecodeChainEvent(tc.in); err == nil {
 				t.Fatal("want an error")
+			}
+			if _, err := DecodeWatchEntry(tc.in); err == nil {
+				t.Fatal("want an error from DecodeWatchEntry")
 			}
 		})
 	}

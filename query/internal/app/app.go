@@ -23,6 +23,7 @@ import (
 	"github.com/moraine-data/moraine/pkg/chdb"
 	"github.com/moraine-data/moraine/pkg/obs"
 	"github.com/moraine-data/moraine/query/internal/api"
+	"github.com/moraine-data/moraine/query/internal/mgmt"
 	"github.com/moraine-data/moraine/query/internal/pagetoken"
 	"github.com/moraine-data/moraine/query/internal/store"
 )
@@ -41,6 +42,7 @@ type App struct {
 
 	chains *chains.Config
 	store  *store.ClickHouse
+	mgmt   *mgmt.Mgmt
 	health *obs.Health
 	api    *obs.Server
 	admin  *obs.Server
@@ -92,11 +94,18 @@ func (a *App) Start(ctx context.Context) error {
 		return err
 	}
 	a.health.Add("clickhouse", a.store.Ready)
+	a.mgmt, err = mgmt.New(a.cfg.Mgmt, mgmt.Deps{Logger: a.logger, Registerer: a.reg, Chains: a.chains, PageTokenKey: key})
+	if err != nil {
+		return err
+	}
 	router, err := api.Router(api.Deps{
 		Logger: a.logger.With("component", "api"), Registerer: a.reg, Chains: a.chains,
-		Store: a.store, Tokens: tokens, Config: a.cfg.API,
+		Store: a.store, Tokens: tokens, Config: a.cfg.API, Middleware: a.mgmt.Middleware(),
 	})
 	if err != nil {
+		return err
+	}
+	if err := a.mgmt.Register(router); err != nil {
 		return err
 	}
 	if a.admin, err = obs.Listen(a.cfg.Admin.ListenAddress, obs.AdminMux(a.reg, a.health), a.logger); err != nil {
@@ -114,6 +123,7 @@ func (a *App) Start(ctx context.Context) error {
 	a.group = g
 	g.Go(func() error { return a.admin.Serve(gctx, a.cfg.ShutdownTimeout) })
 	g.Go(func() error { return a.api.Serve(gctx, a.cfg.ShutdownTimeout) })
+	g.Go(func() error { return a.mgmt.Run(gctx) })
 	g.Go(func() error {
 		conn, err := chdb.Open(gctx, a.cfg.ClickHouse, a.logger.With("component", "chdb"))
 		if err != nil {
@@ -126,6 +136,7 @@ func (a *App) Start(ctx context.Context) error {
 		a.conn = conn
 		a.mu.Unlock()
 		a.store.SetConn(conn)
+		a.mgmt.SetConn(conn)
 		a.logger.Info("clickhouse connected", "addr", a.cfg.ClickHouse.Addr, "database", a.cfg.ClickHouse.Database)
 		return nil
 	})

@@ -11,6 +11,7 @@ import (
 	"github.com/moraine-data/moraine/pkg/chdb"
 	"github.com/moraine-data/moraine/pkg/obs"
 	"github.com/moraine-data/moraine/query/internal/api"
+	"github.com/moraine-data/moraine/query/internal/mgmt"
 	"github.com/moraine-data/moraine/query/internal/pagetoken"
 	"github.com/moraine-data/moraine/query/internal/store"
 )
@@ -27,6 +28,8 @@ type Config struct {
 	Store             store.Config
 	API               api.Config
 	PageToken         pagetoken.Config
+	// Mgmt: accounts, keys, rate limits, webhooks, the address-watch topic.
+	Mgmt mgmt.Config
 }
 
 // DefaultConfig mirrors the flag defaults.
@@ -51,6 +54,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.API.ChainStaleAfter, "chains.stale-after", c.API.ChainStaleAfter,
 		"list a chain as UNAVAILABLE when this process has not seen its indexed head advance for this long (0: never)")
 	c.PageToken.RegisterFlags(fs)
+	c.Mgmt.RegisterFlags(fs)
 }
 
 // Validate checks the settings (without I/O).
@@ -74,7 +78,7 @@ func (c *Config) Validate() error {
 			c.API.TrustedProxies = append(c.API.TrustedProxies, p)
 		}
 	}
-	for _, v := range []interface{ Validate() error }{c.ClickHouse, c.Store, c.API, c.PageToken} {
+	for _, v := range []interface{ Validate() error }{c.ClickHouse, c.Store, c.API, c.PageToken, c.Mgmt} {
 		if err := v.Validate(); err != nil {
 			errs = append(errs, err)
 		}

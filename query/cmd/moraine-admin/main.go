@@ -1,0 +1,300 @@
+// Command moraine-admin is the operator's tool for accounts, plans and API
+// keys. It writes ClickHouse directly; running query instances pick changes
+// up within their key-cache TTL (5 s by default).
+//
+//	moraine-admin account create --name NAME --plan free|base|growth|pro|enterprise|custom
+//	moraine-admin account list
+//	moraine-admin account set-plan --account ID --plan PLAN
+//	moraine-admin key create --account ID      (prints the key once; only its SHA-256 is stored)
+//	moraine-admin key list --account ID
+//	moraine-admin key revoke --key-id ID
+//	moraine-admin plan list [--plans.file FILE]
+//	moraine-admin dev-key --out PATH [--plan free]   (make run: reuse or create the development key)
+//
+// Every subcommand takes the --clickhouse.* flags; flags not given fall
+// back to MORAINE_* environment variables (MORAINE_CLICKHOUSE_ADDR, ...).
+// Scriptable output (ids, keys) goes to stdout, explanations to stderr.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/moraine-data/moraine/pkg/chdb"
+	"github.com/moraine-data/moraine/pkg/obs"
+	"github.com/moraine-data/moraine/query/internal/accountdb"
+	"github.com/moraine-data/moraine/query/internal/admin"
+	"github.com/moraine-data/moraine/query/internal/plan"
+)
+
+const usage = `usage: moraine-admin <command> [flags]
+
+commands:
+  account create --name NAME --plan PLAN   create an account (prints its id)
+  account list                             list accounts
+  account set-plan --account ID --plan PLAN
+  key create --account ID                  create an API key (prints it once)
+  key list --account ID                    list an account's keys (prefix, created, revoked)
+  key revoke --key-id ID                   revoke a key (effective within the query key-cache TTL)
+  plan list [--plans.file FILE]            show plan limits
+  dev-key --out PATH [--plan PLAN]         print the development key saved at PATH, creating it if needed
+
+plans: free, base, growth, pro, enterprise, custom
+every command takes --clickhouse.addr, --clickhouse.database, ... (env MORAINE_CLICKHOUSE_ADDR, ...)
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run executes one command; it returns the exit code (2: usage).
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	name := args[0]
+	rest := args[1:]
+	if (name == "account" || name == "key" || name == "plan") && len(rest) > 0 {
+		name += " " + rest[0]
+		rest = rest[1:]
+	}
+	cmd, ok := commands[name]
+	if !ok {
+		fmt.Fprintf(stderr, "moraine-admin: unknown command %q\n\n%s", name, usage)
+		return 2
+	}
+	e := &env{stdout: stdout, stderr: stderr}
+	fs := flag.NewFlagSet("moraine-admin "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	if cmd.db {
+		e.ch.RegisterFlags(fs)
+	}
+	run := cmd.setup(fs, e)
+	if err := obs.ParseWithEnv(fs, rest, "MORAINE"); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 2
+		}
+		fmt.Fprintln(stderr, "moraine-admin:", err)
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "moraine-admin %s: unexpected arguments %q\n", name, fs.Args())
+		return 2
+	}
+	if cmd.db {
+		cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		conn, err := chdb.Open(cctx, e.ch, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+		cancel()
+		if err != nil {
+			fmt.Fprintln(stderr, "moraine-admin:", err)
+			return 1
+		}
+		defer conn.Close()
+		db, err := accountdb.Open(conn, accountdb.DefaultConfig(), nil)
+		if err != nil {
+			fmt.Fprintln(stderr, "moraine-admin:", err)
+			return 1
+		}
+		e.admin = &admin.Admin{DB: db, Clock: accountdb.NewClock(nil)}
+	}
+	if err := run(ctx); err != nil {
+		var u usageError
+		if errors.As(err, &u) {
+			fmt.Fprintf(stderr, "moraine-admin %s: %v\n", name, err)
+			return 2
+		}
+		fmt.Fprintf(stderr, "moraine-admin %s: %v\n", name, err)
+		return 1
+	}
+	return 0
+}
+
+type usageError struct{ error }
+
+func need(flagName, v string) error {
+	if v == "" {
+		return usageError{fmt.Errorf("--%s is required", flagName)}
+	}
+	return nil
+}
+
+type env struct {
+	ch     chdb.Config
+	admin  *admin.Admin
+	stdout io.Writer
+	stderr io.Writer
+}
+
+type command struct {
+	db    bool
+	setup func(fs *flag.FlagSet, e *env) func(ctx context.Context) error
+}
+
+func ms(v uint64) string {
+	if v == 0 {
+		return "-"
+	}
+	return time.UnixMilli(int64(v)).UTC().Format(time.RFC3339)
+}
+
+var commands = map[string]command{
+	"account create": {db: true, setup: func(fs *flag.FlagSet, e *env) func(context.Context) error {
+		name := fs.String("name", "", "account name")
+		pl := fs.String("plan", plan.Free, "plan: free, base, growth, pro, enterprise or custom")
+		return func(ctx context.Context) error {
+			if err := need("name", *name); err != nil {
+				return err
+			}
+			if !plan.Valid(*pl) {
+				return usageError{admin.ErrBadPlan}
+			}
+			a, err := e.admin.CreateAccount(ctx, *name, *pl)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(e.stdout, a.ID)
+			fmt.Fprintf(e.stderr, "created account %s (%s) on plan %s\n", a.ID, a.Name, a.Plan)
+			return nil
+		}
+	}},
+	"account list": {db: true, setup: func(fs *flag.FlagSet, e *env) func(context.Context) error {
+		return func(ctx context.Context) error {
+			accs, err := e.admin.Accounts(ctx)
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tNAME\tPLAN\tCREATED")
+			for _, a := range accs {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", a.ID, a.Name, a.Plan, ms(a.CreatedAt))
+			}
+			return tw.Flush()
+		}
+	}},
+	"account set-plan": {db: true, setup: func(fs *flag.FlagSet, e *env) func(context.Context) error {
+		id := fs.String("account", "", "account id")
+		pl := fs.String("plan", "", "new plan")
+		return func(ctx context.Context) error {
+			if err := need("account", *id); err != nil {
+				return err
+			}
+			if !plan.Valid(*pl) {
+				return usageError{admin.ErrBadPlan}
+			}
+			a, err := e.admin.SetPlan(ctx, *id, *pl)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stderr, "account %s is now on plan %s (query instances apply it within their key-cache TTL)\n", a.ID, a.Plan)
+			return nil
+		}
+	}},
+	"key create": {db: true, setup: func(fs *flag.FlagSet, e *env) func(context.Context) error {
+		id := fs.String("account", "", "account id")
+		return func(ctx context.Context) error {
+			if err := need("account", *id); err != nil {
+				return err
+			}
+			k, err := e.admin.CreateKey(ctx, *id)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(e.stdout, k.Key)
+			fmt.Fprintf(e.stderr, "created key %s (prefix %s) for account %s. This is the only time the key is shown: only its SHA-256 is stored.\n", k.ID, k.Prefix, *id)
+			return nil
+		}
+	}},
+	"key list": {db: true, setup: func(fs *flag.FlagSet, e *env) func(context.Context) error {
+		id := fs.String("account", "", "account id")
+		return func(ctx context.Context) error {
+			if err := need("account", *id); err != nil {
+				return err
+			}
+			ks, err := e.admin.Keys(ctx, *id)
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "KEY ID\tPREFIX\tCREATED\tREVOKED")
+			for _, k := range ks {
+				fmt.Fprintf(tw, "%s\t%s…\t%s\t%s\n", k.ID, k.Prefix, ms(k.CreatedAt), ms(k.RevokedAt))
+			}
+			return tw.Flush()
+		}
+	}},
+	"key revoke": {db: true, setup: func(fs *flag.FlagSet, e *env) func(context.Context) error {
+		id := fs.String("key-id", "", "key id (from key list)")
+		return func(ctx context.Context) error {
+			if err := need("key-id", *id); err != nil {
+				return err
+			}
+			k, err := e.admin.RevokeKey(ctx, *id)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stderr, "key %s revoked at %s (query instances refuse it within their key-cache TTL)\n", k.ID, ms(k.RevokedAt))
+			return nil
+		}
+	}},
+	"plan list": {setup: func(fs *flag.FlagSet, e *env) func(context.Context) error {
+		var pc plan.Config
+		pc.RegisterFlags(fs)
+		return func(context.Context) error {
+			ps, err := pc.Load()
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+			fmt.Fprintln(tw, "PLAN\tCU/MINUTE\tCU/DAY\tADDRESSES/WEBHOOK\tWEBHOOKS/ACCOUNT\t")
+			for _, p := range ps.All() {
+				addr, hooks := fmt.Sprint(p.AddressesPerWebhook), fmt.Sprint(p.WebhooksPerAccount)
+				if p.Name == plan.Unauthenticated {
+					addr, hooks = "-", "-"
+				}
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t\n", p.Name, p.CUPerMinute, p.CUPerDay, addr, hooks)
+			}
+			return tw.Flush()
+		}
+	}},
+	"dev-key": {db: true, setup: func(fs *flag.FlagSet, e *env) func(context.Context) error {
+		out := fs.String("out", defaultDevKeyPath(), "file holding the development key")
+		pl := fs.String("plan", plan.Free, "plan of the development account when it is created")
+		return func(ctx context.Context) error {
+			if !plan.Valid(*pl) {
+				return usageError{admin.ErrBadPlan}
+			}
+			key, created, err := e.admin.DevKey(ctx, *out, *pl)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(e.stdout, key)
+			if created {
+				fmt.Fprintf(e.stderr, "created the development API key; saved in %s\n", *out)
+			}
+			return nil
+		}
+	}},
+}
+
+// defaultDevKeyPath is $MORAINE_STATE_DIR/dev-api-key (.moraine without it).
+func defaultDevKeyPath() string {
+	dir := os.Getenv("MORAINE_STATE_DIR")
+	if dir == "" {
+		dir = ".moraine"
+	}
+	return filepath.Join(dir, "dev-api-key")
+}

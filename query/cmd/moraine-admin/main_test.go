@@ -1,0 +1,79 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/moraine-data/moraine/query/internal/accountdb/accountdbtest"
+)
+
+func TestCommands(t *testing.T) {
+	_, ch, _ := accountdbtest.Open(t)
+	ctx := context.Background()
+	cli := func(args ...string) (int, string, string) {
+		var out, errOut bytes.Buffer
+		args = append(args, "--clickhouse.addr", ch.Addr, "--clickhouse.database", ch.Database)
+		if args[0] == "plan" || args[0] == "help" {
+			args = args[:len(args)-4]
+		}
+		code := run(ctx, args, &out, &errOut)
+		return code, out.String(), errOut.String()
+	}
+
+	code, acc, stderr := cli("account", "create", "--name", "acme", "--plan", "growth")
+	require.Equal(t, 0, code, stderr)
+	acc = strings.TrimSpace(acc)
+	require.Len(t, acc, 36)
+	code, out, _ := cli("account", "list")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, acc)
+	require.Contains(t, out, "growth")
+
+	code, key, stderr := cli("key", "create", "--account", acc)
+	require.Equal(t, 0, code, stderr)
+	key = strings.TrimSpace(key)
+	require.Regexp(t, `^mk_[0-9a-f]{64}$`, key)
+	require.Contains(t, stderr, "only time the key is shown")
+	code, out, _ = cli("key", "list", "--account", acc)
+	require.Equal(t, 0, code)
+	require.Contains(t, out, key[:11])
+	require.NotContains(t, out, key, "the key itself is never listed")
+	keyID := strings.Fields(strings.Split(out, "\n")[1])[0]
+	code, _, stderr = cli("key", "revoke", "--key-id", keyID)
+	require.Equal(t, 0, code, stderr)
+	code, out, _ = cli("key", "list", "--account", acc)
+	require.Equal(t, 0, code)
+	require.NotContains(t, strings.Split(out, "\n")[1], " -")
+
+	code, _, stderr = cli("account", "set-plan", "--account", acc, "--plan", "pro")
+	require.Equal(t, 0, code, stderr)
+
+	path := filepath.Join(t.TempDir(), "dev-api-key")
+	code, k1, stderr := cli("dev-key", "--out", path)
+	require.Equal(t, 0, code, stderr)
+	code, k2, _ := cli("dev-key", "--out", path)
+	require.Equal(t, 0, code)
+	require.Equal(t, k1, k2)
+
+	code, out, _ = cli("plan", "list")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "8000")
+	require.Contains(t, out, "2000000")
+
+	for _, bad := range [][]string{
+		{"account", "create", "--plan", "free"},
+		{"account", "create", "--name", "x", "--plan", "gold"},
+		{"key", "create"},
+		{"nope"},
+	} {
+		code, _, _ := cli(bad...)
+		require.Equal(t, 2, code, "%v", bad)
+	}
+	code, _, _ = cli("key", "revoke", "--key-id", "unknown")
+	require.Equal(t, 1, code)
+}

@@ -1,0 +1,47 @@
+package accountdb
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/moraine-data/moraine/pkg/testenv"
+	schema "github.com/moraine-data/moraine/schemas/clickhouse"
+)
+
+// bind replaces each "?" of q with the next literal (client-side binding,
+// as clickhouse-go does).
+func bind(q string, lits ...string) string {
+	for _, l := range lits {
+		q = strings.Replace(q, "?", l, 1)
+	}
+	return q
+}
+
+// TestStatementsRunOnCurrentClickHouse runs every statement of this package
+// on current ClickHouse (chDB); the 18.16 runs are the other tests here.
+func TestStatementsRunOnCurrentClickHouse(t *testing.T) {
+	ms, err := schema.Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stmts []string
+	for _, m := range ms {
+		stmts = append(stmts, m.Statements...)
+	}
+	s, n := "'x'", "1"
+	stmts = append(stmts,
+		iAccount+" VALUES ('a', 'n', 'free', 1, 1)",
+		iKey+" VALUES ('h', 'k', 'mk_1', 'a', 1, 0, 1)",
+		iWebhook+" VALUES ('a', 'w', 'https://x', '43112', 'address_activity', '', '', ['0x01'], 0, 1, 'active', 1, 'r', 1)",
+		iAddress+" VALUES ('w', '0x01', '0x01', 0, 1)",
+		iSecret+" VALUES ('a', 's', 1)",
+		bind(qAccount, s), qAccounts,
+		bind(qKeyByHash, s), bind(qKeyByID, s), bind(qKeysByAccount, s),
+		bind(qWebhook, s, s), bind(qWebhookPage, s, "''", "''", "18446744073709551615", "18446744073709551615", "''", n),
+		bind(qWebhookCount, s), bind(qWebhookByRequestHash, s, s, n), qAllWebhooks,
+		bind(qAddressStates, s, "('0x01', '0x02')"), bind(qAddressRange, s, "'0x'", "'0xg'", n),
+		bind(qAddressCount, s), bind(qAddressesOf, "('w', 'v')", n), bind(qAddressChanges, n), qAllAddresses,
+		bind(qSecret, s), qAllSecrets,
+	)
+	testenv.OnCurrentClickHouse(t, stmts)
+}

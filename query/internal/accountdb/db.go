@@ -1,0 +1,237 @@
+package accountdb
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+)
+
+var (
+	// ErrNotFound: no row for the key (or the row belongs to another account).
+	ErrNotFound = errors.New("accountdb: not found")
+	// ErrUnavailable: ClickHouse cannot answer right now.
+	ErrUnavailable = errors.New("accountdb: clickhouse unavailable")
+)
+
+// Config tunes the database access.
+type Config struct {
+	// Timeout bounds every query and insert.
+	Timeout time.Duration
+}
+
+// DefaultConfig mirrors the flag defaults.
+func DefaultConfig() Config { return Config{Timeout: 5 * time.Second} }
+
+// RegisterFlags adds --accountdb.timeout.
+func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	fs.DurationVar(&c.Timeout, "accountdb.timeout", DefaultConfig().Timeout, "deadline of every ClickHouse read and write of accounts, keys, webhooks, addresses and secrets")
+}
+
+// Validate checks the values.
+func (c Config) Validate() error {
+	if c.Timeout <= 0 {
+		return errors.New("accountdb: --accountdb.timeout must be positive")
+	}
+	return nil
+}
+
+// DB reads and writes the management tables. Its connection may be set after
+// construction (SetConn), so a server can listen before ClickHouse answers;
+// until then every call fails with ErrUnavailable.
+type DB struct {
+	cfg      Config
+	conn     atomic.Pointer[driver.Conn]
+	duration *prometheus.HistogramVec
+}
+
+// New validates and allocates; it does no I/O. reg may be nil (no metrics,
+// e.g. the command-line tool).
+func New(cfg Config, reg prometheus.Registerer) (*DB, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	db := &DB{cfg: cfg, duration: promauto.With(reg).NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "moraine", Subsystem: "query", Name: "accountdb_duration_seconds",
+		Help:    "Time of ClickHouse reads and writes of accounts, keys, webhooks, addresses and secrets, by statement.",
+		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+	}, []string{"statement"})}
+	return db, nil
+}
+
+// Open is New plus SetConn, for callers that already hold a connection.
+func Open(conn driver.Conn, cfg Config, reg prometheus.Registerer) (*DB, error) {
+	db, err := New(cfg, reg)
+	if err != nil {
+		return nil, err
+	}
+	db.SetConn(conn)
+	return db, nil
+}
+
+// SetConn hands the DB its connection.
+func (db *DB) SetConn(conn driver.Conn) { db.conn.Store(&conn) }
+
+func (db *DB) getConn() (driver.Conn, error) {
+	p := db.conn.Load()
+	if p == nil {
+		return nil, fmt.Errorf("%w: not connected yet", ErrUnavailable)
+	}
+	return *p, nil
+}
+
+func (db *DB) ctx(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(ctx, db.cfg.Timeout)
+	secs := int((db.cfg.Timeout + time.Second - 1) / time.Second)
+	return clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"max_execution_time": secs})), cancel
+}
+
+// query runs q and calls scan for every row.
+func (db *DB) query(ctx context.Context, name, q string, scan func(driver.Rows) error, args ...any) error {
+	conn, err := db.getConn()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := db.ctx(ctx)
+	defer cancel()
+	defer db.observe(name, time.Now())
+	rows, err := conn.Query(ctx, q, args...)
+	if err != nil {
+		return classify(name, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			return fmt.Errorf("accountdb: %s: scan: %w", name, err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return classify(name, err)
+	}
+	return nil
+}
+
+// stream is query without the per-call deadline, for the reconciler's full
+// scans (bounded by ctx only).
+func (db *DB) stream(ctx context.Context, name, q string, scan func(driver.Rows) error, args ...any) error {
+	conn, err := db.getConn()
+	if err != nil {
+		return err
+	}
+	defer db.observe(name, time.Now())
+	rows, err := conn.Query(ctx, q, args...)
+	if err != nil {
+		return classify(name, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			return fmt.Errorf("accountdb: %s: scan: %w", name, err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return classify(name, err)
+	}
+	return nil
+}
+
+// insert appends rows (each a slice of column values) in one batch: one
+// block, written atomically by ClickHouse.
+func (db *DB) insert(ctx context.Context, name, q string, rows [][]any) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	conn, err := db.getConn()
+	if err != nil {
+		return err
+	}
+	// Two things about the context of an insert. It is detached from the
+	// caller's cancellation: a client that hangs up must not abort a write
+	// halfway (the deadline still bounds it). And it is cancelled only a
+	// while after Send returns: clickhouse-go (v2.50) watches an insert's
+	// context in a goroutine that closes the TCP connection when the
+	// context ends, and that goroutine may not have noticed that Send
+	// finished yet, so cancelling at once can close a connection already
+	// back in the pool, failing the next query on it ("use of closed
+	// network connection").
+	ctx, cancel := db.ctx(context.WithoutCancel(ctx))
+	defer time.AfterFunc(time.Second, cancel)
+	defer db.observe(name, time.Now())
+	batch, err := conn.PrepareBatch(ctx, q)
+	if err != nil {
+		return classify(name, err)
+	}
+	for _, r := range rows {
+		if err := batch.Append(r...); err != nil {
+			_ = batch.Abort()
+			return fmt.Errorf("accountdb: %s: append: %w", name, err)
+		}
+	}
+	if err := batch.Send(); err != nil {
+		return classify(name, err)
+	}
+	return nil
+}
+
+func (db *DB) observe(name string, start time.Time) {
+	db.duration.WithLabelValues(name).Observe(time.Since(start).Seconds())
+}
+
+// classify wraps err with ErrUnavailable unless it is a server exception
+// about the statement itself (a bug, not an outage).
+func classify(name string, err error) error {
+	var ex *clickhouse.Exception
+	if errors.As(err, &ex) {
+		switch ex.Code {
+		case 159, 160, 202, 203, 209, 210, 241, 279, 394:
+			// Timeouts, overload, network and memory: outages.
+			return fmt.Errorf("%w: %s: %w", ErrUnavailable, name, err)
+		}
+		return fmt.Errorf("accountdb: %s: %w", name, err)
+	}
+	return fmt.Errorf("%w: %s: %w", ErrUnavailable, name, err)
+}
+
+// Ping reports whether ClickHouse answers.
+func (db *DB) Ping(ctx context.Context) error {
+	conn, err := db.getConn()
+	if err != nil {
+		return err
+	}
+	return conn.Ping(ctx)
+}
+
+func b2u(b bool) uint8 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// chunks splits s into pieces of at most n (IN lists must stay far below
+// ClickHouse's max_query_size of 256 KiB).
+func chunks[T any](s []T, n int) [][]T {
+	var out [][]T
+	for len(s) > n {
+		out = append(out, s[:n])
+		s = s[n:]
+	}
+	if len(s) > 0 {
+		out = append(out, s)
+	}
+	return out
+}
+
+// inListMax is the most values in one IN list: 2,000 addresses are about
+// 90 KB of query text.
+const inListMax = 2000

@@ -1,0 +1,105 @@
+// Package watch keeps the compacted address-watch topic (schemas/topics
+// AddressWatch, records in schemas/proto/moraine/v1/watch.proto) equal to
+// the webhook state in ClickHouse, so the processor (matching) and delivery
+// (URLs, secrets) see every change within about a second, and never a change
+// that did not happen.
+//
+// # Records and keys
+//
+//	<webhookId>                  a webhook's settings (chain, status, url, flags, event signatures)
+//	<webhookId>/<0x…lowercase>   one watched address; a tombstone when removed
+//	account:<accountId>          an account's plan and shared secret
+//
+// Every record carries the version of the ClickHouse row it mirrors (in the
+// value and in the "version" header, which tombstones carry too). All
+// records of a webhook go to one partition (Partitioner).
+//
+// # Design: ClickHouse is the source of truth
+//
+// A change (webhookapi) runs in this order, holding the webhook's (or
+// account's) lock from Locks throughout:
+//
+//  1. validate and read the current state;
+//  2. insert the new rows into ClickHouse (version: accountdb.Clock);
+//  3. produce the records built from exactly those rows, synchronously
+//     (Publish, bounded by --watch.produce-timeout);
+//  4. acknowledge the request.
+//
+// A failed produce in step 3 does not fail the request: the change is
+// durable in ClickHouse, so it is acknowledged and the reconciler publishes
+// it. The reconciler (Run) reads the whole topic into a table of each key's
+// last record (version, live or tombstone, offset) and keeps tailing it. A
+// pass reads the topic's end offsets, waits until the table has reached them,
+// reads ClickHouse, and for every key whose last record differs from
+// ClickHouse's latest row re-reads the row under the key's lock and
+// publishes it. Passes run at start-up (full; Ready turns true after it),
+// every --watch.reconcile-interval (incremental: every account and webhook,
+// and the addresses changed within --watch.lookback or since the oldest
+// change this process failed to publish), and every
+// --watch.full-reconcile-interval (full: every address too, plus a
+// tombstone for every live key ClickHouse does not have at all, unless
+// those are so many that a misconfigured database is the likelier cause:
+// then it refuses, logs an error and counts
+// moraine_query_watch_phantom_tombstones_refused_total).
+//
+// # Why a crash loses nothing and invents nothing
+//
+// No phantom: a record is only ever built from a row ClickHouse already
+// holds (step 3 publishes the rows step 2 wrote; the reconciler publishes
+// rows it read), so the topic never holds a change ClickHouse does not. A
+// create writes its addresses before its webhook row; the webhook row is
+// the commit point: addresses of a webhook row that was never written are
+// invisible to the API and never published (tombstoned if they ever were).
+//
+// No loss: a change is acknowledged only after step 2 succeeded. A crash
+// (or failed produce) after step 2 leaves a row the topic lacks; the next
+// reconciliation pass of any instance, at the latest the full pass at the
+// restart, finds that the topic's last record for the key differs and
+// publishes the row. Step by step:
+//
+//   - before step 2: nothing written, nothing acknowledged.
+//   - between the address insert and the webhook insert of a create:
+//     invisible leftovers, not acknowledged; the client's retry creates the
+//     webhook.
+//   - after step 2, before step 3 finished: the change exists in
+//     ClickHouse (reads show it) and reaches the topic within
+//     reconcile-interval + grace of a live reconciler. Not acknowledged: a
+//     retried PATCH/DELETE is idempotent, and a retried create is answered
+//     with the webhook already made (webhookapi's create dedupe window).
+//   - after step 3, before step 4: both hold the change; retries as above.
+//
+// Order: records of one key reach the topic in version order within a
+// process, because writers and the reconciler hold the key's lock from the
+// ClickHouse write (or re-read) to the end of the produce. Across instances
+// two concurrent changes of one key can reach the topic out of order; the
+// reconciler then sees that the last record is not ClickHouse's latest row
+// and republishes it within one interval. Rows younger than --watch.grace
+// are left to their writer, so a reconciler does not race a healthy
+// in-flight produce.
+//
+// Several instances: every query instance runs a reconciler; they may
+// republish the same row at the same time, which writes identical records
+// (same key, version and value). Versions come from each instance's clock
+// (see accountdb.Clock for what clock skew can and cannot do).
+//
+// Durability below this package is the stores': ClickHouse acknowledges an
+// insert once the part is written (it does not fsync by default), and
+// records are produced with acks=all and idempotence (franz-go defaults).
+//
+// TestCrashAtEveryStep (webhookapi) kills a process at each step of each
+// change and checks, after a restart, that topic and ClickHouse agree
+// exactly, that acknowledged changes are present, and that a retried create
+// does not make a second webhook.
+//
+// # Metrics
+//
+//	moraine_query_watch_records_produced_total{result}      ok, error
+//	moraine_query_watch_produce_duration_seconds
+//	moraine_query_watch_pending_versions                    failed publishes not yet covered by a pass
+//	moraine_query_watch_reconcile_runs_total{mode,result}   incremental|full, ok|error
+//	moraine_query_watch_reconcile_duration_seconds{mode}
+//	moraine_query_watch_republished_total{kind}             webhook, address, tombstone, account, phantom
+//	moraine_query_watch_topic_keys
+//	moraine_query_watch_ready                               1 after the first full pass
+//	moraine_query_watch_phantom_tombstones_refused_total    see "Safety valve" on tombstonePhantoms
+package watch

@@ -1,0 +1,67 @@
+// Package webhookapi serves the Webhooks API of the Avalanche Data API for
+// EVM address_activity webhooks (CONTRACT.md sections 2.7 to 2.14).
+//
+// # Routes (Register, on the /v1 group)
+//
+//	POST   /v1/webhooks                                201 EVMAddressActivityResponse
+//	GET    /v1/webhooks?status=&pageSize=&pageToken=   200 {webhooks, nextPageToken?}, newest first
+//	GET    /v1/webhooks/{id}                           200 webhook
+//	PATCH  /v1/webhooks/{id}                           200 webhook (name, description, url, status, includeInternalTxs, includeLogs)
+//	DELETE /v1/webhooks/{id}                           200 webhook, status inactive (PATCH status active reactivates)
+//	PATCH  /v1/webhooks/{id}/addresses                 200 webhook; body {addresses}
+//	DELETE /v1/webhooks/{id}/addresses                 200 webhook; body {addresses}
+//	GET    /v1/webhooks/{id}/addresses?pageSize=&pageToken=  200 {addresses, totalAddresses, nextPageToken?}
+//	POST   /v1/webhooks:generateOrRotateSharedSecret   201 {secret}: 32 random bytes, 64 lowercase hex
+//	GET    /v1/webhooks:getSharedSecret                200 {secret}; 404 before the first generate
+//
+// The two custom-method paths carry a literal colon; they are registered
+// with gin's escaped colon ("\:"), which does not clash with /webhooks/:id.
+//
+// Every route needs an API key (auth.RequireAccount, 401 otherwise) and
+// acts on the caller's account only: another account's webhook id is 404,
+// exactly like an unknown one, and page tokens are bound to the account.
+//
+// # Semantics
+//
+//   - Responses: optional fields are omitted, never null; name and
+//     description default to ""; metadata.eventSignatures only when set;
+//     createdAt in Unix milliseconds; id a UUID v4; chainId the EVM chain id
+//     (a base58 blockchain id is accepted on create).
+//   - Addresses are matched case-insensitively and echoed as given (the
+//     first spelling wins); adding a watched address or removing an absent
+//     one is a no-op. A create's response lists its addresses in request
+//     order; every other response in address order, at most
+//     --webhooks.max-addresses-in-response of them.
+//   - Validation: 400 in the contract's body, message an array of every
+//     failed constraint: "Invalid address format" (0x + 40 hex),
+//     "Invalid event signature format" (0x + 64 hex), absolute http(s) url,
+//     eventType address_activity, a configured chain with webhooks enabled,
+//     includeInternalTxs only on chains with traces, types of every field.
+//     A body that is not a JSON object: 400. Unknown fields are ignored.
+//   - Plan limits: 403 when a create or an address addition would pass the
+//     plan's addresses per webhook (free: 5), or a create the plan's
+//     webhooks per account (inactive ones count).
+//   - Never a 5xx once a webhook exists: after the webhook row is written
+//     nothing can fail the request (publishing failures are logged and
+//     repaired by the reconciler). The SDK retries POST after 5xx and
+//     connection errors, so an identical create from the same account within
+//     --webhooks.create-dedupe-window (2 min) returns the webhook already
+//     made (201) instead of a second one. Two deliberately identical webhooks
+//     must therefore be created more than the window apart, or differ in a
+//     field (e.g. name).
+//   - Read your writes: every response is built from the state just
+//     written; later reads use ClickHouse FINAL, which includes it.
+//
+// # Propagation and crash safety
+//
+// Every change writes ClickHouse, then produces its address-watch records
+// synchronously, then answers; see package watch for the design and the
+// argument. Hooks mark the steps; TestCrashAtEveryStep ends a child process
+// at each of them and checks the restart.
+//
+// # Metrics
+//
+//	moraine_query_webhook_changes_total{op}
+//	moraine_query_webhook_publish_failures_total{op}
+//	moraine_query_webhook_creates_deduplicated_total
+package webhookapi

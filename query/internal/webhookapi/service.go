@@ -1,0 +1,491 @@
+package webhookapi
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/moraine-data/moraine/pkg/chains"
+	"github.com/moraine-data/moraine/query/internal/accountdb"
+	"github.com/moraine-data/moraine/query/internal/apierr"
+	"github.com/moraine-data/moraine/query/internal/auth"
+	"github.com/moraine-data/moraine/query/internal/plan"
+	"github.com/moraine-data/moraine/query/internal/watch"
+)
+
+// Store is what the webhook API reads and writes; *accountdb.DB implements it.
+type Store interface {
+	Account(ctx context.Context, id string) (accountdb.Account, error)
+	Webhook(ctx context.Context, accountID, id string) (accountdb.Webhook, error)
+	Webhooks(ctx context.Context, accountID, status string, after accountdb.WebhookCursor, limit int) ([]accountdb.Webhook, error)
+	CountWebhooks(ctx context.Context, accountID string) (int, error)
+	WebhookByRequestHash(ctx context.Context, accountID, hash string, sinceMs uint64) (accountdb.Webhook, error)
+	PutWebhook(ctx context.Context, w accountdb.Webhook) error
+	AddressStates(ctx context.Context, webhookID string, addrs []string) (map[string]accountdb.Address, error)
+	PutAddresses(ctx context.Context, rows []accountdb.Address) error
+	CountAddresses(ctx context.Context, webhookID string) (int, error)
+	AddressPage(ctx context.Context, webhookID, after string, limit, total int) ([]accountdb.Address, error)
+	AddressesOf(ctx context.Context, webhookIDs []string, perWebhook int) (map[string][]string, error)
+	Secret(ctx context.Context, accountID string) (accountdb.Secret, error)
+	PutSecret(ctx context.Context, s accountdb.Secret) error
+}
+
+// Publisher produces address-watch records; *watch.Watch implements it.
+type Publisher interface {
+	Publish(ctx context.Context, recs []*kgo.Record) error
+}
+
+// Op names a change, Step a point between the steps of a change (for Hooks).
+type (
+	Op   string
+	Step string
+)
+
+// Changes.
+const (
+	OpCreate          Op = "create"
+	OpUpdate          Op = "update"
+	OpDeactivate      Op = "deactivate"
+	OpAddAddresses    Op = "add-addresses"
+	OpRemoveAddresses Op = "remove-addresses"
+	OpRotateSecret    Op = "rotate-secret"
+)
+
+// Steps of a change, in order. StepAddressesWritten only happens in a
+// create that has addresses.
+const (
+	StepBeforeWrite      Step = "before-write"
+	StepAddressesWritten Step = "addresses-written"
+	StepWritten          Step = "written"
+	StepPublished        Step = "published"
+)
+
+// Hooks observe the steps of every change. The crash tests make Step end
+// the process, to prove that a crash between any two steps loses no
+// acknowledged change and creates no phantom one.
+type Hooks struct {
+	Step func(op Op, step Step)
+}
+
+func (h Hooks) step(op Op, s Step) {
+	if h.Step != nil {
+		h.Step(op, s)
+	}
+}
+
+// view is a webhook with the addresses its response shows.
+type view struct {
+	w         accountdb.Webhook
+	addresses []string
+}
+
+type service struct {
+	cfg     Config
+	store   Store
+	pub     Publisher
+	locks   *watch.Locks
+	clock   *accountdb.Clock
+	plans   *plan.Set
+	hooks   Hooks
+	chains  *chains.Config
+	logger  *slog.Logger
+	now     func() time.Time
+	metrics *metrics
+}
+
+// storeErr maps a store error: not found → 404, anything else → 503.
+func storeErr(err error, notFound string) error {
+	if errors.Is(err, accountdb.ErrNotFound) {
+		return apierr.NotFound(notFound)
+	}
+	return apierr.Unavailable("Webhook storage is temporarily unavailable", err)
+}
+
+const msgWebhookNotFound = "Webhook not found"
+
+func forbidden(format string, args ...any) error {
+	return apierr.New(http.StatusForbidden, fmt.Sprintf(format, args...))
+}
+
+// publish produces recs after a change was written. It cannot fail the
+// request: ClickHouse already holds the change and the reconciler publishes
+// whatever this could not, so a failure is logged and the change is
+// acknowledged. It does not observe the request's cancellation.
+func (s *service) publish(ctx context.Context, op Op, id string, recs []*kgo.Record) {
+	if err := s.pub.Publish(context.WithoutCancel(ctx), recs); err != nil {
+		s.metrics.publishFailures.WithLabelValues(string(op)).Inc()
+		s.logger.Warn("webhook change written but not yet published; the reconciler will publish it",
+			"op", op, "webhook_id", id, "err", err)
+	}
+}
+
+func requestHash(accountID string, r createRequest) string {
+	addrs := make([]string, len(r.Addresses))
+	for i, a := range r.Addresses {
+		addrs[i] = strings.ToLower(a)
+	}
+	sort.Strings(addrs)
+	sigs := append([]string(nil), r.EventSignatures...)
+	sort.Strings(sigs)
+	b, _ := json.Marshal([]any{accountID, r.URL, r.Chain.EVMChainID, addrs, sigs, r.Name, r.Description, r.IncludeInternalTxs, r.IncludeLogs})
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+func (s *service) create(ctx context.Context, p auth.Principal, r createRequest) (view, error) {
+	acc := p.Account
+	pl := s.plans.MustGet(acc.Plan)
+	if len(r.Addresses) > pl.AddressesPerWebhook {
+		return view{}, forbidden("The %s plan allows at most %d addresses per webhook", pl.Name, pl.AddressesPerWebhook)
+	}
+	unlock := s.locks.Account(acc.ID)
+	defer unlock()
+
+	hash := requestHash(acc.ID, r)
+	now := s.now()
+	if s.cfg.CreateDedupeWindow > 0 {
+		since := uint64(now.Add(-s.cfg.CreateDedupeWindow).UnixMilli())
+		w, err := s.store.WebhookByRequestHash(ctx, acc.ID, hash, since)
+		switch {
+		case err == nil:
+			// A retry of a create that succeeded (the SDK retries POST on
+			// 5xx and connection errors): answer with that webhook.
+			s.metrics.deduplicated.Inc()
+			return s.get(ctx, acc.ID, w.ID)
+		case !errors.Is(err, accountdb.ErrNotFound):
+			return view{}, storeErr(err, "")
+		}
+	}
+	n, err := s.store.CountWebhooks(ctx, acc.ID)
+	if err != nil {
+		return view{}, storeErr(err, "")
+	}
+	if n >= pl.WebhooksPerAccount {
+		return view{}, forbidden("The %s plan allows at most %d webhooks per account", pl.Name, pl.WebhooksPerAccount)
+	}
+
+	id, err := uuid.NewRandom()
+	if err != nil {
+		return view{}, apierr.Internal(err)
+	}
+	w := accountdb.Webhook{
+		AccountID: acc.ID, ID: id.String(), URL: r.URL, ChainID: r.Chain.EVMChainID, EventType: eventAddressActivity,
+		Name: r.Name, Description: r.Description, EventSignatures: r.EventSignatures,
+		IncludeInternalTxs: r.IncludeInternalTxs, IncludeLogs: r.IncludeLogs, Status: accountdb.StatusActive,
+		CreatedAt: uint64(now.UnixMilli()), RequestHash: hash, Version: s.clock.Next(0),
+	}
+	if w.EventSignatures == nil {
+		w.EventSignatures = []string{}
+	}
+	rows := make([]accountdb.Address, len(r.Addresses))
+	for i, a := range r.Addresses {
+		rows[i] = accountdb.Address{WebhookID: w.ID, Address: strings.ToLower(a), Given: a, Version: w.Version}
+	}
+	unlockW := s.locks.Webhook(w.ID)
+	defer unlockW()
+	s.hooks.step(OpCreate, StepBeforeWrite)
+	// Addresses first, the webhook row last: the webhook row is the commit
+	// point. Addresses of a webhook row that was never written are never
+	// shown or published.
+	if len(rows) > 0 {
+		if err := s.store.PutAddresses(ctx, rows); err != nil {
+			return view{}, storeErr(err, "")
+		}
+		s.hooks.step(OpCreate, StepAddressesWritten)
+	}
+	if err := s.store.PutWebhook(ctx, w); err != nil {
+		// The insert may still have happened (an ambiguous failure): a
+		// retry of this request finds it through the request hash.
+		return view{}, storeErr(err, "")
+	}
+	s.hooks.step(OpCreate, StepWritten)
+	// From here on nothing may fail the request: the webhook exists.
+	recs := make([]*kgo.Record, 0, len(rows)+1)
+	if rec, err := watch.WebhookRecord(w); err == nil {
+		recs = append(recs, rec)
+	}
+	for _, a := range rows {
+		if rec, err := watch.AddressRecord(a, w.ChainID); err == nil {
+			recs = append(recs, rec)
+		}
+	}
+	s.publish(ctx, OpCreate, w.ID, recs)
+	s.hooks.step(OpCreate, StepPublished)
+	s.metrics.changes.WithLabelValues(string(OpCreate)).Inc()
+	return view{w: w, addresses: append([]string{}, r.Addresses...)}, nil
+}
+
+// get reads one of the account's webhooks with its addresses.
+func (s *service) get(ctx context.Context, accountID, id string) (view, error) {
+	w, err := s.store.Webhook(ctx, accountID, id)
+	if err != nil {
+		return view{}, storeErr(err, msgWebhookNotFound)
+	}
+	addrs, err := s.store.AddressesOf(ctx, []string{id}, s.cfg.MaxAddressesInResponse)
+	if err != nil {
+		return view{}, storeErr(err, "")
+	}
+	return view{w: w, addresses: nonNil(addrs[id])}, nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// list reads a page of the account's webhooks, newest first; more reports
+// whether another page exists.
+func (s *service) list(ctx context.Context, accountID, status string, after accountdb.WebhookCursor, limit int) ([]view, bool, error) {
+	ws, err := s.store.Webhooks(ctx, accountID, status, after, limit+1)
+	if err != nil {
+		return nil, false, storeErr(err, "")
+	}
+	more := len(ws) > limit
+	if more {
+		ws = ws[:limit]
+	}
+	ids := make([]string, len(ws))
+	for i, w := range ws {
+		ids[i] = w.ID
+	}
+	addrs, err := s.store.AddressesOf(ctx, ids, s.cfg.MaxAddressesInResponse)
+	if err != nil {
+		return nil, false, storeErr(err, "")
+	}
+	out := make([]view, len(ws))
+	for i, w := range ws {
+		out[i] = view{w: w, addresses: nonNil(addrs[w.ID])}
+	}
+	return out, more, nil
+}
+
+// update applies a PATCH (or the DELETE deactivation) under the webhook's
+// lock. A request that changes nothing writes nothing.
+func (s *service) update(ctx context.Context, p auth.Principal, id string, r updateRequest, op Op) (view, error) {
+	unlock := s.locks.Webhook(id)
+	defer unlock()
+	cur, err := s.get(ctx, p.Account.ID, id)
+	if err != nil {
+		return view{}, err
+	}
+	w := cur.w
+	set := func(dst *string, v *string) {
+		if v != nil {
+			*dst = *v
+		}
+	}
+	set(&w.Name, r.Name)
+	set(&w.Description, r.Description)
+	set(&w.URL, r.URL)
+	set(&w.Status, r.Status)
+	if r.IncludeLogs != nil {
+		w.IncludeLogs = *r.IncludeLogs
+	}
+	if r.IncludeInternalTxs != nil {
+		if *r.IncludeInternalTxs && !w.IncludeInternalTxs && !s.chainHasTraces(w.ChainID) {
+			return view{}, apierr.Validation(fmt.Sprintf("includeInternalTxs is only available on chains with traces, and chain %s has none", w.ChainID))
+		}
+		w.IncludeInternalTxs = *r.IncludeInternalTxs
+	}
+	if sameSettings(w, cur.w) {
+		return cur, nil
+	}
+	w.Version = s.clock.Next(cur.w.Version)
+	s.hooks.step(op, StepBeforeWrite)
+	if err := s.store.PutWebhook(ctx, w); err != nil {
+		return view{}, storeErr(err, "")
+	}
+	s.hooks.step(op, StepWritten)
+	if rec, err := watch.WebhookRecord(w); err == nil {
+		s.publish(ctx, op, w.ID, []*kgo.Record{rec})
+	}
+	s.hooks.step(op, StepPublished)
+	s.metrics.changes.WithLabelValues(string(op)).Inc()
+	return view{w: w, addresses: cur.addresses}, nil
+}
+
+func sameSettings(a, b accountdb.Webhook) bool {
+	return a.Name == b.Name && a.Description == b.Description && a.URL == b.URL && a.Status == b.Status &&
+		a.IncludeLogs == b.IncludeLogs && a.IncludeInternalTxs == b.IncludeInternalTxs
+}
+
+// chainHasTraces reports whether ingest fetches call traces on the chain.
+func (s *service) chainHasTraces(chainID string) bool {
+	ch, ok := s.chains.Find(chainID)
+	return ok && ch.Traces
+}
+
+// changeAddresses adds (remove false) or removes addresses under the
+// webhook's lock. Adding a watched address or removing an absent one is a
+// no-op; matching is case-insensitive and the first spelling is kept.
+func (s *service) changeAddresses(ctx context.Context, p auth.Principal, id string, given []string, remove bool) (view, error) {
+	op := OpAddAddresses
+	if remove {
+		op = OpRemoveAddresses
+	}
+	unlock := s.locks.Webhook(id)
+	defer unlock()
+	cur, err := s.get(ctx, p.Account.ID, id)
+	if err != nil {
+		return view{}, err
+	}
+	keys := make([]string, len(given))
+	for i, a := range given {
+		keys[i] = strings.ToLower(a)
+	}
+	states, err := s.store.AddressStates(ctx, id, keys)
+	if err != nil {
+		return view{}, storeErr(err, "")
+	}
+	var floor uint64
+	for _, st := range states {
+		floor = max(floor, st.Version)
+	}
+	var rows []accountdb.Address
+	for i, k := range keys {
+		st, known := states[k]
+		watched := known && !st.Removed
+		switch {
+		case !remove && !watched:
+			rows = append(rows, accountdb.Address{WebhookID: id, Address: k, Given: given[i]})
+		case remove && watched:
+			rows = append(rows, accountdb.Address{WebhookID: id, Address: k, Given: st.Given, Removed: true})
+		}
+	}
+	if len(rows) == 0 {
+		return cur, nil
+	}
+	if !remove {
+		pl := s.plans.MustGet(p.Account.Plan)
+		n, err := s.store.CountAddresses(ctx, id)
+		if err != nil {
+			return view{}, storeErr(err, "")
+		}
+		if n+len(rows) > pl.AddressesPerWebhook {
+			return view{}, forbidden("The %s plan allows at most %d addresses per webhook; this webhook has %d and the request adds %d",
+				pl.Name, pl.AddressesPerWebhook, n, len(rows))
+		}
+	}
+	v := s.clock.Next(max(floor, cur.w.Version))
+	for i := range rows {
+		rows[i].Version = v
+	}
+	s.hooks.step(op, StepBeforeWrite)
+	if err := s.store.PutAddresses(ctx, rows); err != nil {
+		return view{}, storeErr(err, "")
+	}
+	s.hooks.step(op, StepWritten)
+	recs := make([]*kgo.Record, 0, len(rows))
+	for _, a := range rows {
+		if rec, err := watch.AddressRecord(a, cur.w.ChainID); err == nil {
+			recs = append(recs, rec)
+		}
+	}
+	s.publish(ctx, op, id, recs)
+	s.hooks.step(op, StepPublished)
+	s.metrics.changes.WithLabelValues(string(op)).Inc()
+	return view{w: cur.w, addresses: s.applyToList(cur.addresses, rows)}, nil
+}
+
+// applyToList is the response's address list after rows were written: the
+// list read before the change (at most MaxAddressesInResponse, in address
+// order) with the change applied in memory, so that nothing after the write
+// can fail the request.
+func (s *service) applyToList(list []string, rows []accountdb.Address) []string {
+	byKey := make(map[string]string, len(list)+len(rows))
+	for _, a := range list {
+		byKey[strings.ToLower(a)] = a
+	}
+	for _, r := range rows {
+		if r.Removed {
+			delete(byKey, r.Address)
+		} else {
+			byKey[r.Address] = r.Given
+		}
+	}
+	keys := make([]string, 0, len(byKey))
+	for k := range byKey {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	if len(keys) > s.cfg.MaxAddressesInResponse {
+		keys = keys[:s.cfg.MaxAddressesInResponse]
+	}
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = byKey[k]
+	}
+	return out
+}
+
+// listAddresses reads a page of a webhook's addresses and its total.
+func (s *service) listAddresses(ctx context.Context, accountID, id, after string, limit int) ([]accountdb.Address, int, bool, error) {
+	if _, err := s.store.Webhook(ctx, accountID, id); err != nil {
+		return nil, 0, false, storeErr(err, msgWebhookNotFound)
+	}
+	total, err := s.store.CountAddresses(ctx, id)
+	if err != nil {
+		return nil, 0, false, storeErr(err, "")
+	}
+	rows, err := s.store.AddressPage(ctx, id, after, limit+1, total)
+	if err != nil {
+		return nil, 0, false, storeErr(err, "")
+	}
+	more := len(rows) > limit
+	if more {
+		rows = rows[:limit]
+	}
+	return rows, total, more, nil
+}
+
+// rotateSecret generates a new shared secret for the account.
+func (s *service) rotateSecret(ctx context.Context, p auth.Principal) (string, error) {
+	unlock := s.locks.Account(p.Account.ID)
+	defer unlock()
+	acc, err := s.store.Account(ctx, p.Account.ID)
+	if err != nil {
+		return "", storeErr(err, "Account not found")
+	}
+	cur, err := s.store.Secret(ctx, acc.ID)
+	if err != nil && !errors.Is(err, accountdb.ErrNotFound) {
+		return "", storeErr(err, "")
+	}
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		return "", apierr.Internal(err)
+	}
+	sec := accountdb.Secret{AccountID: acc.ID, Secret: hex.EncodeToString(raw), Version: s.clock.Next(max(cur.Version, acc.Version))}
+	s.hooks.step(OpRotateSecret, StepBeforeWrite)
+	if err := s.store.PutSecret(ctx, sec); err != nil {
+		return "", storeErr(err, "")
+	}
+	s.hooks.step(OpRotateSecret, StepWritten)
+	if rec, err := watch.AccountRecord(acc, sec); err == nil {
+		s.publish(ctx, OpRotateSecret, "", []*kgo.Record{rec})
+	}
+	s.hooks.step(OpRotateSecret, StepPublished)
+	s.metrics.changes.WithLabelValues(string(OpRotateSecret)).Inc()
+	return sec.Secret, nil
+}
+
+func (s *service) secret(ctx context.Context, accountID string) (string, error) {
+	sec, err := s.store.Secret(ctx, accountID)
+	if err != nil {
+		return "", storeErr(err, "Shared secret not found: generate one with POST /v1/webhooks:generateOrRotateSharedSecret")
+	}
+	return sec.Secret, nil
+}
