@@ -69,44 +69,6 @@ func samples() map[string]*record.ChainEvent {
 	}
 }
 
-// TestGoldenWireFormat fails when the encoding of the sample events changes
-// and when the golden bytes no longer decode to the samples: both mean the
-// wire contract between ingest and the processor drifted.
-func TestGoldenWireFormat(t *testing.T) {
-	for name, ev := range samples() {
-		t.Run(name, func(t *testing.T) {
-			got, err := EncodeChainEvent(ev)
-			if err != nil {
-				t.Fatal(err)
-			}
-			path := filepath.Join("..", "testdata", name+".golden.hex")
-			if *update {
-				if err := os.WriteFile(path, []byte(hex.EncodeToString(got)+"\n"), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			raw, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("read golden (run go test ./codec -update to create): %v", err)
-			}
-			want, err := hex.DecodeString(strings.TrimSpace(string(raw)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Fatalf("wire format drifted for %s:\n got %x\nwant %x\nIf the change is intended and compatible, regenerate with -update.", name, got, want)
-			}
-			back, err := DecodeChainEvent(want)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !proto.Equal(back, ev) {
-				t.Fatalf("golden bytes decode to a different event:\n%v", back)
-			}
-		})
-	}
-}
-
 // watchSamples are fixed address-watch entries, one per kind, under the same
 // rules as samples.
 func watchSamples() map[string]*record.WatchEntry {
@@ -126,43 +88,6 @@ func watchSamples() map[string]*record.WatchEntry {
 			AccountId: "7c1e3b0a-5d4f-4e2a-9b8c-0d1e2f3a4b5c", Plan: "free",
 			SharedSecret: "c13cc017c4ed63bcc842c8edfb49df37512280326a32826de3b885340b8a3d53",
 		}}},
-	}
-}
-
-// TestGoldenWatchWireFormat is TestGoldenWireFormat for the address-watch
-// topic, the contract between query, the processor and delivery.
-func TestGoldenWatchWireFormat(t *testing.T) {
-	for name, e := range watchSamples() {
-		t.Run(name, func(t *testing.T) {
-			got, err := EncodeWatchEntry(e)
-			if err != nil {
-				t.Fatal(err)
-			}
-			path := filepath.Join("..", "testdata", name+".golden.hex")
-			if *update {
-				if err := os.WriteFile(path, []byte(hex.EncodeToString(got)+"\n"), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			raw, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("read golden (run go test ./codec -update to create): %v", err)
-			}
-			want, err := hex.DecodeString(strings.TrimSpace(string(raw)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Fatalf("wire format drifted for %s:\n got %x\nwant %x\nIf the change is intended and compatible, regenerate with -update.", name, got, want)
-			}
-			back, err := DecodeWatchEntry(want)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !proto.Equal(back, e) {
-				t.Fatalf("golden bytes decode to a different entry:\n%v", back)
-			}
-		})
 	}
 }
 
@@ -242,5 +167,83 @@ func BenchmarkEncodeDecodeBlock(b *testing.B) {
 		if _, err := DecodeChainEvent(buf); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// activitySamples are fixed activity messages under the same rules as samples.
+func activitySamples() map[string]*record.Activity {
+	return map[string]*record.Activity{
+		"activity": {
+			WebhookId: "401da7d9-d6d7-46c8-b431-72ff1e1543f4", MessageId: "94df1881-5d93-49d1-a1bd-607830608de2",
+			AccountId: "7c1e3b0a-5d4f-4e2a-9b8c-0d1e2f3a4b5c", ChainId: 43114, BlockNumber: 44568834,
+			BlockHash: h("0xbd093536009f7dd785e9a5151d80069a93cc322f8b2df63d373865af4f6ee5be"),
+			TxHash:    h("0xf6a791920652e87ccc91d2f1b20c1505a94452b88f359acdeb5a6fa8205638c4"),
+			Payload:   []byte(`{"event":{"transaction":{}},"eventType":"address_activity"}`),
+			BlockFetchedAtUnixMs: 1713884373000, MatchedAtUnixMs: 1713884373050,
+		},
+	}
+}
+
+// golden is one sample record with its codec.
+type golden struct {
+	msg    proto.Message
+	encode func() ([]byte, error)
+	decode func([]byte) (proto.Message, error)
+}
+
+func goldenCases() map[string]golden {
+	out := map[string]golden{}
+	for name, ev := range samples() {
+		out[name] = golden{ev, func() ([]byte, error) { return EncodeChainEvent(ev) },
+			func(b []byte) (proto.Message, error) { return DecodeChainEvent(b) }}
+	}
+	for name, e := range watchSamples() {
+		out[name] = golden{e, func() ([]byte, error) { return EncodeWatchEntry(e) },
+			func(b []byte) (proto.Message, error) { return DecodeWatchEntry(b) }}
+	}
+	for name, a := range activitySamples() {
+		out[name] = golden{a, func() ([]byte, error) { return EncodeActivity(a) },
+			func(b []byte) (proto.Message, error) { return DecodeActivity(b) }}
+	}
+	return out
+}
+
+// TestGoldenWireFormat fails when the encoding of a sample record changes
+// and when the golden bytes no longer decode to the sample: both mean the
+// wire contract between the services drifted (blocks: ingest -> processor;
+// address-watch: query -> processor and delivery; activity: processor ->
+// delivery).
+func TestGoldenWireFormat(t *testing.T) {
+	for name, g := range goldenCases() {
+		t.Run(name, func(t *testing.T) {
+			got, err := g.encode()
+			if err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join("..", "testdata", name+".golden.hex")
+			if *update {
+				if err := os.WriteFile(path, []byte(hex.EncodeToString(got)+"\n"), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			raw, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("read golden (run go test ./codec -update to create): %v", err)
+			}
+			want, err := hex.DecodeString(strings.TrimSpace(string(raw)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("wire format drifted for %s:\n got %x\nwant %x\nIf the change is intended and compatible, regenerate with -update.", name, got, want)
+			}
+			back, err := g.decode(want)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !proto.Equal(back, g.msg) {
+				t.Fatalf("golden bytes decode to a different record:\n%v", back)
+			}
+		})
 	}
 }
