@@ -176,9 +176,9 @@ func activitySamples() map[string]*record.Activity {
 		"activity": {
 			WebhookId: "401da7d9-d6d7-46c8-b431-72ff1e1543f4", MessageId: "94df1881-5d93-49d1-a1bd-607830608de2",
 			AccountId: "7c1e3b0a-5d4f-4e2a-9b8c-0d1e2f3a4b5c", ChainId: 43114, BlockNumber: 44568834,
-			BlockHash: h("0xbd093536009f7dd785e9a5151d80069a93cc322f8b2df63d373865af4f6ee5be"),
-			TxHash:    h("0xf6a791920652e87ccc91d2f1b20c1505a94452b88f359acdeb5a6fa8205638c4"),
-			Payload:   []byte(`{"event":{"transaction":{}},"eventType":"address_activity"}`),
+			BlockHash:            h("0xbd093536009f7dd785e9a5151d80069a93cc322f8b2df63d373865af4f6ee5be"),
+			TxHash:               h("0xf6a791920652e87ccc91d2f1b20c1505a94452b88f359acdeb5a6fa8205638c4"),
+			Payload:              []byte(`{"event":{"transaction":{}},"eventType":"address_activity"}`),
 			BlockFetchedAtUnixMs: 1713884373000, MatchedAtUnixMs: 1713884373050,
 		},
 	}
