@@ -1,0 +1,116 @@
+package app
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/moraine-data/moraine/pkg/chains"
+	"github.com/moraine-data/moraine/pkg/kafkautil"
+	"github.com/moraine-data/moraine/pkg/obs"
+)
+
+// Config is every setting of the ingest service; the fields mirror the flags.
+type Config struct {
+	ChainsFile string
+	// Chains is the comma-separated list of chain ids to ingest; empty
+	// means every chain of the file.
+	Chains          string
+	Kafka           kafkautil.Config
+	RPCTimeout      time.Duration
+	BatchBlocks     int
+	Concurrency     int
+	PollInterval    time.Duration
+	ReadyLag        uint64
+	Window          int
+	Admin           obs.AdminConfig
+	ShutdownTimeout time.Duration
+	Log             obs.LogConfig
+}
+
+// DefaultConfig mirrors the flag defaults.
+func DefaultConfig() Config {
+	var c Config
+	c.RegisterFlags(flag.NewFlagSet("defaults", flag.ContinueOnError))
+	return c
+}
+
+// RegisterFlags adds every flag of the service.
+func (c *Config) RegisterFlags(fs *flag.FlagSet) {
+	chains.RegisterFlag(fs, &c.ChainsFile)
+	fs.StringVar(&c.Chains, "ingest.chains", "", "comma-separated EVM chain ids to ingest (default: every chain of --chains.file)")
+	c.Kafka.RegisterFlags(fs)
+	fs.DurationVar(&c.RPCTimeout, "rpc.timeout", 30*time.Second, "timeout of one JSON-RPC HTTP request (a batch of blocks with traces can take seconds)")
+	fs.IntVar(&c.BatchBlocks, "rpc.batch-blocks", 10, "blocks per JSON-RPC batch: each block is 2-3 calls (block, receipts, traces); keep 3x this under the node's batch limit (1000 calls in go-ethereum)")
+	fs.IntVar(&c.Concurrency, "ingest.concurrency", 4, "JSON-RPC batches in flight per chain while backfilling")
+	fs.DurationVar(&c.PollInterval, "ingest.poll-interval", time.Second, "eth_blockNumber polling period when there is no newHeads subscription")
+	fs.Uint64Var(&c.ReadyLag, "ingest.ready-lag", 2, "ready once every chain's acknowledged blocks are within this many blocks of its head")
+	fs.IntVar(&c.Window, "ingest.reorg-window", 256, "recent block hashes kept (and read back from Kafka at start) to find a reorg's common ancestor; at least 128")
+	c.Admin.RegisterFlags(fs, "127.0.0.1:9101")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown.timeout", 15*time.Second, "how long fetched blocks may take to be produced and acknowledged after a stop signal")
+	c.Log.RegisterFlags(fs)
+}
+
+// Validate checks the settings (without I/O).
+func (c *Config) Validate() error {
+	var errs []error
+	if c.ChainsFile == "" {
+		errs = append(errs, errors.New("app: --chains.file is required"))
+	}
+	if err := c.Kafka.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.RPCTimeout <= 0 {
+		errs = append(errs, errors.New("app: --rpc.timeout must be positive"))
+	}
+	if c.BatchBlocks < 1 || c.BatchBlocks > 1000 {
+		errs = append(errs, fmt.Errorf("app: --rpc.batch-blocks %d must be within 1..1000", c.BatchBlocks))
+	}
+	if c.Concurrency < 1 || c.Concurrency > 256 {
+		errs = append(errs, fmt.Errorf("app: --ingest.concurrency %d must be within 1..256", c.Concurrency))
+	}
+	if c.PollInterval <= 0 {
+		errs = append(errs, errors.New("app: --ingest.poll-interval must be positive"))
+	}
+	if c.Window < 128 {
+		errs = append(errs, fmt.Errorf("app: --ingest.reorg-window %d must be at least 128", c.Window))
+	}
+	if c.Admin.ListenAddress == "" {
+		errs = append(errs, errors.New("app: --admin.listen-address is required"))
+	}
+	if c.ShutdownTimeout <= 0 {
+		errs = append(errs, errors.New("app: --shutdown.timeout must be positive"))
+	}
+	return errors.Join(errs...)
+}
+
+// selectChains returns the chains to ingest: those listed in --ingest.chains,
+// or all of the file.
+func (c *Config) selectChains(file *chains.Config) ([]chains.Chain, error) {
+	if strings.TrimSpace(c.Chains) == "" {
+		if len(file.Chains) == 0 {
+			return nil, fmt.Errorf("app: %s configures no chain", c.ChainsFile)
+		}
+		return file.Chains, nil
+	}
+	var out []chains.Chain
+	seen := map[string]bool{}
+	for _, id := range strings.Split(c.Chains, ",") {
+		id = strings.TrimSpace(id)
+		if id == "" || seen[id] {
+			continue
+		}
+		seen[id] = true
+		ch, ok := file.Find(id)
+		if !ok {
+			return nil, fmt.Errorf("app: --ingest.chains: chain %s is not in %s", id, c.ChainsFile)
+		}
+		out = append(out, ch)
+	}
+	if len(out) == 0 {
+		return nil, errors.New("app: --ingest.chains lists no chain")
+	}
+	return out, nil
+}

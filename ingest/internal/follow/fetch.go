@@ -1,0 +1,233 @@
+package follow
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/moraine-data/moraine/ingest/internal/convert"
+	"github.com/moraine-data/moraine/ingest/internal/rpc"
+	"github.com/moraine-data/moraine/pkg/obs"
+	"github.com/moraine-data/moraine/schemas/record"
+)
+
+// span is a range of block numbers [start, end) fetched as one unit.
+type span struct{ start, end uint64 }
+
+func (s span) len() uint64 { return s.end - s.start }
+
+// fetched is a span's blocks in ascending order. In replay mode numbers the
+// recording lacks are simply absent.
+type fetched struct {
+	span
+	blocks []*record.Block
+	err    error
+}
+
+func hexNumber(n uint64) string { return "0x" + strconv.FormatUint(n, 16) }
+
+var traceParams = map[string]string{"tracer": "callTracer"}
+
+// fetchSpan fetches and converts the blocks of sp. It retries until it has
+// every block (or, in replay mode, knows which ones the recording lacks);
+// it returns an error only when ctx ends.
+func (f *Follower) fetchSpan(ctx context.Context, sp span) ([]*record.Block, error) {
+	start := time.Now()
+	defer func() { f.deps.Metrics.stage.WithLabelValues(f.chain, stageFetch).Observe(time.Since(start).Seconds()) }()
+
+	numbers := make([]uint64, 0, sp.len())
+	if f.cfg.Chain.Replay && sp.len() > uint64(f.cfg.BatchBlocks) {
+		// A sparse recording: ask which numbers exist with one batch of
+		// cheap header calls before fetching full blocks.
+		var err error
+		if numbers, err = f.probe(ctx, sp); err != nil {
+			return nil, err
+		}
+	} else {
+		for n := sp.start; n < sp.end; n++ {
+			numbers = append(numbers, n)
+		}
+	}
+	out := make([]*record.Block, 0, len(numbers))
+	for i := 0; i < len(numbers); i += f.cfg.BatchBlocks {
+		chunk := numbers[i:min(i+f.cfg.BatchBlocks, len(numbers))]
+		blocks, err := f.fetchBlocks(ctx, chunk)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, blocks...)
+	}
+	return out, nil
+}
+
+// probe returns the numbers of sp for which the node has a block.
+func (f *Follower) probe(ctx context.Context, sp span) ([]uint64, error) {
+	reqs := make([]*rpc.Request, 0, sp.len())
+	for n := sp.start; n < sp.end; n++ {
+		reqs = append(reqs, &rpc.Request{Method: "eth_getBlockByNumber", Params: []any{hexNumber(n), false}})
+	}
+	for attempt := 0; ; attempt++ {
+		err := f.deps.RPC.Batch(ctx, reqs)
+		if err == nil {
+			for _, r := range reqs {
+				if r.Err != nil {
+					err = r.Err
+					break
+				}
+			}
+		}
+		if err == nil {
+			var out []uint64
+			for i, r := range reqs {
+				if !convert.IsNull(r.Result) {
+					out = append(out, sp.start+uint64(i))
+				}
+			}
+			return out, nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		f.deps.Metrics.retries.WithLabelValues(f.chain, "rpc_error").Inc()
+		f.logRetry(attempt, "probing blocks failed, retrying", sp.start, err)
+		if !obs.Sleep(ctx, obs.Backoff(attempt, 100*time.Millisecond, 5*time.Second)) {
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// fetchBlocks fetches numbers in one JSON-RPC batch (block with
+// transactions, receipts, and traces when the chain has them) and converts
+// them. Blocks that are not ready are fetched again, alone, after a pause:
+// a null block at or below the head means a lagging node ("not yet"), never
+// "no block" — except in replay mode, where the recording may lack it.
+func (f *Follower) fetchBlocks(ctx context.Context, numbers []uint64) ([]*record.Block, error) {
+	perBlock := 2
+	if f.cfg.Chain.Traces {
+		perBlock = 3
+	}
+	out := make(map[uint64]*record.Block, len(numbers))
+	todo := numbers
+	for attempt := 0; len(todo) > 0; attempt++ {
+		if attempt > 0 {
+			if !obs.Sleep(ctx, obs.Backoff(attempt-1, 50*time.Millisecond, 2*time.Second)) {
+				return nil, ctx.Err()
+			}
+		}
+		reqs := make([]*rpc.Request, 0, perBlock*len(todo))
+		for _, n := range todo {
+			h := hexNumber(n)
+			reqs = append(reqs,
+				&rpc.Request{Method: "eth_getBlockByNumber", Params: []any{h, true}},
+				&rpc.Request{Method: "eth_getBlockReceipts", Params: []any{h}})
+			if f.cfg.Chain.Traces {
+				reqs = append(reqs, &rpc.Request{Method: "debug_traceBlockByNumber", Params: []any{h, traceParams}})
+			}
+		}
+		if err := f.deps.RPC.Batch(ctx, reqs); err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			f.deps.Metrics.retries.WithLabelValues(f.chain, "rpc_error").Add(float64(len(todo)))
+			f.logRetry(attempt, "fetching blocks failed, retrying", todo[0], err)
+			continue
+		}
+		var again []uint64
+		var lastErr error
+		for i, n := range todo {
+			b, reason, err := f.convertOne(n, reqs[i*perBlock:(i+1)*perBlock])
+			switch {
+			case err == nil && b != nil:
+				out[n] = b
+			case err == nil: // replay: not in the recording
+			default:
+				f.deps.Metrics.retries.WithLabelValues(f.chain, reason).Inc()
+				again = append(again, n)
+				lastErr = err
+			}
+		}
+		if len(again) > 0 {
+			if attempt < 9 {
+				// Usual at the head: the node announced a block that the
+				// node answering this call does not serve yet.
+				f.logger.Debug("block not ready, fetching again", "block", again[0], "attempt", attempt+1, "err", lastErr)
+			} else {
+				f.logRetry(attempt, "block not ready, fetching again", again[0], lastErr)
+			}
+		}
+		todo = again
+	}
+	blocks := make([]*record.Block, 0, len(out))
+	for _, n := range numbers {
+		if b := out[n]; b != nil {
+			blocks = append(blocks, b)
+		}
+	}
+	return blocks, nil
+}
+
+// errNotFound marks a null block below the head in non-replay mode.
+var errNotFound = errors.New("node answered null")
+
+// convertOne converts one block from its calls. A nil block with a nil
+// error means the replay recording lacks it. An error comes with the retry
+// reason label.
+func (f *Follower) convertOne(n uint64, calls []*rpc.Request) (*record.Block, string, error) {
+	blk, rcp := calls[0], calls[1]
+	if blk.Err != nil {
+		return nil, "rpc_error", fmt.Errorf("eth_getBlockByNumber(%d): %w", n, blk.Err)
+	}
+	if convert.IsNull(blk.Result) {
+		if f.cfg.Chain.Replay {
+			return nil, "", nil
+		}
+		return nil, "not_found", fmt.Errorf("block %d: %w", n, errNotFound)
+	}
+	raw := convert.Raw{Block: blk.Result, Receipts: rcp.Result}
+	if rcp.Err != nil {
+		return nil, "rpc_error", fmt.Errorf("eth_getBlockReceipts(%d): %w", n, rcp.Err)
+	}
+	if f.cfg.Chain.Traces {
+		tr := calls[2]
+		if tr.Err != nil {
+			if hdr, err := convert.ParseHeader(blk.Result); err == nil && hdr.TxCount == 0 {
+				// Nothing to trace; some nodes refuse to trace genesis.
+				raw.Traces = json.RawMessage("[]")
+			} else {
+				return nil, "rpc_error", fmt.Errorf("debug_traceBlockByNumber(%d): %w", n, tr.Err)
+			}
+		} else {
+			raw.Traces = tr.Result
+		}
+	}
+	start := time.Now()
+	b, err := convert.Block(f.chainID, raw, f.cfg.Chain.Traces)
+	f.deps.Metrics.stage.WithLabelValues(f.chain, stageConvert).Observe(time.Since(start).Seconds())
+	switch {
+	case errors.Is(err, convert.ErrNotFound):
+		return nil, "not_found", err
+	case errors.Is(err, convert.ErrIncomplete):
+		return nil, "incomplete", err
+	case err != nil:
+		// Malformed data does not fix itself, but skipping a block would
+		// break the no-gap guarantee: retry and say so loudly.
+		f.logger.Error("cannot convert block; retrying", "block", n, "err", err)
+		return nil, "invalid", err
+	}
+	if b.Number != n {
+		return nil, "invalid", fmt.Errorf("asked for block %d, node answered block %d", n, b.Number)
+	}
+	b.FetchedAtUnixMs = f.deps.Now().UnixMilli()
+	return b, "", nil
+}
+
+// logRetry logs the first retry and then every tenth, so that a node that
+// lags for a while does not flood the log.
+func (f *Follower) logRetry(attempt int, msg string, block uint64, err error) {
+	if attempt == 0 || attempt%10 == 9 {
+		f.logger.Warn(msg, "block", block, "attempt", attempt+1, "err", err)
+	}
+}

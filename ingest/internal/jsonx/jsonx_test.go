@@ -1,0 +1,159 @@
+package jsonx
+
+import (
+	"encoding/json"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/require"
+)
+
+// walk converts a document to Go values through the Reader, the way the
+// converter walks RPC answers, so the result can be compared with
+// encoding/json's.
+func walk(r *Reader) (any, error) {
+	switch r.Peek() {
+	case '{':
+		m := map[string]any{}
+		err := r.Object(func(k []byte) error {
+			v, err := walk(r)
+			m[string(k)] = v
+			return err
+		})
+		return m, err
+	case '[':
+		a := []any{}
+		err := r.Array(func() error {
+			v, err := walk(r)
+			a = append(a, v)
+			return err
+		})
+		return a, err
+	case '"':
+		return r.String()
+	default:
+		raw, err := r.Raw()
+		if err != nil {
+			return nil, err
+		}
+		var v any
+		return v, json.Unmarshal(raw, &v)
+	}
+}
+
+func TestReaderMatchesEncodingJSON(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		doc  string
+	}{
+		{"empty object", `{}`},
+		{"empty array", `[]`},
+		{"rpc answer", `{"jsonrpc":"2.0","id":7,"result":{"number":"0x1","transactions":[],"uncles":[]}}`},
+		{"nested with whitespace", " {\n\t\"a\" : [ 1 , 2.5e3 , -3 , true , false , null ] ,\r\n \"b\" : { \"c\" : { } } } "},
+		{"escapes", `{"s":"quote \" backslash \\ slash \/ tab \t nl \n \b \f \r"}`},
+		{"unicode escapes", `{"s":"caf\u00e9 \u2603 \ud83d\ude00"}`},
+		{"lone surrogate becomes U+FFFD", `{"s":"\ud83d x"}`},
+		{"utf-8 passes through", `{"s":"Grüße ☃"}`},
+		{"revert reason with quotes", `{"revertReason":"it said \"no\""}`},
+		{"brackets inside strings", `{"a":"]}{[","b":["}"]}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var want any
+			require.NoError(t, json.Unmarshal([]byte(tc.doc), &want))
+			r := NewReader([]byte(tc.doc))
+			got, err := walk(r)
+			require.NoError(t, err)
+			require.NoError(t, r.End())
+			require.Equal(t, want, got)
+
+			// Raw of the whole document is the document minus outer space.
+			r = NewReader([]byte(tc.doc))
+			raw, err := r.Raw()
+			require.NoError(t, err)
+			require.True(t, json.Valid(raw), "%s", raw)
+		})
+	}
+}
+
+func TestReaderRejectsMalformed(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		doc  string
+	}{
+		{"unterminated object", `{"a":1`},
+		{"unterminated string", `{"a":"x`},
+		{"missing colon", `{"a" 1}`},
+		{"missing comma", `{"a":1 "b":2}`},
+		{"mismatched brackets", `{"a":[1}`},
+		{"bad escape", `{"a":"\x"}`},
+		{"bad unicode escape", `{"a":"\u12"}`},
+		{"control character", "{\"a\":\"x\ny\"}"},
+		{"bad literal", `{"a":nul}`},
+		{"trailing comma", `[1,]`},
+		{"truncated", `[`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := NewReader([]byte(tc.doc))
+			_, err := walk(r)
+			if err == nil {
+				err = r.End()
+			}
+			require.Error(t, err)
+			var se *SyntaxError
+			require.ErrorAs(t, err, &se)
+		})
+	}
+}
+
+func TestNullReadsAsEmpty(t *testing.T) {
+	r := NewReader([]byte(`{"a":null,"b":null,"c":null}`))
+	calls := 0
+	require.NoError(t, r.Object(func(k []byte) error {
+		switch string(k) {
+		case "a":
+			return r.Object(func([]byte) error { calls++; return nil })
+		case "b":
+			return r.Array(func() error { calls++; return nil })
+		default:
+			b, err := r.Bytes()
+			require.Nil(t, b)
+			return err
+		}
+	}))
+	require.Zero(t, calls)
+}
+
+func TestBytesAliasesInputWithoutEscapes(t *testing.T) {
+	doc := []byte(`"0xabcdef"`)
+	b, err := NewReader(doc).Bytes()
+	require.NoError(t, err)
+	require.Equal(t, "0xabcdef", string(b))
+	require.Equal(t, &doc[1], &b[0], "no copy for a plain string")
+}
+
+// FuzzReader checks that the reader never panics, accepts every valid
+// document, and reads it as encoding/json does.
+func FuzzReader(f *testing.F) {
+	for _, s := range []string{`{}`, `[]`, `{"a":[1,"x",{"b":null}]}`, `"\u00e9"`, `{"a":"\\\""}`, `[1,]`, `{"a"`, `nul`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		r := NewReader(doc)
+		got, err := walk(r)
+		if err == nil {
+			err = r.End()
+		}
+		if !json.Valid(doc) || !utf8.Valid(doc) {
+			// Any error (or none, for what is not checked) is fine, but no
+			// panic. Invalid UTF-8 passes through where encoding/json
+			// would substitute U+FFFD: callers sanitise text fields.
+			return
+		}
+		var want any
+		if json.Unmarshal(doc, &want) != nil {
+			return // valid syntax that Go cannot hold, e.g. 1e1000
+		}
+		require.NoError(t, err, "%q", doc)
+		require.Equal(t, want, got)
+	})
+}

@@ -1,0 +1,475 @@
+// Package rpc is ingest's JSON-RPC client: batched calls over HTTP with a
+// per-request timeout, retries with backoff, and metrics; plus head tracking
+// by WebSocket newHeads subscription with eth_blockNumber polling as the
+// fallback (heads.go).
+//
+// Results stay raw (json.RawMessage): the caller decodes them, so a block's
+// megabytes of traces are parsed once, by the converter.
+//
+// Metrics (registered by NewMetrics):
+//
+//	moraine_ingest_rpc_requests_total{chain,method,result}       calls by outcome
+//	moraine_ingest_rpc_request_duration_seconds{chain,method}    HTTP round trips
+//
+// result is one of ok, rpc_error, rate_limited, http_error, timeout,
+// transport_error, bad_response. A batch mixing methods is timed under
+// method="batch".
+package rpc
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/moraine-data/moraine/ingest/internal/jsonx"
+	"github.com/moraine-data/moraine/pkg/obs"
+)
+
+// Config configures a Client.
+type Config struct {
+	// URL is the node's HTTP JSON-RPC endpoint.
+	URL string
+	// Chain labels the metrics (the decimal chain id).
+	Chain string
+	// Timeout bounds one HTTP request, retries excluded.
+	Timeout time.Duration
+	// Attempts is how many times a failing request is sent before the error
+	// is returned (default 5). Only transient failures are retried:
+	// transport errors, timeouts, HTTP 5xx and 429, and JSON-RPC rate-limit
+	// errors.
+	Attempts int
+	// BackoffInitial and BackoffMax bound the wait between attempts
+	// (defaults 100ms and 5s).
+	BackoffInitial, BackoffMax time.Duration
+	// HTTPClient is used when set (tests); otherwise a client with pooled
+	// keep-alive connections.
+	HTTPClient *http.Client
+}
+
+// Client sends JSON-RPC requests. It is safe for concurrent use.
+type Client struct {
+	cfg     Config
+	http    *http.Client
+	metrics *Metrics
+}
+
+// New returns a client; metrics may be nil.
+func New(cfg Config, m *Metrics) *Client {
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 30 * time.Second
+	}
+	if cfg.Attempts <= 0 {
+		cfg.Attempts = 5
+	}
+	if cfg.BackoffInitial <= 0 {
+		cfg.BackoffInitial = 100 * time.Millisecond
+	}
+	if cfg.BackoffMax <= 0 {
+		cfg.BackoffMax = 5 * time.Second
+	}
+	hc := cfg.HTTPClient
+	if hc == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		// Parallel fetchers keep several requests in flight to one node.
+		tr.MaxIdleConnsPerHost = 32
+		hc = &http.Client{Transport: tr}
+	}
+	if m == nil {
+		m = NewMetrics(nil)
+	}
+	return &Client{cfg: cfg, http: hc, metrics: m}
+}
+
+// URL is the endpoint the client talks to.
+func (c *Client) URL() string { return c.cfg.URL }
+
+// Request is one call of a batch. Result or Err is set by Batch.
+type Request struct {
+	Method string
+	Params []any
+	// Result is the raw "result" of the answer (JSON null stays "null").
+	Result json.RawMessage
+	// Err is the call's error: an *Error for a JSON-RPC error answer, or the
+	// transport error that ended the batch.
+	Err error
+}
+
+// Error is a JSON-RPC error answer.
+type Error struct {
+	Code    int             `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("rpc error %d: %s", e.Code, e.Message) }
+
+// rateLimited reports whether a JSON-RPC error means "slow down": providers
+// use -32005 (limit exceeded), 429, or only say so in the message.
+func (e *Error) rateLimited() bool {
+	if e.Code == -32005 || e.Code == 429 {
+		return true
+	}
+	m := strings.ToLower(e.Message)
+	return strings.Contains(m, "rate limit") || strings.Contains(m, "too many requests")
+}
+
+// Call sends one request (as a batch of one, so that the answer is parsed
+// the same way).
+func (c *Client) Call(ctx context.Context, method string, params ...any) (json.RawMessage, error) {
+	r := &Request{Method: method, Params: params}
+	if err := c.Batch(ctx, []*Request{r}); err != nil {
+		return nil, err
+	}
+	return r.Result, r.Err
+}
+
+// Batch sends reqs in one HTTP POST (a JSON-RPC batch) and fills each
+// request's Result or Err. Transient failures are retried, resending only
+// the calls that have no answer yet. The returned error is non-nil only when
+// the batch as a whole failed (every unanswered request then carries it
+// too); a JSON-RPC error of one call is only in that call's Err.
+func (c *Client) Batch(ctx context.Context, reqs []*Request) error {
+	if len(reqs) == 0 {
+		return nil
+	}
+	pending := reqs
+	var lastErr error
+	for attempt := 0; attempt < c.cfg.Attempts; attempt++ {
+		if attempt > 0 {
+			wait := obs.Backoff(attempt-1, c.cfg.BackoffInitial, c.cfg.BackoffMax)
+			var ra *retryAfterError
+			if errors.As(lastErr, &ra) && ra.after > wait {
+				wait = min(ra.after, c.cfg.BackoffMax*4)
+			}
+			if !obs.Sleep(ctx, wait) {
+				lastErr = fmt.Errorf("%w (last error: %v)", ctx.Err(), lastErr)
+				break
+			}
+		}
+		err := c.send(ctx, pending)
+		if err != nil {
+			lastErr = err
+			if !retryable(ctx, err) {
+				break
+			}
+			continue
+		}
+		// Resend only the calls refused for rate limiting.
+		var again []*Request
+		for _, r := range pending {
+			var re *Error
+			if errors.As(r.Err, &re) && re.rateLimited() {
+				again = append(again, r)
+			}
+		}
+		if len(again) == 0 {
+			return nil
+		}
+		pending = again
+		lastErr = pending[0].Err
+	}
+	for _, r := range pending {
+		if r.Err == nil {
+			r.Err = lastErr
+		}
+	}
+	var re *Error
+	if errors.As(lastErr, &re) {
+		return nil // rate limited until the end: the calls carry the error
+	}
+	return lastErr
+}
+
+// retryAfterError carries a server's Retry-After.
+type retryAfterError struct {
+	err   error
+	after time.Duration
+}
+
+func (e *retryAfterError) Error() string { return e.err.Error() }
+func (e *retryAfterError) Unwrap() error { return e.err }
+
+// statusError is an HTTP answer that is not 200.
+type statusError struct {
+	code int
+	body string
+}
+
+func (e *statusError) Error() string { return fmt.Sprintf("http %d: %s", e.code, e.body) }
+
+var (
+	// errBadResponse is an answer that is not a JSON-RPC response.
+	errBadResponse = errors.New("bad JSON-RPC response")
+	// errTimeout is one HTTP request running past Config.Timeout.
+	errTimeout = errors.New("rpc request timed out")
+)
+
+func retryable(ctx context.Context, err error) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	var se *statusError
+	if errors.As(err, &se) {
+		return se.code >= 500 || se.code == http.StatusTooManyRequests || se.code == http.StatusRequestTimeout
+	}
+	// Transport errors, timeouts and truncated answers are transient; a
+	// well-formed answer that is not JSON-RPC will not improve.
+	return !errors.Is(err, errBadResponse)
+}
+
+// send performs one HTTP round trip for reqs. A nil error means every
+// request got an answer (Result or a JSON-RPC Err).
+func (c *Client) send(ctx context.Context, reqs []*Request) (err error) {
+	method := reqs[0].Method
+	for _, r := range reqs[1:] {
+		if r.Method != method {
+			method = "batch"
+			break
+		}
+	}
+	for _, r := range reqs {
+		r.Result, r.Err = nil, nil
+	}
+	start := time.Now()
+	defer func() {
+		c.metrics.duration.WithLabelValues(c.cfg.Chain, method).Observe(time.Since(start).Seconds())
+		for _, r := range reqs {
+			c.metrics.requests.WithLabelValues(c.cfg.Chain, r.Method, resultLabel(r.Err, err)).Inc()
+		}
+	}()
+
+	body, err := encodeBatch(reqs)
+	if err != nil {
+		return fmt.Errorf("%w: encode request: %v", errBadResponse, err)
+	}
+	rctx, cancel := context.WithTimeoutCause(ctx, c.cfg.Timeout, fmt.Errorf("%w after %v", errTimeout, c.cfg.Timeout))
+	defer cancel()
+	hreq, err := http.NewRequestWithContext(rctx, http.MethodPost, c.cfg.URL, bytes.NewReader(body))
+	if err != nil {
+		return fmt.Errorf("%w: %v", errBadResponse, err)
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	resp, err := c.http.Do(hreq)
+	if err != nil {
+		if cause := context.Cause(rctx); cause != nil && ctx.Err() == nil {
+			return cause
+		}
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		err := error(&statusError{code: resp.StatusCode, body: strings.TrimSpace(string(msg))})
+		if d := retryAfter(resp.Header.Get("Retry-After")); d > 0 {
+			err = &retryAfterError{err: err, after: d}
+		}
+		return err
+	}
+	buf, err := readAll(resp)
+	if err != nil {
+		if cause := context.Cause(rctx); cause != nil && ctx.Err() == nil {
+			return cause
+		}
+		return fmt.Errorf("read response: %w", err)
+	}
+	return decodeBatch(buf, reqs)
+}
+
+func retryAfter(v string) time.Duration {
+	if s, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && s > 0 {
+		return time.Duration(s) * time.Second
+	}
+	return 0
+}
+
+// readAll reads the body into a buffer sized from Content-Length: batches of
+// traces are tens of megabytes, and growing by doubling would copy them
+// several times.
+func readAll(resp *http.Response) ([]byte, error) {
+	if n := resp.ContentLength; n > 0 && n < 1<<31 {
+		buf := make([]byte, n)
+		_, err := io.ReadFull(resp.Body, buf)
+		return buf, err
+	}
+	var b bytes.Buffer
+	_, err := b.ReadFrom(resp.Body)
+	return b.Bytes(), err
+}
+
+func encodeBatch(reqs []*Request) ([]byte, error) {
+	b := make([]byte, 0, 96*len(reqs))
+	b = append(b, '[')
+	for i, r := range reqs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"jsonrpc":"2.0","id":`...)
+		b = strconv.AppendInt(b, int64(i), 10)
+		b = append(b, `,"method":`...)
+		b = strconv.AppendQuote(b, r.Method)
+		b = append(b, `,"params":[`...)
+		for j, p := range r.Params {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			// Block numbers and flags are most params: write them
+			// directly; a probe batch has thousands.
+			switch v := p.(type) {
+			case string:
+				b = strconv.AppendQuote(b, v)
+			case bool:
+				b = strconv.AppendBool(b, v)
+			default:
+				m, err := json.Marshal(v)
+				if err != nil {
+					return nil, err
+				}
+				b = append(b, m...)
+			}
+		}
+		b = append(b, "]}"...)
+	}
+	return append(b, ']'), nil
+}
+
+// decodeBatch matches the answers to reqs by id (servers may reorder them).
+// The results alias buf.
+func decodeBatch(buf []byte, reqs []*Request) error {
+	r := jsonx.NewReader(buf)
+	answered := 0
+	one := func() error {
+		var id []byte
+		var result []byte
+		var rpcErr *Error
+		hasResult := false
+		err := r.Object(func(k []byte) error {
+			var err error
+			switch string(k) {
+			case "id":
+				id, err = r.Raw()
+			case "result":
+				result, err = r.Raw()
+				hasResult = true
+			case "error":
+				var raw []byte
+				if raw, err = r.Raw(); err == nil && string(raw) != "null" {
+					rpcErr = new(Error)
+					if json.Unmarshal(raw, rpcErr) != nil {
+						rpcErr = &Error{Code: -32603, Message: string(raw)}
+					}
+				}
+			default:
+				err = r.Skip()
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		i, perr := strconv.Atoi(string(id))
+		if perr != nil || i < 0 || i >= len(reqs) {
+			if rpcErr != nil {
+				// An error for the batch as a whole (id null): e.g. a batch
+				// over the server's size limit.
+				return rpcErr
+			}
+			return fmt.Errorf("%w: unknown id %s", errBadResponse, id)
+		}
+		answered++
+		switch {
+		case rpcErr != nil:
+			reqs[i].Err = rpcErr
+		case hasResult:
+			reqs[i].Result = result
+		default:
+			reqs[i].Err = fmt.Errorf("%w: answer without result or error", errBadResponse)
+		}
+		return nil
+	}
+	var err error
+	switch r.Peek() {
+	case '[':
+		err = r.Array(one)
+	case '{':
+		err = one()
+	default:
+		err = fmt.Errorf("%w: %.100q", errBadResponse, buf)
+	}
+	if err != nil {
+		var re *Error
+		if errors.As(err, &re) {
+			for _, q := range reqs {
+				q.Err = re
+			}
+			return nil
+		}
+		var se *jsonx.SyntaxError
+		if errors.As(err, &se) {
+			// Truncated or garbled: a proxy cut the answer. Worth a retry.
+			return fmt.Errorf("decode response: %w", err)
+		}
+		return err
+	}
+	if answered < len(reqs) {
+		missing := 0
+		for _, q := range reqs {
+			if q.Result == nil && q.Err == nil {
+				missing++
+			}
+		}
+		if missing > 0 {
+			return fmt.Errorf("response answered %d of %d calls", len(reqs)-missing, len(reqs))
+		}
+	}
+	return nil
+}
+
+func resultLabel(callErr, batchErr error) string {
+	err := batchErr
+	if err == nil {
+		err = callErr
+	}
+	if err == nil {
+		return "ok"
+	}
+	var re *Error
+	var se *statusError
+	switch {
+	case errors.As(err, &re):
+		if re.rateLimited() {
+			return "rate_limited"
+		}
+		return "rpc_error"
+	case errors.As(err, &se):
+		if se.code == http.StatusTooManyRequests {
+			return "rate_limited"
+		}
+		return "http_error"
+	case errors.Is(err, errBadResponse):
+		return "bad_response"
+	case errors.Is(err, errTimeout) || errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	}
+	return "transport_error"
+}
+
+// Redact returns the scheme and host of a node URL: providers put API keys
+// in the path or query, which must not reach logs.
+func Redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "(unparsable URL)"
+	}
+	if u.Path != "" && u.Path != "/" || u.RawQuery != "" || u.User != nil {
+		return u.Scheme + "://" + u.Host + "/..."
+	}
+	return u.Scheme + "://" + u.Host
+}
