@@ -28,11 +28,15 @@ type dataset struct {
 	golden    string // path prefix of the warehouse CSVs, e.g. avalanche/cchain_1_100/C_
 	suffix    string // file suffix before .csv.zst, e.g. _1_100
 	chainID   uint64
+	// rootGasQuirk: the export subtracts the intrinsic gas from the root
+	// call frame's gas and gasUsed (the C-Chain 1..100 tables, see
+	// data/README.md; the Gunzilla tables match the RPC traces).
+	rootGasQuirk bool
 }
 
 var (
 	cchain = dataset{name: "cchain_1_100", recording: "avalanche/cchain_1_100/blocks_1_100.jsonl.zst",
-		golden: "avalanche/cchain_1_100/C_", suffix: "_1_100", chainID: 43114}
+		golden: "avalanche/cchain_1_100/C_", suffix: "_1_100", chainID: 43114, rootGasQuirk: true}
 	gunzilla = dataset{name: "gunzilla", recording: "avalanche/gunzilla_14M/GUNZILLA_BLOCKS.jsonl.zst",
 		golden: "avalanche/gunzilla_14M/GUNZILLA_", chainID: 43419}
 )
@@ -83,7 +87,10 @@ func runPipeline(t *testing.T, d dataset, first uint64) stackUp {
 	apiAddr, queryAdmin := freeAddr(t), freeAddr(t)
 	queryProc := start(t, "query", append(append([]string{}, chArgs...), "--chains.file", chainsFile,
 		"--http.listen-address", apiAddr, "--admin.listen-address", queryAdmin,
-		"--api.page-token-secret", strings.Repeat("e2e-secret-", 4))...)
+		"--api.page-token-secret", strings.Repeat("e2e-secret-", 4),
+		// Thousands of reads in a few seconds would exceed the keyless budget;
+		// rate limits have their own tests in query.
+		"--ratelimit.enabled=false", "--log.level", "warn")...)
 	waitReady(t, queryProc, "http://"+queryAdmin+"/readyz", 60*time.Second)
 	return stackUp{api: "http://" + apiAddr, conn: conn, chain: d.chainID}
 }
@@ -265,7 +272,13 @@ func compareBlocks(t *testing.T, d dataset, s stackUp) {
 		m.check(k, "txCount", r["tx_count"], g["BLOCKTRANSACTIONLEN"])
 		m.check(k, "size", r["size"], g["BLOCKSIZE"])
 		m.check(k, "extDataGasUsed", r["ext_data_gas_used"], g["BLOCKEXTDATAGASUSED"])
-		m.check(k, "blockGasCost", r["gas_cost"], g["BLOCKGASCOST"])
+		// Quirk: the Gunzilla export leaves BLOCKGASCOST empty where the
+		// header's blockGasCost is 0x0.
+		wantCost := g["BLOCKGASCOST"]
+		if wantCost == "" && r["gas_cost"] == "0" {
+			wantCost = "0"
+		}
+		m.check(k, "blockGasCost", r["gas_cost"], wantCost)
 	}
 	m.done(len(golden))
 }
@@ -366,6 +379,12 @@ func compareLogs(t *testing.T, d dataset, s stackUp) {
 
 func compareInternal(t *testing.T, d dataset, s stackUp) {
 	golden := d.goldenTable(t, "INTERNAL_TRANSACTIONS")
+	// Intrinsic gas of every transaction, for the root-frame quirk below.
+	intrinsic := map[string]uint64{}
+	for _, r := range query(t, s.conn, `SELECT lower(hex(hash)) AS hash, lower(hex(input)) AS input, toString(length(to_address)) AS to_len
+		FROM transactions FINAL WHERE chain_id = ?`, d.chainID) {
+		intrinsic["0x"+r["hash"]] = intrinsicGas(r["input"], r["to_len"] == "0")
+	}
 	got := map[string]map[string]string{}
 	for _, r := range query(t, s.conn, `SELECT lower(hex(tx_hash)) AS tx, call_index, toString(trace_position) AS pos, type,
 		lower(hex(from_address)) AS from_addr, lower(hex(to_address)) AS to_addr, value, toString(gas) AS gas,
@@ -377,30 +396,73 @@ func compareInternal(t *testing.T, d dataset, s stackUp) {
 		t.Errorf("ClickHouse has %d internal transactions, golden %d", len(got), len(golden))
 	}
 	m := &mismatches{t: t, where: "internal tx"}
+	hexOrEmpty := func(s string) string {
+		if s == "" || s == "0x" {
+			return ""
+		}
+		return lower(s)
+	}
 	for _, g := range golden {
-		k := lower(g["TRANSACTIONHASH"]) + "/" + g["CALLINDEX"]
+		tx := lower(g["TRANSACTIONHASH"])
+		k := tx + "/" + g["CALLINDEX"]
 		r, ok := got[k]
 		if !ok {
 			m.check(k, "present", "missing", "present")
 			continue
 		}
+		failed := r["error"] != ""
 		m.check(k, "tracePosition", r["pos"], g["TRACE_POSITION"])
 		m.check(k, "type", r["type"], g["TYPE"])
 		m.check(k, "from", addr("0x"+r["from_addr"]), addr(g["FROM"]))
-		m.check(k, "to", addr("0x"+r["to_addr"]), addr(g["TO"]))
-		m.check(k, "value", r["value"], g["VALUE"])
-		// Quirk (data/README.md): the warehouse subtracts intrinsic gas from
-		// the top-level frame's gas; deeper frames match the RPC exactly.
-		if g["CALLINDEX"] != "call_0" {
-			m.check(k, "gas", r["gas"], g["GAS"])
+		// Quirk: for a CREATE that failed, the warehouse stores the address
+		// the contract would have had; the trace has none.
+		if !(failed && r["to_addr"] == "" && strings.HasPrefix(r["type"], "CREATE")) {
+			m.check(k, "to", addr("0x"+r["to_addr"]), addr(g["TO"]))
 		}
-		m.check(k, "gasUsed", r["gas_used"], g["GASUSED"])
-		m.check(k, "revert", strconv.FormatBool(r["error"] != ""), g["REVERT"])
+		m.check(k, "value", r["value"], g["VALUE"])
+		gas, gasUsed := r["gas"], r["gas_used"]
+		if g["CALLINDEX"] == "call_0" && d.rootGasQuirk {
+			// The quirk, checked exactly: golden = trace - intrinsic gas.
+			ig := intrinsic[tx]
+			gas, gasUsed = minus(gas, ig), minus(gasUsed, ig)
+		}
+		m.check(k, "gas", gas, g["GAS"])
+		m.check(k, "gasUsed", gasUsed, g["GASUSED"])
+		m.check(k, "revert", strconv.FormatBool(failed), g["REVERT"])
 		m.check(k, "error", r["error"], g["ERROR"])
-		m.check(k, "input", "0x"+r["input"], lower(g["INPUT"]))
-		m.check(k, "output", "0x"+r["output"], lower(g["OUTPUT"]))
+		m.check(k, "input", hexOrEmpty("0x"+r["input"]), hexOrEmpty(g["INPUT"]))
+		// Quirk: the warehouse drops the output of a reverted nested frame.
+		if !(failed && g["OUTPUT"] == "") {
+			m.check(k, "output", hexOrEmpty("0x"+r["output"]), hexOrEmpty(g["OUTPUT"]))
+		}
 	}
 	m.done(len(golden))
+}
+
+// intrinsicGas is the intrinsic gas of a transaction without an access list
+// (21000, +32000 for a creation, 4 per zero and 16 per non-zero input byte).
+func intrinsicGas(inputHex string, create bool) uint64 {
+	g := uint64(21000)
+	if create {
+		g += 32000
+	}
+	b, _ := hex.DecodeString(inputHex)
+	for _, c := range b {
+		if c == 0 {
+			g += 4
+		} else {
+			g += 16
+		}
+	}
+	return g
+}
+
+func minus(dec string, v uint64) string {
+	n, err := strconv.ParseUint(dec, 10, 64)
+	if err != nil || n < v {
+		return dec
+	}
+	return strconv.FormatUint(n-v, 10)
 }
 
 // apiBlock is the JSON of one EvmBlock.
