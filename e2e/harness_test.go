@@ -69,7 +69,7 @@ type proc struct {
 
 // start runs bin with args; the process is stopped (SIGTERM, then SIGKILL)
 // at cleanup, and its log tail is printed when the test failed.
-func start(t *testing.T, name string, args ...string) *proc {
+func start(t testing.TB, name string, args ...string) *proc {
 	t.Helper()
 	logPath := filepath.Join(t.TempDir(), name+".log")
 	f, err := os.Create(logPath)

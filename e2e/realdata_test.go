@@ -51,9 +51,14 @@ type stackUp struct {
 	api   string
 	conn  driver.Conn
 	chain uint64
+	// pids of the pipeline's processes, and their admin (metrics) addresses.
+	pids    map[string]int
+	metrics map[string]string
+	// ingestStarted is when the ingest process was started.
+	ingestStarted time.Time
 }
 
-func runPipeline(t *testing.T, d dataset, first uint64) stackUp {
+func runPipeline(t testing.TB, d dataset, first uint64, extraIngestArgs ...string) stackUp {
 	kcfg := testenv.Kafka(t)
 	ccfg, conn := testenv.ClickHouse(t)
 
@@ -64,7 +69,6 @@ func runPipeline(t *testing.T, d dataset, first uint64) stackUp {
 		_, err := rpcCall("http://"+rpcAddr, "eth_blockNumber")
 		return err == nil
 	})
-	_ = replay
 
 	chainsFile := filepath.Join(t.TempDir(), "chains.json")
 	cfg := fmt.Sprintf(`{"chains":[{"evmChainId":"%d","name":"%s replay","network":"mainnet","rpcUrls":["http://%s"],
@@ -81,7 +85,8 @@ func runPipeline(t *testing.T, d dataset, first uint64) stackUp {
 	waitReady(t, processor, "http://"+procAdmin+"/readyz", 60*time.Second)
 
 	ingestAdmin := freeAddr(t)
-	ingest := start(t, "ingest", append(append([]string{}, common...), "--chains.file", chainsFile, "--admin.listen-address", ingestAdmin)...)
+	ingestStarted := time.Now()
+	ingest := start(t, "ingest", append(append(append([]string{}, common...), "--chains.file", chainsFile, "--admin.listen-address", ingestAdmin), extraIngestArgs...)...)
 	waitReady(t, ingest, "http://"+ingestAdmin+"/readyz", 120*time.Second)
 
 	apiAddr, queryAdmin := freeAddr(t), freeAddr(t)
@@ -92,7 +97,11 @@ func runPipeline(t *testing.T, d dataset, first uint64) stackUp {
 		// rate limits have their own tests in query.
 		"--ratelimit.enabled=false", "--log.level", "warn")...)
 	waitReady(t, queryProc, "http://"+queryAdmin+"/readyz", 60*time.Second)
-	return stackUp{api: "http://" + apiAddr, conn: conn, chain: d.chainID}
+	return stackUp{api: "http://" + apiAddr, conn: conn, chain: d.chainID,
+		pids: map[string]int{"replay": replay.cmd.Process.Pid, "ingest": ingest.cmd.Process.Pid,
+			"processor": processor.cmd.Process.Pid, "query": queryProc.cmd.Process.Pid},
+		metrics:       map[string]string{"ingest": "http://" + ingestAdmin + "/metrics", "processor": "http://" + procAdmin + "/metrics"},
+		ingestStarted: ingestStarted}
 }
 
 func rpcCall(url, method string, params ...any) (json.RawMessage, error) {

@@ -1,0 +1,155 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moraine-data/moraine/pkg/testenv"
+)
+
+// BenchmarkPipelineGunzilla backfills the Gunzilla recording (1,001 real
+// blocks, 9,887 txs, 207,990 call frames) end to end: replay source ->
+// ingest -> Kafka -> processor -> ClickHouse, on the real local stack. It
+// reports blocks/s and tx/s from ingest start to the last block's head row
+// in ClickHouse, the CPU time each process spent, and the time each
+// pipeline stage accumulated. Run it with -benchtime 1x (make bench does).
+func BenchmarkPipelineGunzilla(b *testing.B) {
+	d := gunzilla
+	rec := readRecording(b, testenv.SharedData(b, d.recording))
+	txs, frames := 0, 0
+	for _, r := range rec {
+		t, _ := r.Block["transactions"].([]any)
+		txs += len(t)
+	}
+	for _, r := range rec {
+		for _, tr := range r.Traces {
+			frames += countFrames(tr["result"])
+		}
+	}
+	first, last := uint64(14000000), uint64(14100000)
+	for b.Loop() {
+		cpuBefore := stackCPU(b)
+		s := runPipeline(b, d, first)
+		eventually(b, 10*time.Minute, "last block in ClickHouse", func() bool {
+			var n uint64
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = s.conn.QueryRow(ctx, "SELECT count() FROM chain_heads FINAL WHERE chain_id = ? AND number = ?", d.chainID, last).Scan(&n)
+			return n == 1
+		})
+		wall := time.Since(s.ingestStarted)
+		b.ReportMetric(float64(len(rec))/wall.Seconds(), "blocks/s")
+		b.ReportMetric(float64(txs)/wall.Seconds(), "tx/s")
+		b.ReportMetric(float64(frames)/wall.Seconds(), "frames/s")
+		b.ReportMetric(wall.Seconds(), "s/run")
+
+		cpu := map[string]float64{}
+		for name, pid := range s.pids {
+			cpu[name] = procCPU(pid)
+		}
+		for name, v := range stackCPU(b) {
+			cpu[name] = v - cpuBefore[name]
+		}
+		total := 0.0
+		for _, v := range cpu {
+			total += v
+		}
+		names := make([]string, 0, len(cpu))
+		for n := range cpu {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		fmt.Printf("stage wall: %.2fs for %d blocks, %d txs, %d call frames (ingest start -> last block in ClickHouse)\n", wall.Seconds(), len(rec), txs, frames)
+		for _, n := range names {
+			fmt.Printf("stage cpu %-10s %6.2fs %5.1f%%\n", n, cpu[n], 100*cpu[n]/total)
+		}
+		for _, m := range []struct{ svc, metric string }{
+			{"ingest", "moraine_ingest_stage_duration_seconds_sum"},
+			{"processor", "moraine_processor_batch_duration_seconds_sum"},
+		} {
+			for label, v := range scrape(b, s.metrics[m.svc], m.metric) {
+				fmt.Printf("stage time %-10s %-28s %6.2fs\n", m.svc, label, v)
+			}
+		}
+	}
+}
+
+func countFrames(v any) int {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return 0
+	}
+	n := 1
+	calls, _ := m["calls"].([]any)
+	for _, c := range calls {
+		n += countFrames(c)
+	}
+	return n
+}
+
+// procCPU is a process's user+system CPU time in seconds.
+func procCPU(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name (which may hold spaces) start at ") ".
+	f := strings.Fields(string(b)[strings.LastIndexByte(string(b), ')')+2:])
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseFloat(f[11], 64)
+	s, _ := strconv.ParseFloat(f[12], 64)
+	return (u + s) / 100 // clock ticks; 100 Hz on Linux
+}
+
+// stackCPU reads the CPU time of the local stack's ClickHouse and Kafka.
+func stackCPU(tb testing.TB) map[string]float64 {
+	dir := os.Getenv("MORAINE_STATE_DIR")
+	out := map[string]float64{}
+	for name, pidfile := range map[string]string{
+		"clickhouse": filepath.Join(dir, "clickhouse", "clickhouse-server.pid"),
+		"kafka":      filepath.Join(dir, "kafka", "kafka.pid"),
+	} {
+		b, err := os.ReadFile(pidfile)
+		if err != nil {
+			tb.Logf("no pid file %s: %v", pidfile, err)
+			continue
+		}
+		pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		out[name] = procCPU(pid)
+	}
+	return out
+}
+
+// scrape returns the values of one metric family by label set.
+func scrape(tb testing.TB, url, name string) map[string]float64 {
+	resp, err := http.Get(url)
+	if err != nil {
+		tb.Logf("scrape %s: %v", url, err)
+		return nil
+	}
+	defer resp.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, name) {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, _ := strconv.ParseFloat(line[i+1:], 64)
+		out[strings.TrimPrefix(line[:i], name)] = v
+	}
+	return out
+}
