@@ -59,9 +59,6 @@ type stackUp struct {
 }
 
 func runPipeline(t testing.TB, d dataset, first uint64, extraIngestArgs ...string) stackUp {
-	kcfg := testenv.Kafka(t)
-	ccfg, conn := testenv.ClickHouse(t)
-
 	rpcAddr := freeAddr(t)
 	replay := start(t, "replay", "--replay.file", testenv.SharedData(t, d.recording),
 		"--chain.id", strconv.FormatUint(d.chainID, 10), "--replay.mode", "backfill", "--rpc.listen-address", rpcAddr)
@@ -69,12 +66,23 @@ func runPipeline(t testing.TB, d dataset, first uint64, extraIngestArgs ...strin
 		_, err := rpcCall("http://"+rpcAddr, "eth_blockNumber")
 		return err == nil
 	})
-
-	chainsFile := filepath.Join(t.TempDir(), "chains.json")
-	cfg := fmt.Sprintf(`{"chains":[{"evmChainId":"%d","name":"%s replay","network":"mainnet","rpcUrls":["http://%s"],
-		"networkToken":{"name":"Avalanche","symbol":"AVAX","decimals":18},"traces":true,"webhooks":true,"replay":true,"startBlock":%d}]}`,
+	chain := fmt.Sprintf(`{"evmChainId":"%d","name":"%s replay","network":"mainnet","rpcUrls":["http://%s"],
+		"networkToken":{"name":"Avalanche","symbol":"AVAX","decimals":18},"traces":true,"webhooks":true,"replay":true,"startBlock":%d}`,
 		d.chainID, d.name, rpcAddr, first)
-	if err := os.WriteFile(chainsFile, []byte(cfg), 0o644); err != nil {
+	s := startServices(t, chain, extraIngestArgs...)
+	s.chain = d.chainID
+	s.pids["replay"] = replay.cmd.Process.Pid
+	return s
+}
+
+// startServices runs processor, ingest and query on the real stack for one
+// chain (a JSON object of the chains file), isolated by topic prefix and
+// database.
+func startServices(t testing.TB, chainJSON string, extraIngestArgs ...string) stackUp {
+	kcfg := testenv.Kafka(t)
+	ccfg, conn := testenv.ClickHouse(t)
+	chainsFile := filepath.Join(t.TempDir(), "chains.json")
+	if err := os.WriteFile(chainsFile, []byte(`{"chains":[`+chainJSON+`]}`), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	common := []string{"--kafka.brokers", kcfg.Brokers, "--kafka.topic-prefix", kcfg.TopicPrefix}
@@ -97,8 +105,8 @@ func runPipeline(t testing.TB, d dataset, first uint64, extraIngestArgs ...strin
 		// rate limits have their own tests in query.
 		"--ratelimit.enabled=false", "--log.level", "warn")...)
 	waitReady(t, queryProc, "http://"+queryAdmin+"/readyz", 60*time.Second)
-	return stackUp{api: "http://" + apiAddr, conn: conn, chain: d.chainID,
-		pids: map[string]int{"replay": replay.cmd.Process.Pid, "ingest": ingest.cmd.Process.Pid,
+	return stackUp{api: "http://" + apiAddr, conn: conn,
+		pids: map[string]int{"ingest": ingest.cmd.Process.Pid,
 			"processor": processor.cmd.Process.Pid, "query": queryProc.cmd.Process.Pid},
 		metrics:       map[string]string{"ingest": "http://" + ingestAdmin + "/metrics", "processor": "http://" + procAdmin + "/metrics"},
 		ingestStarted: ingestStarted}
