@@ -38,7 +38,8 @@ args_for() {
         if [ "${MORAINE_CHAIN_SOURCE:-devchain}" = replay ]; then
             echo "$BIN/replay --replay.file ${MORAINE_REPLAY_FILE:?set MORAINE_REPLAY_FILE} --chain.id ${MORAINE_REPLAY_CHAIN_ID:-43112} --replay.mode live"
         else
-            echo "$BIN/devchain"
+            # The chain persists under the state dir, so `make down` + `make run` continue it.
+            echo "$BIN/devchain --datadir $STATE_DIR/devchain"
         fi
         ;;
     ingest) echo "$BIN/ingest --chains.file $REPO_ROOT/deploy/chains/dev.json" ;;

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/big"
 	"net"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
@@ -42,6 +43,9 @@ const (
 	// blockGasLimit leaves room for a few hundred generated transactions per
 	// block with their generous gas limits.
 	blockGasLimit = 150_000_000
+	// databaseCache is the memory (MB) of the on-disk database's caches and
+	// memtables; go-ethereum's default (2 GB) is sized for mainnet.
+	databaseCache = 64
 )
 
 // Config configures a development chain. The zero value of every field means
@@ -62,9 +66,20 @@ type Config struct {
 	Seed uint64
 	// Accounts is the number of funded traffic accounts (default 16, at least 2).
 	Accounts int
+	// DataDir is the directory of the chain database. Empty (the default)
+	// keeps the chain in memory: every start begins a new chain from genesis.
+	// With a directory, the chain continues from the stored head after a
+	// restart (see the package documentation). Only one chain at a time can
+	// use a directory.
+	DataDir string
 	// Logger receives the chain's own log lines (default slog.Default()).
 	// go-ethereum's internal logging is configured separately (its log package).
 	Logger *slog.Logger
+
+	// noLogIndex disables go-ethereum's log index (eth_getLogs then scans the
+	// blocks). For tests only: under the race detector, loading the index's
+	// head map from disk on restart takes tens of seconds.
+	noLogIndex bool
 }
 
 func (c *Config) setDefaults() {
@@ -130,9 +145,9 @@ type BlockRef struct {
 	Hash   common.Hash `json:"hash"`
 }
 
-// Start builds and starts a development chain. It mines the first block (the
-// contract deployments) before it returns. The chain runs until Close is called
-// or ctx is done.
+// Start builds and starts a development chain, or resumes the one stored in
+// Config.DataDir. It mines a block before it returns (on a new chain, the
+// contract deployments). The chain runs until Close is called or ctx is done.
 func Start(ctx context.Context, cfg Config) (*Chain, error) {
 	cfg.setDefaults()
 	host, portStr, err := net.SplitHostPort(cfg.ListenAddress)
@@ -145,6 +160,11 @@ func Start(ctx context.Context, cfg Config) (*Chain, error) {
 	}
 	if host == "" {
 		host = "0.0.0.0"
+	}
+	if cfg.DataDir != "" {
+		if cfg.DataDir, err = filepath.Abs(cfg.DataDir); err != nil {
+			return nil, fmt.Errorf("devchain: data dir: %w", err)
+		}
 	}
 
 	c := &Chain{cfg: cfg, log: cfg.Logger, stop: make(chan struct{})}
@@ -167,7 +187,9 @@ func Start(ctx context.Context, cfg Config) (*Chain, error) {
 
 	nodeCfg := node.DefaultConfig
 	nodeCfg.Name = "moraine-devchain"
-	nodeCfg.DataDir = "" // in memory
+	// Empty: everything in memory. Otherwise the database lives in
+	// <DataDir>/moraine-devchain/chaindata and node.New locks the directory.
+	nodeCfg.DataDir = cfg.DataDir
 	nodeCfg.P2P = p2p.Config{NoDiscovery: true, MaxPeers: 0, ListenAddr: ""}
 	nodeCfg.HTTPHost, nodeCfg.HTTPPort = host, port
 	nodeCfg.WSHost, nodeCfg.WSPort = host, port
@@ -183,25 +205,48 @@ func Start(ctx context.Context, cfg Config) (*Chain, error) {
 		return nil, fmt.Errorf("devchain: node: %w", err)
 	}
 	c.stack = stack
+	var stored dataDirState
+	if cfg.DataDir != "" {
+		var ok bool
+		if stored, ok, err = readDataDirState(cfg.DataDir); err == nil && ok {
+			err = c.checkDataDirState(stored)
+		}
+		if err != nil {
+			stack.Close()
+			return nil, err
+		}
+	}
 
 	ethCfg := ethconfig.Defaults
 	ethCfg.NetworkId = cfg.ChainID
+	// The genesis must be identical on every start (fixed timestamp, no extra
+	// data, allocation derived from Accounts only): a data dir stores it and
+	// go-ethereum refuses a different one.
 	ethCfg.Genesis = &core.Genesis{
-		Config:   &chainCfg,
-		GasLimit: blockGasLimit,
-		BaseFee:  big.NewInt(params.InitialBaseFee),
-		Alloc:    alloc,
+		Config:    &chainCfg,
+		Timestamp: 0,
+		ExtraData: nil,
+		GasLimit:  blockGasLimit,
+		BaseFee:   big.NewInt(params.InitialBaseFee),
+		Alloc:     alloc,
 	}
 	ethCfg.SyncMode = ethconfig.FullSync
 	ethCfg.NoPruning = true // archive: every block's state stays, so old blocks can be traced
 	ethCfg.StateScheme = rawdb.HashScheme
 	ethCfg.TxPool.NoLocals = true
+	ethCfg.TxPool.Journal = "" // the pool is cleared before every block anyway
+	ethCfg.DatabaseCache = databaseCache
+	ethCfg.LogNoHistory = cfg.noLogIndex
 	ethCfg.EngineMaxReorgDepth = 0
 	ethCfg.Miner.Recommit = time.Hour // the beacon asks for payloads explicitly
 	ethCfg.Miner.GasCeil = blockGasLimit
 	backend, err := eth.New(stack, &ethCfg)
 	if err != nil {
 		stack.Close()
+		var mismatch *core.GenesisMismatchError
+		if errors.As(err, &mismatch) {
+			return nil, fmt.Errorf("devchain: data dir %s holds another chain (different genesis; was it made by another version?): remove the directory: %w", cfg.DataDir, err)
+		}
 		return nil, fmt.Errorf("devchain: eth: %w", err)
 	}
 	c.eth = backend
@@ -221,15 +266,30 @@ func Start(ctx context.Context, cfg Config) (*Chain, error) {
 	}
 	c.beacon = beacon
 
+	// With a data dir the chain may resume: the beacon builds on the stored
+	// head, the traffic generator takes nonces from the head state, finds the
+	// contracts by their code and derives token ids from the block number.
+	resumed := c.Head()
+	c.branch = stored.Branch
 	c.mu.Lock()
-	err = c.mineLocked()
+	err = c.saveStateLocked()
+	if err == nil {
+		err = c.mineLocked()
+	}
+	if err == nil {
+		err = c.syncLocked()
+	}
 	c.mu.Unlock()
 	if err != nil {
 		c.Close()
 		return nil, err
 	}
+	if resumed.Number > 0 {
+		c.log.Info("devchain resumed from its data dir", "dataDir", cfg.DataDir, "storedHead", resumed.Number, "storedHash", resumed.Hash)
+	}
 	c.log.Info("devchain started", "http", c.HTTPURL(), "ws", c.WSURL(), "chainId", cfg.ChainID,
-		"blockInterval", cfg.BlockInterval, "txPerBlock", cfg.TxPerBlock, "seed", cfg.Seed)
+		"blockInterval", cfg.BlockInterval, "txPerBlock", cfg.TxPerBlock, "seed", cfg.Seed,
+		"dataDir", cfg.DataDir, "head", c.Head().Number)
 
 	c.wg.Add(1)
 	go c.loop(ctx)
@@ -259,7 +319,9 @@ func (c *Chain) loop(ctx context.Context) {
 			c.mu.Lock()
 			var err error
 			if !c.closed {
-				err = c.mineLocked()
+				if err = c.mineLocked(); err == nil {
+					err = c.syncLocked()
+				}
 			}
 			c.mu.Unlock()
 			if err != nil {
@@ -269,7 +331,8 @@ func (c *Chain) loop(ctx context.Context) {
 	}
 }
 
-// Close stops block production and the node.
+// Close stops block production and the node; with a data dir, it closes the
+// database cleanly.
 func (c *Chain) Close() error {
 	c.closeOnce.Do(func() {
 		close(c.stop)
@@ -320,9 +383,10 @@ func (c *Chain) Head() BlockRef {
 }
 
 // Mine produces n blocks now, with traffic, regardless of the block interval.
-func (c *Chain) Mine(ctx context.Context, n int) error {
+func (c *Chain) Mine(ctx context.Context, n int) (err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	defer func() { err = errors.Join(err, c.syncLocked()) }()
 	for range n {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -389,16 +453,32 @@ func (c *Chain) mineLocked() error {
 	return nil
 }
 
+// syncLocked makes the blocks sealed so far durable. go-ethereum does not sync
+// its database writes: the last ones can stay in the write-ahead log's buffer,
+// in the process, and be lost if it is killed. A sync costs about as much as
+// sealing a block, so batches (Mine, Reorg) sync once at the end. c.mu must be
+// held.
+func (c *Chain) syncLocked() error {
+	if c.cfg.DataDir == "" || c.closed {
+		return nil
+	}
+	if err := c.eth.ChainDb().SyncKeyValue(); err != nil {
+		return fmt.Errorf("devchain: sync database: %w", err)
+	}
+	return nil
+}
+
 // Reorg replaces the last depth blocks (1..64) with a new branch of depth+1
 // blocks with different transactions, so the head number grows by one and
 // every replaced height gets a different hash. The block at head-depth (the
 // fork point) is unchanged.
-func (c *Chain) Reorg(ctx context.Context, depth int) (*ReorgResult, error) {
+func (c *Chain) Reorg(ctx context.Context, depth int) (_ *ReorgResult, err error) {
 	if depth < 1 || depth > MaxReorgDepth {
 		return nil, fmt.Errorf("devchain: reorg depth %d out of range 1..%d", depth, MaxReorgDepth)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	defer func() { err = errors.Join(err, c.syncLocked()) }()
 	if c.closed {
 		return nil, errors.New("devchain: closed")
 	}
@@ -417,11 +497,16 @@ func (c *Chain) Reorg(ctx context.Context, depth int) (*ReorgResult, error) {
 	for i := ancestor.Number.Uint64() + 1; i <= n; i++ {
 		res.Removed = append(res.Removed, bc.GetCanonicalHash(i))
 	}
+	// The counter is saved before the rewind so that a branch number is never
+	// reused, even after a crash.
+	c.branch++
+	if err := c.saveStateLocked(); err != nil {
+		return nil, err
+	}
 	c.eth.TxPool().Clear()
-	if err := c.beacon.Fork(ancestor.Hash()); err != nil {
+	if err := c.rewindLocked(ancestor); err != nil {
 		return nil, fmt.Errorf("devchain: rewind to %d: %w", ancestor.Number.Uint64(), err)
 	}
-	c.branch++
 	for i := 0; i <= depth; i++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -436,6 +521,33 @@ func (c *Chain) Reorg(ctx context.Context, depth int) (*ReorgResult, error) {
 	c.log.Info("devchain: reorg", "depth", depth, "forkPoint", res.ForkPoint.Number,
 		"oldHead", res.OldHead.Hash, "newHead", res.NewHead.Hash, "newNumber", res.NewHead.Number)
 	return res, nil
+}
+
+// rewindLocked makes ancestor the head block. c.mu must be held.
+//
+// go-ethereum's freezer moves the blocks up to the finalized one (the simulated
+// beacon finalizes every 32nd block) out of the key-value store about once a
+// minute, and a frozen block keeps answering for its height whatever the
+// key-value store says. Rewinding with the beacon (SetCanonical) keeps the
+// replaced blocks, reachable by hash, but cannot replace frozen ones: the next
+// forkchoice update would fail forever. So when replaced blocks are frozen,
+// SetHead rewinds instead: it truncates the freezer and deletes the replaced
+// blocks.
+func (c *Chain) rewindLocked(ancestor *types.Header) error {
+	frozenAbove := func() bool {
+		frozen, err := c.eth.ChainDb().Ancients() // blocks 0..frozen-1 are frozen
+		return err == nil && frozen > ancestor.Number.Uint64()+1
+	}
+	if !frozenAbove() {
+		if err := c.beacon.Fork(ancestor.Hash()); err != nil {
+			return err
+		}
+		if !frozenAbove() { // the freezer may have run in between
+			return nil
+		}
+	}
+	c.log.Debug("devchain: reorg below frozen blocks: the replaced blocks are deleted", "forkPoint", ancestor.Number)
+	return c.eth.BlockChain().SetHead(ancestor.Number.Uint64())
 }
 
 // moraineAPI is the "moraine" JSON-RPC namespace.

@@ -122,6 +122,66 @@ func hasInnerError(f callFrame) bool {
 	return false
 }
 
+// trafficKinds are the kinds of traffic markKinds recognises.
+var trafficKinds = []string{
+	"native transfer", "ERC-20 Transfer", "ERC-20 Approval", "ERC-721 mint", "ERC-721 transfer",
+	"ERC-1155 TransferSingle", "ERC-1155 TransferBatch", "contract creation", "internal CREATE",
+	"value at depth >= 3", "reverted tx", "caught inner revert", "legacy tx", "dynamic-fee tx",
+}
+
+var (
+	transferTopic       = topic("Transfer(address,address,uint256)")
+	approvalTopic       = topic("Approval(address,address,uint256)")
+	transferSingleTopic = topic("TransferSingle(address,address,address,uint256,uint256)")
+	transferBatchTopic  = topic("TransferBatch(address,address,address,uint256[],uint256[])")
+)
+
+// markKinds calls mark with every kind of trafficKinds the transaction shows,
+// given its receipt and callTracer trace.
+func markKinds(tx rpcTx, r rpcReceipt, tr txTrace, mark func(string)) {
+	zero := common.Hash{}
+	switch tx.Type {
+	case types.LegacyTxType:
+		mark("legacy tx")
+	case types.DynamicFeeTxType:
+		mark("dynamic-fee tx")
+	}
+	if tx.To != nil && len(tx.Input) == 0 && tx.Value.ToInt().Sign() > 0 && len(tr.Result.Calls) == 0 && r.Status == 1 {
+		mark("native transfer")
+	}
+	if r.ContractAddress != nil && r.Status == 1 {
+		mark("contract creation")
+	}
+	if r.Status == 0 {
+		mark("reverted tx")
+	}
+	if r.Status == 1 && hasInnerError(tr.Result) {
+		mark("caught inner revert")
+	}
+	if tx.To != nil && hasType(tr.Result, "CREATE2") || tx.To != nil && hasType(tr.Result, "CREATE") {
+		mark("internal CREATE")
+	}
+	if r.Status == 1 && maxValueDepth(tr.Result, 0) >= 3 {
+		mark("value at depth >= 3")
+	}
+	for _, l := range r.Logs {
+		switch {
+		case l.Topics[0] == transferTopic && len(l.Topics) == 3:
+			mark("ERC-20 Transfer")
+		case l.Topics[0] == approvalTopic && len(l.Topics) == 3:
+			mark("ERC-20 Approval")
+		case l.Topics[0] == transferTopic && len(l.Topics) == 4 && l.Topics[1] == zero:
+			mark("ERC-721 mint")
+		case l.Topics[0] == transferTopic && len(l.Topics) == 4:
+			mark("ERC-721 transfer")
+		case l.Topics[0] == transferSingleTopic && l.Topics[2] != zero:
+			mark("ERC-1155 TransferSingle")
+		case l.Topics[0] == transferBatchTopic && l.Topics[2] != zero:
+			mark("ERC-1155 TransferBatch")
+		}
+	}
+}
+
 // TestTrafficKinds checks that every kind of generated traffic shows up in the
 // blocks, receipts and callTracer traces served over HTTP, and that the tokens
 // answer name/symbol/decimals over eth_call.
@@ -136,21 +196,12 @@ func TestTrafficKinds(t *testing.T) {
 		t.Fatalf("eth_chainId = %v, %v", chainID, err)
 	}
 
-	want := []string{
-		"native transfer", "ERC-20 Transfer", "ERC-20 Approval", "ERC-721 mint", "ERC-721 transfer",
-		"ERC-1155 TransferSingle", "ERC-1155 TransferBatch", "contract creation", "internal CREATE",
-		"value at depth >= 3", "reverted tx", "caught inner revert", "legacy tx", "dynamic-fee tx",
-	}
+	want := trafficKinds
 	seen := map[string]uint64{}
 	var (
-		transfer       = topic("Transfer(address,address,uint256)")
-		approval       = topic("Approval(address,address,uint256)")
-		transferSingle = topic("TransferSingle(address,address,address,uint256,uint256)")
-		transferBatch  = topic("TransferBatch(address,address,address,uint256[],uint256[])")
-		zero           = common.Hash{}
-		next           = uint64(1)
-		deadline       = time.Now().Add(60 * time.Second)
-		sampleTx       common.Hash
+		next     = uint64(1)
+		deadline = time.Now().Add(60 * time.Second)
+		sampleTx common.Hash
 	)
 	for len(seen) < len(want) {
 		if time.Now().After(deadline) {
@@ -187,51 +238,11 @@ func TestTrafficKinds(t *testing.T) {
 				t.Fatalf("block %d tx %d: hashes differ: %s %s %s", next, i, tx.Hash, r.TxHash, tr.TxHash)
 			}
 			sampleTx = tx.Hash
-			mark := func(k string) {
+			markKinds(tx, r, tr, func(k string) {
 				if _, ok := seen[k]; !ok {
 					seen[k] = next
 				}
-			}
-			switch tx.Type {
-			case types.LegacyTxType:
-				mark("legacy tx")
-			case types.DynamicFeeTxType:
-				mark("dynamic-fee tx")
-			}
-			if tx.To != nil && len(tx.Input) == 0 && tx.Value.ToInt().Sign() > 0 && len(tr.Result.Calls) == 0 && r.Status == 1 {
-				mark("native transfer")
-			}
-			if r.ContractAddress != nil && r.Status == 1 {
-				mark("contract creation")
-			}
-			if r.Status == 0 {
-				mark("reverted tx")
-			}
-			if r.Status == 1 && hasInnerError(tr.Result) {
-				mark("caught inner revert")
-			}
-			if tx.To != nil && hasType(tr.Result, "CREATE2") || tx.To != nil && hasType(tr.Result, "CREATE") {
-				mark("internal CREATE")
-			}
-			if r.Status == 1 && maxValueDepth(tr.Result, 0) >= 3 {
-				mark("value at depth >= 3")
-			}
-			for _, l := range r.Logs {
-				switch {
-				case l.Topics[0] == transfer && len(l.Topics) == 3:
-					mark("ERC-20 Transfer")
-				case l.Topics[0] == approval && len(l.Topics) == 3:
-					mark("ERC-20 Approval")
-				case l.Topics[0] == transfer && len(l.Topics) == 4 && l.Topics[1] == zero:
-					mark("ERC-721 mint")
-				case l.Topics[0] == transfer && len(l.Topics) == 4:
-					mark("ERC-721 transfer")
-				case l.Topics[0] == transferSingle && l.Topics[2] != zero:
-					mark("ERC-1155 TransferSingle")
-				case l.Topics[0] == transferBatch && l.Topics[2] != zero:
-					mark("ERC-1155 TransferBatch")
-				}
-			}
+			})
 		}
 		next++
 	}

@@ -34,14 +34,56 @@
 // of depth+1 blocks carrying different transactions: every replaced height gets
 // a new hash, the head number grows by one, the block at head-depth (the fork
 // point) is unchanged and the old blocks are no longer reachable by number
-// (they stay reachable by hash, as on a real node). moraine_mine(n) seals n
-// blocks at once; moraine_accounts lists the funded accounts.
+// (they stay reachable by hash, as on a real node, unless go-ethereum's freezer
+// had already moved them to its ancient store: it moves the finalized blocks,
+// every 32nd block is finalized, about once a minute; the reorg then rewinds
+// with SetHead, which deletes the replaced blocks). The "finalized" and "safe"
+// block tags are the simulated beacon's: moraine_reorg can replace finalized
+// blocks. moraine_mine(n) seals n blocks at once; moraine_accounts lists the
+// funded accounts.
+//
+// # Persistence
+//
+// With Config.DataDir empty (the default) the chain lives in memory: every
+// start is a new chain from genesis, with new block hashes. With a directory,
+// go-ethereum stores the chain there (<DataDir>/moraine-devchain/chaindata,
+// pebble, archive mode, hash state scheme; the directory is locked while a
+// chain runs) and a restart continues it:
+//
+//   - the genesis is the same on every start (fixed timestamp and extra data,
+//     allocation derived from Config.Accounts), the simulated beacon builds on
+//     the stored head: the stored blocks keep their hashes and the new blocks go
+//     on top (Start mines one before it returns);
+//   - the traffic generator resumes: the contracts are found by their code at
+//     their fixed addresses (not deployed again), nonces come from the head
+//     state, ERC-721 token ids and CREATE2 salts contain the block number
+//     (always above the stored head), so every generated transaction is
+//     accepted. <DataDir>/devchain.json keeps the reorg counter (a new branch
+//     never repeats transactions) and the chain id and number of accounts: a
+//     data dir is refused with different ones (the seed, the interval and the
+//     transactions per block may change). A database made with a go-ethereum
+//     whose dev-chain rules give another genesis is refused too: remove the
+//     directory to start over;
+//   - a clean stop (Close; SIGINT or SIGTERM for the command) closes the
+//     database. After a crash or SIGKILL the chain resumes from what reached
+//     the disk. The state is written with every block (archive) but go-ethereum
+//     does not sync its writes: the last blocks could stay in a buffer of the
+//     process. The chain syncs the database after every block on the interval
+//     and at the end of Mine (moraine_mine) and Reorg (moraine_reorg), so a
+//     kill (or a machine crash) loses at most the block being sealed, or the
+//     unsynced part of a batch in progress. If blocks were lost, the chain goes
+//     on from the last stored one and those heights get new blocks with new
+//     hashes: a consumer sees a reorganisation of that depth.
+//
+// The archive keeps every block and state: with the default traffic the
+// directory grows by tens of kilobytes per block, a few gigabytes a day at one
+// block a second.
+//
+// # Command
 //
 // The command deploy/cmd/devchain runs it with the flags --rpc.listen-address,
 // --chain.id, --block.interval (0s: blocks only on moraine_mine),
 // --traffic.tx-per-block (0: empty blocks), --traffic.seed, --traffic.accounts,
-// --log.level and --log.format, each also read from MORAINE_<NAME> (upper case,
-// '.' and '-' as '_').
-//
-// The chain lives in memory: a restart starts a new chain from genesis.
+// --datadir (empty: in memory), --log.level and --log.format, each also read
+// from MORAINE_<NAME> (upper case, '.' and '-' as '_').
 package devchain

@@ -3,6 +3,12 @@
 // --block.interval with seeded, realistic traffic and serves JSON-RPC over HTTP
 // and WebSocket on --rpc.listen-address. See package devchain for details.
 //
+// With --datadir the chain is stored in that directory and continues from it
+// after a restart; SIGINT or SIGTERM stops it cleanly. The database is synced
+// after every block, so a SIGKILL loses at most the block being sealed (or the
+// unsynced part of a moraine_mine batch): the chain then continues from what
+// was stored.
+//
 // Every flag can also be set through the environment: MORAINE_ + the flag name
 // in upper case with '.' and '-' turned into '_' (--block.interval ->
 // MORAINE_BLOCK_INTERVAL). The command line wins.
@@ -41,6 +47,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	txPerBlock := fs.Int("traffic.tx-per-block", devchain.DefaultTxPerBlock, "generated transactions per block (0: empty blocks)")
 	fs.Uint64Var(&o.cfg.Seed, "traffic.seed", 1, "seed of the traffic generator (same seed, same transactions)")
 	fs.IntVar(&o.cfg.Accounts, "traffic.accounts", devchain.DefaultAccounts, "number of funded accounts that send traffic")
+	fs.StringVar(&o.cfg.DataDir, "datadir", "", "directory of the chain database: a restart continues the chain stored there "+
+		"(created if missing; keep --chain.id and --traffic.accounts unchanged, or remove it). Empty: in memory, every start is a new chain from genesis")
 	o.log.RegisterFlags(fs)
 	if err := obs.ParseWithEnv(fs, args, "MORAINE"); err != nil {
 		return nil, err

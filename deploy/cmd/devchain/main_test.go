@@ -18,6 +18,16 @@ func TestParseFlags(t *testing.T) {
 	if c.BlockInterval != 200*time.Millisecond || c.Seed != 9 || c.ChainID != 43112 || c.TxPerBlock != -1 || c.ListenAddress != "0.0.0.0:9650" {
 		t.Fatalf("config %+v", c)
 	}
+	if c.DataDir != "" {
+		t.Fatalf("default data dir %q, want in memory", c.DataDir)
+	}
+	t.Setenv("MORAINE_DATADIR", "/var/lib/moraine/devchain")
+	if o, err := parseFlags(nil, io.Discard); err != nil || o.cfg.DataDir != "/var/lib/moraine/devchain" {
+		t.Fatalf("MORAINE_DATADIR: %+v %v", o, err)
+	}
+	if o, err := parseFlags([]string{"--datadir", "state/devchain"}, io.Discard); err != nil || o.cfg.DataDir != "state/devchain" {
+		t.Fatalf("--datadir: %+v %v", o, err)
+	}
 	if _, err := parseFlags([]string{"--block.interval", "soon"}, io.Discard); err == nil {
 		t.Fatal("bad interval accepted")
 	}
