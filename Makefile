@@ -6,6 +6,7 @@ MODULE_DIRS := schemas pkg ingest processor query delivery deploy e2e
 SERVICES    := ingest processor query delivery
 STACK       := deploy/stack/stack.sh
 BIN         := bin
+STATE_DIR   := $(or $(MORAINE_STATE_DIR),.moraine)
 # Test binaries are built with -race; CI has 2 cores, so keep package parallelism modest.
 GOTEST_FLAGS ?= -race -count=1 -timeout 30m -p 2
 
@@ -47,6 +48,13 @@ run: build stack-up ## Start the stack, the development chain and the four servi
 down: ## Stop the services, the development chain and the stack (data is kept).
 	@bash deploy/run.sh down
 	@bash $(STACK) stop
+
+.PHONY: reset
+reset: ## Stop everything and delete the local data (ClickHouse, Kafka, dev chain, keys); downloads are kept.
+	@bash deploy/run.sh down
+	@bash $(STACK) reset
+	@rm -rf $(STATE_DIR)/devchain $(STATE_DIR)/devchain.json $(STATE_DIR)/dev-api-key $(STATE_DIR)/query $(STATE_DIR)/logs $(STATE_DIR)/run
+	@echo "local data deleted; make run starts afresh"
 
 .PHONY: bench
 bench: build stack-up ## Run the benchmarks; results go to bench/results.md and the README.
