@@ -4,8 +4,11 @@
 # stack (ClickHouse, Kafka) is deploy/stack/stack.sh's job.
 #
 # Usage: run.sh up|down|status
-# Environment: MORAINE_STATE_DIR (default <repo>/.moraine), MORAINE_CHAIN_SOURCE=devchain|replay,
-#              MORAINE_REPLAY_FILE (with replay), and any MORAINE_* service flag.
+# Environment: MORAINE_STATE_DIR (default <repo>/.moraine), MORAINE_CHAINS_FILE (default
+#              deploy/chains/dev.json), MORAINE_CHAIN_SOURCE=devchain|replay, with replay MORAINE_REPLAY_FILE
+#              and MORAINE_REPLAY_MODE (live|backfill), and any MORAINE_* service flag. Example:
+#   MORAINE_CHAIN_SOURCE=replay MORAINE_CHAINS_FILE=deploy/chains/replay-gunzilla.json \
+#   MORAINE_REPLAY_FILE=../shared/data/avalanche/gunzilla_14M/GUNZILLA_BLOCKS.jsonl.zst make run
 set -euo pipefail
 
 REPO_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd -P)
@@ -13,6 +16,7 @@ STATE_DIR=${MORAINE_STATE_DIR:-$REPO_ROOT/.moraine}
 mkdir -p "$STATE_DIR/run" "$STATE_DIR/logs"
 STATE_DIR=$(cd "$STATE_DIR" && pwd -P)
 BIN=$REPO_ROOT/bin
+CHAINS_FILE=${MORAINE_CHAINS_FILE:-$REPO_ROOT/deploy/chains/dev.json}
 eval "$(bash "$REPO_ROOT/deploy/stack/stack.sh" env)"
 
 # name -> readiness URL. Order matters: up starts them in this order, down stops them in reverse.
@@ -36,16 +40,16 @@ args_for() {
     case $1 in
     devchain)
         if [ "${MORAINE_CHAIN_SOURCE:-devchain}" = replay ]; then
-            echo "$BIN/replay --replay.file ${MORAINE_REPLAY_FILE:?set MORAINE_REPLAY_FILE} --chain.id ${MORAINE_REPLAY_CHAIN_ID:-43112} --replay.mode live"
+            echo "$BIN/replay --replay.file ${MORAINE_REPLAY_FILE:?set MORAINE_REPLAY_FILE} --replay.mode ${MORAINE_REPLAY_MODE:-live}"
         else
             # The chain persists under the state dir, so `make down` + `make run` continue it.
             echo "$BIN/devchain --datadir $STATE_DIR/devchain"
         fi
         ;;
-    ingest) echo "$BIN/ingest --chains.file $REPO_ROOT/deploy/chains/dev.json" ;;
+    ingest) echo "$BIN/ingest --chains.file $CHAINS_FILE" ;;
     processor) echo "$BIN/processor" ;;
-    query) echo "$BIN/query --chains.file $REPO_ROOT/deploy/chains/dev.json" ;;
-    delivery) echo "$BIN/delivery --chains.file $REPO_ROOT/deploy/chains/dev.json" ;;
+    query) echo "$BIN/query --chains.file $CHAINS_FILE" ;;
+    delivery) echo "$BIN/delivery --chains.file $CHAINS_FILE" ;;
     esac
 }
 
@@ -87,7 +91,9 @@ up() {
     key=$("$BIN/moraine-admin" dev-key --out "$STATE_DIR/dev-api-key") || { echo "run.sh: could not create the development API key" >&2; return 1; }
     echo
     echo "development API key (saved in $STATE_DIR/dev-api-key): $key"
-    echo "moraine is up. Try: curl -s '127.0.0.1:8080/v1/chains/43112/blocks?pageSize=3'"
+    local chain
+    chain=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["chains"][0]["evmChainId"])' "$CHAINS_FILE" 2>/dev/null || echo 43112)
+    echo "moraine is up. Try: curl -s '127.0.0.1:8080/v1/chains/$chain/blocks?pageSize=3'"
 }
 
 down() {

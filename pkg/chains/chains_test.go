@@ -1,6 +1,7 @@
 package chains
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -39,5 +40,18 @@ func TestParseRejects(t *testing.T) {
 	}
 	if _, err := Parse([]byte(`{"chains":[` + good + `}]}`)); err != nil {
 		t.Fatalf("good config rejected: %v", err)
+	}
+}
+
+// TestShippedChainFilesAreValid loads every chain file in deploy/chains.
+func TestShippedChainFilesAreValid(t *testing.T) {
+	files, _ := filepath.Glob("../../deploy/chains/*.json")
+	if len(files) < 3 {
+		t.Fatalf("found %d chain files", len(files))
+	}
+	for _, f := range files {
+		if _, err := Load(f); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
 	}
 }
