@@ -75,8 +75,12 @@ func runPipeline(t testing.TB, d dataset, first uint64, extraIngestArgs ...strin
 	return s
 }
 
-// startServices runs processor, ingest and query on the real stack for one
-// chain (a JSON object of the chains file), isolated by topic prefix and
+// noWaitIngest makes startServices return as soon as ingest is started
+// instead of when it has caught up (the benchmark times the catching up).
+var noWaitIngest bool
+
+// startServices runs processor, query and then ingest on the real stack for
+// one chain (a JSON object of the chains file), isolated by topic prefix and
 // database.
 func startServices(t testing.TB, chainJSON string, extraIngestArgs ...string) stackUp {
 	kcfg := testenv.Kafka(t)
@@ -92,11 +96,6 @@ func startServices(t testing.TB, chainJSON string, extraIngestArgs ...string) st
 	processor := start(t, "processor", append(append(append([]string{}, common...), chArgs...), "--admin.listen-address", procAdmin)...)
 	waitReady(t, processor, "http://"+procAdmin+"/readyz", 60*time.Second)
 
-	ingestAdmin := freeAddr(t)
-	ingestStarted := time.Now()
-	ingest := start(t, "ingest", append(append(append([]string{}, common...), "--chains.file", chainsFile, "--admin.listen-address", ingestAdmin), extraIngestArgs...)...)
-	waitReady(t, ingest, "http://"+ingestAdmin+"/readyz", 120*time.Second)
-
 	apiAddr, queryAdmin := freeAddr(t), freeAddr(t)
 	queryProc := start(t, "query", append(append([]string{}, chArgs...), "--chains.file", chainsFile,
 		"--http.listen-address", apiAddr, "--admin.listen-address", queryAdmin,
@@ -105,6 +104,13 @@ func startServices(t testing.TB, chainJSON string, extraIngestArgs ...string) st
 		// rate limits have their own tests in query.
 		"--ratelimit.enabled=false", "--log.level", "warn")...)
 	waitReady(t, queryProc, "http://"+queryAdmin+"/readyz", 60*time.Second)
+	ingestAdmin := freeAddr(t)
+	ingestStarted := time.Now()
+	ingest := start(t, "ingest", append(append(append([]string{}, common...), "--chains.file", chainsFile, "--admin.listen-address", ingestAdmin), extraIngestArgs...)...)
+	if !noWaitIngest {
+		waitReady(t, ingest, "http://"+ingestAdmin+"/readyz", 120*time.Second)
+	}
+
 	return stackUp{api: "http://" + apiAddr, conn: conn,
 		pids: map[string]int{"ingest": ingest.cmd.Process.Pid,
 			"processor": processor.cmd.Process.Pid, "query": queryProc.cmd.Process.Pid},
