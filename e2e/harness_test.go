@@ -92,7 +92,7 @@ func start(t testing.TB, name string, args ...string) *proc {
 	go func() { p.done <- cmd.Wait(); f.Close() }()
 	t.Cleanup(func() {
 		p.stop(15 * time.Second)
-		if t.Failed() {
+		if t.Failed() || os.Getenv("MORAINE_E2E_SHOW_LOGS") != "" {
 			t.Logf("--- last lines of %s log:\n%s", name, tail(logPath, 40))
 		}
 	})

@@ -93,7 +93,8 @@ func startServices(t testing.TB, chainJSON string, extraIngestArgs ...string) st
 	chArgs := []string{"--clickhouse.addr", ccfg.Addr, "--clickhouse.database", ccfg.Database}
 
 	procAdmin := freeAddr(t)
-	processor := start(t, "processor", append(append(append([]string{}, common...), chArgs...), "--admin.listen-address", procAdmin)...)
+	processor := start(t, "processor", append(append(append(append([]string{}, common...), chArgs...), "--admin.listen-address", procAdmin),
+		strings.Fields(os.Getenv("MORAINE_E2E_PROCESSOR_ARGS"))...)...)
 	waitReady(t, processor, "http://"+procAdmin+"/readyz", 60*time.Second)
 
 	apiAddr, queryAdmin := freeAddr(t), freeAddr(t)

@@ -241,14 +241,43 @@ func (w *Writer) insertLogs(ctx context.Context, rows []logRow) error {
 
 const internalColumns = "chain_id, block_number, block_hash, block_timestamp, tx_index, tx_hash, trace_position, call_index, depth, type, from_address, to_address, value, gas, gas_used, error, revert_reason, input, output, version"
 
+// insertInternal is the largest insert (about 20 frames per transaction on
+// busy chains), so it appends column by column: one typed slice per column
+// instead of boxing every value of every row.
 func (w *Writer) insertInternal(ctx context.Context, rows []internalRow) error {
-	return w.send(ctx, "internal_transactions", internalColumns, len(rows), func(batch driver.Batch, i int) error {
-		r := rows[i]
+	if len(rows) == 0 {
+		return nil
+	}
+	n := len(rows)
+	var (
+		chainID, blockNumber, blockTimestamp, gas, gasUsed, version = make([]uint64, n), make([]uint64, n), make([]uint64, n), make([]uint64, n), make([]uint64, n), make([]uint64, n)
+		txIndex, tracePosition, depth                               = make([]uint32, n), make([]uint32, n), make([]uint32, n)
+		blockHash, txHash, callIndex, typ, from, to, value          = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		errs, revertReason, input, output                           = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	)
+	for i, r := range rows {
 		b, tx, it := r.tx.b, r.tx.tx, r.it
-		return batch.Append(b.ChainId, b.Number, fixed32(b.Hash), b.Timestamp, tx.Index, fixed32(tx.Hash),
-			it.TracePosition, it.CallIndex, it.Depth, it.Type, string(it.From), string(it.To), it.Value, it.Gas,
-			it.GasUsed, it.Error, it.RevertReason, string(it.Input), string(it.Output), r.version)
-	})
+		chainID[i], blockNumber[i], blockHash[i], blockTimestamp[i] = b.ChainId, b.Number, fixed32(b.Hash), b.Timestamp
+		txIndex[i], txHash[i], tracePosition[i], callIndex[i], depth[i] = tx.Index, fixed32(tx.Hash), it.TracePosition, it.CallIndex, it.Depth
+		typ[i], from[i], to[i], value[i], gas[i], gasUsed[i] = it.Type, string(it.From), string(it.To), it.Value, it.Gas, it.GasUsed
+		errs[i], revertReason[i], input[i], output[i], version[i] = it.Error, it.RevertReason, string(it.Input), string(it.Output), r.version
+	}
+	batch, err := w.conn.PrepareBatch(ctx, "INSERT INTO internal_transactions ("+internalColumns+")")
+	if err != nil {
+		return fmt.Errorf("prepare insert internal_transactions: %w", err)
+	}
+	// The order matches internalColumns.
+	for i, col := range []any{chainID, blockNumber, blockHash, blockTimestamp, txIndex, txHash, tracePosition, callIndex,
+		depth, typ, from, to, value, gas, gasUsed, errs, revertReason, input, output, version} {
+		if err := batch.Column(i).Append(col); err != nil {
+			_ = batch.Abort()
+			return fmt.Errorf("append internal_transactions column %d: %w", i, err)
+		}
+	}
+	if err := batch.Send(); err != nil {
+		return fmt.Errorf("insert %d rows into internal_transactions: %w", n, err)
+	}
+	return nil
 }
 
 // fixed32 pads or cuts a hash to the 32 bytes of a FixedString(32) column.
