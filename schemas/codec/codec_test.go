@@ -247,3 +247,33 @@ func TestGoldenWireFormat(t *testing.T) {
 		})
 	}
 }
+
+// TestActivityMessageID pins the messageId derivation: it is part of the
+// contract (receivers deduplicate on it; ledgers in tests recompute it).
+func TestActivityMessageID(t *testing.T) {
+	const hook = "3718a368-f4d7-4bab-a790-6eda1b0e6d07"
+	tx := h("0xb8ba5e8c941dadac65110b6a23dd662ed713b6ccd30338e810876ed2e81ef468")
+	id := ActivityMessageID(hook, 43113, tx)
+	// The first 16 bytes of sha256("3718a368-…-6eda1b0e6d07|43113|0xb8ba5e8c…f468")
+	// with the version and variant bits set, computed independently (Python
+	// hashlib) when the scheme was fixed.
+	const want = "6e86d17b-f8ad-884a-a213-aad03bcf83db"
+	if id != want {
+		t.Fatalf("ActivityMessageID = %s, want %s", id, want)
+	}
+	if len(id) != 36 || id[14] != '8' || !strings.ContainsAny(id[19:20], "89ab") || strings.Count(id, "-") != 4 {
+		t.Fatalf("%s is not a version 8 UUID", id)
+	}
+	if ActivityMessageID(hook, 43113, tx) != id {
+		t.Fatal("not deterministic")
+	}
+	for name, other := range map[string]string{
+		"webhook": ActivityMessageID("263942d1-74a4-4416-aeb4-948b9b9bb7cc", 43113, tx),
+		"chain":   ActivityMessageID(hook, 43114, tx),
+		"tx":      ActivityMessageID(hook, 43113, h("0x00")),
+	} {
+		if other == id {
+			t.Errorf("another %s gives the same id", name)
+		}
+	}
+}

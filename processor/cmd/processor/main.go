@@ -1,5 +1,7 @@
-// Command processor consumes the blocks topic and writes blocks,
-// transactions, logs and internal transactions to ClickHouse.
+// Command processor consumes the blocks topic: its sink writes blocks,
+// transactions, logs and internal transactions to ClickHouse, and its
+// matcher joins them against the watched addresses and produces webhook
+// activity to the activity topic (see internal/app).
 package main
 
 import (

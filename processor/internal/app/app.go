@@ -1,19 +1,3 @@
-// Package app wires the processor: it consumes the blocks topic in a
-// consumer group and writes every event to ClickHouse through the sink.
-//
-// Commit discipline (at-least-once, no loss): offsets are committed only
-// after the batch they cover is in ClickHouse. A crash in between redelivers
-// the batch, and the sink's idempotent rows absorb the repeat.
-//
-// Metrics:
-//
-//	moraine_processor_records_consumed_total{topic}
-//	moraine_processor_blocks_written_total
-//	moraine_processor_transactions_written_total
-//	moraine_processor_batch_duration_seconds{stage}   stage = decode|insert|commit
-//	moraine_processor_batch_rows
-//	moraine_processor_decode_errors_total
-//	moraine_processor_last_written_block{chain}
 package app
 
 import (
@@ -21,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"strconv"
 	"sync/atomic"
@@ -30,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/moraine-data/moraine/pkg/chains"
 	"github.com/moraine-data/moraine/pkg/chdb"
 	"github.com/moraine-data/moraine/pkg/kafkautil"
 	"github.com/moraine-data/moraine/pkg/obs"
@@ -41,15 +27,29 @@ import (
 
 // Config is the processor's configuration.
 type Config struct {
-	Kafka           kafkautil.Config
-	ClickHouse      chdb.Config
-	Admin           obs.AdminConfig
-	Log             obs.LogConfig
+	Kafka      kafkautil.Config
+	ClickHouse chdb.Config
+	Admin      obs.AdminConfig
+	Log        obs.LogConfig
+	// SinkEnabled runs the ClickHouse sink (--processor.sink-enabled).
+	SinkEnabled     bool
 	Group           string
 	BatchRows       int
 	FlushInterval   time.Duration
 	InsertTimeout   time.Duration
 	ShutdownTimeout time.Duration
+	// Matcher is the address-activity matcher (matcher.go).
+	Matcher MatcherConfig
+	// ChainsFile names the chains file (RPC URLs for token metadata, native
+	// tokens); only the matcher reads it.
+	ChainsFile string
+}
+
+// DefaultConfig mirrors the flag defaults.
+func DefaultConfig() Config {
+	var c Config
+	c.RegisterFlags(flag.NewFlagSet("defaults", flag.ContinueOnError))
+	return c
 }
 
 // RegisterFlags adds every processor flag to fs.
@@ -58,6 +58,9 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.ClickHouse.RegisterFlags(fs)
 	c.Admin.RegisterFlags(fs, "127.0.0.1:9102")
 	c.Log.RegisterFlags(fs)
+	c.Matcher.RegisterFlags(fs)
+	chains.RegisterFlag(fs, &c.ChainsFile)
+	fs.BoolVar(&c.SinkEnabled, "processor.sink-enabled", true, "run the ClickHouse sink (blocks, transactions, logs, internal transactions)")
 	fs.StringVar(&c.Group, "processor.group", "moraine-processor", "Kafka consumer group of the ClickHouse sink")
 	fs.IntVar(&c.BatchRows, "processor.batch-rows", 200000, "flush a batch once it holds this many rows (all tables)")
 	fs.DurationVar(&c.FlushInterval, "processor.flush-interval", 100*time.Millisecond, "flush a batch at most this long after its first record (bounds latency at the head)")
@@ -68,7 +71,17 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 // Validate checks the configuration.
 func (c Config) Validate() error {
 	var errs []error
-	errs = append(errs, c.Kafka.Validate(), c.ClickHouse.Validate())
+	errs = append(errs, c.Kafka.Validate())
+	if !c.SinkEnabled && !c.Matcher.Enabled {
+		errs = append(errs, errors.New("processor: nothing to run: --processor.sink-enabled and --matcher.enabled are both false"))
+	}
+	if c.Matcher.Enabled {
+		errs = append(errs, c.Matcher.Validate())
+	}
+	if !c.SinkEnabled {
+		return errors.Join(errs...)
+	}
+	errs = append(errs, c.ClickHouse.Validate())
 	if c.BatchRows <= 0 {
 		errs = append(errs, errors.New("processor: --processor.batch-rows must be positive"))
 	}
@@ -115,16 +128,30 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, reg *prometheus.R
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
+	var chainCfg *chains.Config
+	if cfg.Matcher.Enabled {
+		var err error
+		chainCfg, err = chains.Load(cfg.ChainsFile)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			// Matching needs no chain configuration; payloads do, for their
+			// networkToken and token metadata. Run, but say so loudly.
+			logger.Warn("chains file not found: payloads will have no networkToken and no token metadata; pass --chains.file",
+				"path", cfg.ChainsFile)
+			chainCfg = nil
+		case err != nil:
+			return fmt.Errorf("processor: --chains.file: %w", err)
+		}
+	}
 	health := obs.NewHealth()
 	admin, err := obs.Listen(cfg.Admin.ListenAddress, obs.AdminMux(reg, health), logger)
 	if err != nil {
 		return fmt.Errorf("processor: admin listener: %w", err)
 	}
 	logger.Info("admin server listening", "addr", admin.Addr())
-	var starting atomic.Bool
-	starting.Store(true)
+	var sinkUp, matcherUp atomic.Bool
 	health.Add("startup", func(context.Context) error {
-		if starting.Load() {
+		if cfg.SinkEnabled && !sinkUp.Load() || cfg.Matcher.Enabled && !matcherUp.Load() {
 			return errors.New("connecting to kafka and clickhouse")
 		}
 		return nil
@@ -133,39 +160,57 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, reg *prometheus.R
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return admin.Serve(gctx, 5*time.Second) })
 	g.Go(func() error {
-		conn, err := chdb.Open(gctx, cfg.ClickHouse, logger)
-		if err != nil {
-			return err
-		}
-		defer conn.Close()
-		blocksTopic := cfg.Kafka.Topic(topics.Blocks)
 		admCl, err := kafkautil.NewClient(gctx, logger, cfg.Kafka.BaseOpts(logger, "moraine-processor-admin")...)
+		if err == nil {
+			err = cfg.Kafka.EnsureTopics(gctx, admCl)
+			admCl.Close()
+		}
 		if err != nil {
+			if gctx.Err() != nil {
+				return nil // stopped while starting
+			}
 			return err
 		}
-		err = cfg.Kafka.EnsureTopics(gctx, admCl)
-		admCl.Close()
-		if err != nil {
-			return err
+		if cfg.Matcher.Enabled {
+			m, err := newMatcher(cfg, chainCfg, logger, reg, health)
+			if err != nil {
+				return err
+			}
+			matcherUp.Store(true)
+			g.Go(func() error { return m.Run(gctx) })
 		}
-		cl, err := kafkautil.NewClient(gctx, logger, cfg.Kafka.ConsumerOpts(logger, "moraine-processor", cfg.Group, blocksTopic)...)
-		if err != nil {
-			return err
+		if cfg.SinkEnabled {
+			g.Go(func() error { return runSink(ctx, gctx, cfg, logger, reg, health, &sinkUp) })
 		}
-		health.Add("kafka", kafkautil.Ping(cl))
-		health.Add("clickhouse", chdb.Ping(conn))
-		starting.Store(false)
-		logger.Info("processor consuming", "topic", blocksTopic, "group", cfg.Group)
-		c := &consumer{cfg: cfg, cl: cl, writer: sink.NewWriter(conn, cfg.InsertTimeout), m: newMetrics(reg), logger: logger}
-		err = c.run(gctx)
-		// Leave the group promptly so a replacement gets the partitions.
-		closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		cl.LeaveGroupContext(closeCtx)
-		cl.Close()
-		return err
+		return nil
 	})
 	return g.Wait()
+}
+
+// runSink runs the ClickHouse sink consumer group.
+func runSink(ctx, gctx context.Context, cfg Config, logger *slog.Logger, reg *prometheus.Registry, health *obs.Health, up *atomic.Bool) error {
+	conn, err := chdb.Open(gctx, cfg.ClickHouse, logger)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	blocksTopic := cfg.Kafka.Topic(topics.Blocks)
+	cl, err := kafkautil.NewClient(gctx, logger, cfg.Kafka.ConsumerOpts(logger, "moraine-processor", cfg.Group, blocksTopic)...)
+	if err != nil {
+		return err
+	}
+	health.Add("kafka", kafkautil.Ping(cl))
+	health.Add("clickhouse", chdb.Ping(conn))
+	up.Store(true)
+	logger.Info("processor consuming", "topic", blocksTopic, "group", cfg.Group)
+	c := &consumer{cfg: cfg, cl: cl, writer: sink.NewWriter(conn, cfg.InsertTimeout), m: newMetrics(reg), logger: logger}
+	err = c.run(gctx)
+	// Leave the group promptly so a replacement gets the partitions.
+	closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	cl.LeaveGroupContext(closeCtx)
+	cl.Close()
+	return err
 }
 
 type consumer struct {

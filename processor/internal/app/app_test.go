@@ -79,7 +79,7 @@ func freeAddr(t *testing.T) string {
 
 // startProcessor runs the processor until the returned stop is called.
 func startProcessor(t *testing.T, kcfg kafkautil.Config, ccfg chdb.Config, group string) (stop func()) {
-	cfg := Config{Kafka: kcfg, ClickHouse: ccfg, Group: group, BatchRows: 100000,
+	cfg := Config{Kafka: kcfg, ClickHouse: ccfg, SinkEnabled: true, Group: group, BatchRows: 100000,
 		FlushInterval: 50 * time.Millisecond, InsertTimeout: 30 * time.Second, ShutdownTimeout: 10 * time.Second}
 	cfg.Admin.ListenAddress = freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -1,0 +1,460 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/moraine-data/moraine/pkg/chains"
+	"github.com/moraine-data/moraine/pkg/kafkautil"
+	"github.com/moraine-data/moraine/pkg/obs"
+	"github.com/moraine-data/moraine/processor/internal/evm"
+	"github.com/moraine-data/moraine/processor/internal/match"
+	"github.com/moraine-data/moraine/processor/internal/payload"
+	"github.com/moraine-data/moraine/processor/internal/tokenmeta"
+	"github.com/moraine-data/moraine/processor/internal/watchlist"
+	"github.com/moraine-data/moraine/schemas/codec"
+	"github.com/moraine-data/moraine/schemas/record"
+	"github.com/moraine-data/moraine/schemas/topics"
+)
+
+// MatcherConfig configures the address-activity matcher.
+type MatcherConfig struct {
+	Enabled bool
+	Group   string
+	// TransactionalID identifies this instance's transactional producer and
+	// its static group membership. It must be unique per running instance
+	// and should stay the same across restarts of one instance (see doc.go).
+	TransactionalID    string
+	TransactionTimeout time.Duration
+	SessionTimeout     time.Duration
+	CatchUpTimeout     time.Duration
+	MaxPollRecords     int
+	// StartOffset is where a group without committed offsets starts:
+	// "start" (every retained block) or "end" (new blocks only).
+	StartOffset    string
+	TokenCacheSize int
+	EthCallTimeout time.Duration
+}
+
+// defaultTransactionalID derives the id from the host name, stable across
+// restarts of one pod of a StatefulSet or one machine.
+func defaultTransactionalID() string {
+	h, err := os.Hostname()
+	if err != nil || h == "" {
+		h = "localhost"
+	}
+	return "moraine-matcher-" + h
+}
+
+// RegisterFlags adds the --matcher.* flags.
+func (c *MatcherConfig) RegisterFlags(fs *flag.FlagSet) {
+	fs.BoolVar(&c.Enabled, "matcher.enabled", true, "run the address-activity matcher (webhook messages to the activity topic)")
+	fs.StringVar(&c.Group, "matcher.group", "moraine-matcher", "Kafka consumer group of the matcher (separate from the sink's; --kafka.topic-prefix is prepended)")
+	fs.StringVar(&c.TransactionalID, "matcher.transactional-id", defaultTransactionalID(),
+		"Kafka transactional id (and static group instance id) of this matcher: unique per running instance, stable across its restarts (--kafka.topic-prefix is prepended)")
+	fs.DurationVar(&c.TransactionTimeout, "matcher.transaction-timeout", 20*time.Second,
+		"Kafka transaction timeout: an instance that dies mid-batch and does not come back under the same id holds back read_committed consumers of the activity topic this long")
+	fs.DurationVar(&c.SessionTimeout, "matcher.session-timeout", 15*time.Second, "consumer group session timeout (static membership: how long a dead instance keeps its partitions)")
+	fs.DurationVar(&c.CatchUpTimeout, "matcher.catchup-timeout", 2*time.Second,
+		"how long a batch waits for the watch table to apply address changes acknowledged before it (then it goes on, logged)")
+	fs.IntVar(&c.MaxPollRecords, "matcher.max-poll-records", 1000, "block records per matcher batch (one Kafka transaction)")
+	fs.StringVar(&c.StartOffset, "matcher.start-offset", "start", "where a matcher group without committed offsets starts: start (all retained blocks) or end (new blocks only)")
+	fs.IntVar(&c.TokenCacheSize, "matcher.token-cache-size", 100000, "token metadata (name, symbol, decimals) cache entries, per (chain, token)")
+	fs.DurationVar(&c.EthCallTimeout, "matcher.eth-call-timeout", 2*time.Second, "deadline of the eth_call lookups of token metadata for one batch")
+}
+
+// Validate checks the matcher configuration.
+func (c MatcherConfig) Validate() error {
+	var errs []error
+	if c.Group == "" {
+		errs = append(errs, errors.New("matcher: --matcher.group is required"))
+	}
+	if c.TransactionalID == "" {
+		errs = append(errs, errors.New("matcher: --matcher.transactional-id is required"))
+	}
+	if c.TransactionTimeout < time.Second {
+		errs = append(errs, errors.New("matcher: --matcher.transaction-timeout must be at least 1s"))
+	}
+	if c.MaxPollRecords <= 0 {
+		errs = append(errs, errors.New("matcher: --matcher.max-poll-records must be positive"))
+	}
+	if c.CatchUpTimeout <= 0 || c.EthCallTimeout <= 0 || c.SessionTimeout <= 0 {
+		errs = append(errs, errors.New("matcher: --matcher.catchup-timeout, --matcher.eth-call-timeout and --matcher.session-timeout must be positive"))
+	}
+	if c.TokenCacheSize <= 0 {
+		errs = append(errs, errors.New("matcher: --matcher.token-cache-size must be positive"))
+	}
+	if c.StartOffset != "start" && c.StartOffset != "end" {
+		errs = append(errs, errors.New("matcher: --matcher.start-offset must be start or end"))
+	}
+	return errors.Join(errs...)
+}
+
+type matcherMetrics struct {
+	emitted      *prometheus.CounterVec
+	stage        *prometheus.HistogramVec
+	transactions *prometheus.CounterVec
+	records      *prometheus.CounterVec
+	catchUpSlow  prometheus.Counter
+	payloadErrs  prometheus.Counter
+}
+
+func newMatcherMetrics(reg prometheus.Registerer, reader tableReader) *matcherMetrics {
+	m := &matcherMetrics{
+		emitted: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "moraine", Subsystem: "processor",
+			Name: "activities_emitted_total", Help: "Activity messages committed to the activity topic."}, []string{"chain"}),
+		stage: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "moraine", Subsystem: "processor",
+			Name: "match_batch_duration_seconds", Help: "Time per matcher batch stage.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}, []string{"stage"}),
+		transactions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "moraine", Subsystem: "processor",
+			Name: "match_transactions_total", Help: "Matcher Kafka transactions by result (aborted: the batch is reprocessed)."},
+			[]string{"result"}),
+		records: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "moraine", Subsystem: "processor",
+			Name: "match_records_total", Help: "Blocks-topic records the matcher consumed, by kind."}, []string{"kind"}),
+		catchUpSlow: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "moraine", Subsystem: "processor",
+			Name: "watchlist_catchup_timeouts_total", Help: "Batches matched before the watch table caught up (catch-up timed out or failed)."}),
+		payloadErrs: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "moraine", Subsystem: "processor",
+			Name: "payload_errors_total", Help: "Matches whose payload could not be built (skipped, logged)."}),
+	}
+	for _, s := range []string{"catchup", "match", "tokens", "payload", "transaction", "total"} {
+		m.stage.WithLabelValues(s)
+	}
+	for _, r := range []string{"committed", "aborted"} {
+		m.transactions.WithLabelValues(r)
+	}
+	for _, k := range []string{"block", "reorg", "undecodable"} {
+		m.records.WithLabelValues(k)
+	}
+	reg.MustRegister(m.emitted, m.stage, m.transactions, m.records, m.catchUpSlow, m.payloadErrs,
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "moraine", Subsystem: "processor",
+			Name: "watchlist_ready", Help: "1 once the watch table has read the address-watch topic up to its start-up end."},
+			func() float64 {
+				if reader.Ready() {
+					return 1
+				}
+				return 0
+			}))
+	return m
+}
+
+// tableReader is what the matcher needs of kafkautil.TableReader.
+type tableReader interface {
+	Run(ctx context.Context) error
+	Ready() bool
+	CatchUp(ctx context.Context) error
+}
+
+// testHookBeforeEnd, when set (by tests only), runs between producing a
+// batch's records and ending its transaction: the crash test widens that
+// window so its kills land inside transactions.
+var testHookBeforeEnd func()
+
+// matcher is the address-activity matcher: the watch table, its reader,
+// and the transactional consume-match-produce loop.
+type matcher struct {
+	cfg      Config
+	logger   *slog.Logger
+	table    *watchlist.Table
+	reader   tableReader
+	match    *match.Matcher
+	tokens   *tokenmeta.Resolver
+	natives  map[uint64]*chains.Token
+	m        *matcherMetrics
+	activity string
+	blocks   string
+	now      func() time.Time
+}
+
+func newMatcher(cfg Config, chainCfg *chains.Config, logger *slog.Logger, reg prometheus.Registerer, health *obs.Health) (*matcher, error) {
+	logger = logger.With("component", "matcher")
+	table := watchlist.New(watchlist.Deps{Logger: logger, Registerer: reg})
+	reader := kafkautil.NewTableReader(cfg.Kafka, cfg.Kafka.Topic(topics.AddressWatch), table.ApplyRecord, logger)
+	rpc := map[uint64][]string{}
+	natives := map[uint64]*chains.Token{}
+	if chainCfg != nil {
+		for _, ch := range chainCfg.Chains {
+			rpc[ch.ID()] = ch.RPCURLs
+			tok := ch.NativeToken
+			natives[ch.ID()] = &tok
+		}
+	}
+	tokens := tokenmeta.New(tokenmeta.Config{CacheSize: cfg.Matcher.TokenCacheSize, CallTimeout: cfg.Matcher.EthCallTimeout}, rpc,
+		tokenmeta.Deps{Logger: logger, Registerer: reg})
+	health.Add("watchlist", reader.ReadyCheck)
+	return &matcher{
+		cfg: cfg, logger: logger, table: table, reader: reader, match: match.New(table), tokens: tokens, natives: natives,
+		m: newMatcherMetrics(reg, reader), activity: cfg.Kafka.Topic(topics.Activity), blocks: cfg.Kafka.Topic(topics.Blocks),
+		now: time.Now,
+	}, nil
+}
+
+// Run reads the watch table and, once it caught up, matches blocks until
+// ctx ends. A failed transactional session (Kafka unreachable, fenced) is
+// rebuilt with backoff; what it had not committed is reprocessed.
+func (m *matcher) Run(ctx context.Context) error {
+	readerDone := make(chan error, 1)
+	go func() { readerDone <- m.reader.Run(ctx) }()
+	defer func() { <-readerDone }()
+	for !m.reader.Ready() {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-readerDone:
+			readerDone <- err
+			if ctx.Err() != nil || err == nil {
+				return nil
+			}
+			return fmt.Errorf("matcher: watch table reader: %w", err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	m.logger.Info("watch table ready", "webhooks", m.table.Webhooks(), "addresses", m.table.Addresses())
+	for attempt := 0; ; attempt++ {
+		err := m.session(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		m.logger.Warn("matcher session failed; starting a new one", "attempt", attempt+1, "err", err)
+		if !obs.Sleep(ctx, obs.Backoff(attempt, 200*time.Millisecond, 10*time.Second)) {
+			return nil
+		}
+	}
+}
+
+// txnID and group are the configured transactional id and group behind
+// --kafka.topic-prefix: deployments (and tests) sharing a broker and a host
+// must not fence each other's producers or share a group.
+func (m *matcher) txnID() string { return m.cfg.Kafka.TopicPrefix + m.cfg.Matcher.TransactionalID }
+
+func (m *matcher) group() string { return m.cfg.Kafka.TopicPrefix + m.cfg.Matcher.Group }
+
+func (m *matcher) sessionOpts() []kgo.Opt {
+	mc := m.cfg.Matcher
+	reset := kgo.NewOffset().AtStart()
+	if mc.StartOffset == "end" {
+		reset = kgo.NewOffset().AtEnd()
+	}
+	return append(m.cfg.Kafka.ProducerOpts(m.logger, "moraine-matcher"),
+		// No linger: a batch's records are flushed at the end of its
+		// transaction anyway, and every millisecond here is webhook latency.
+		kgo.ProducerLinger(0),
+		kgo.TransactionalID(m.txnID()),
+		kgo.TransactionTimeout(mc.TransactionTimeout),
+		kgo.ConsumerGroup(m.group()),
+		kgo.ConsumeTopics(m.blocks),
+		// Static membership: a restarted instance (same id) takes its
+		// partitions back at once instead of waiting for its old member's
+		// session to expire, and fences the old member.
+		kgo.InstanceID(m.txnID()),
+		kgo.SessionTimeout(mc.SessionTimeout),
+		kgo.HeartbeatInterval(time.Second),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		// KIP-447: a member does not read offsets a pending transaction may
+		// still commit, so a rebalance never resumes behind a batch in flight.
+		kgo.RequireStableFetchOffsets(),
+		kgo.FetchMaxBytes(64<<20),
+		kgo.FetchMaxPartitionBytes(32<<20),
+		kgo.FetchMaxWait(500*time.Millisecond),
+		kgo.ConsumeResetOffset(reset),
+	)
+}
+
+// session runs one GroupTransactSession until ctx ends (nil) or it fails.
+func (m *matcher) session(ctx context.Context) error {
+	sess, err := kgo.NewGroupTransactSession(m.sessionOpts()...)
+	if err != nil {
+		return fmt.Errorf("matcher: new session: %w", err)
+	}
+	defer sess.Close()
+	// Initialize the producer id now rather than at the first produce: that
+	// fences a previous incarnation under the same transactional id and
+	// aborts the transaction it left open, which the group's offset fetch
+	// (RequireStable) would otherwise wait out for the whole transaction
+	// timeout.
+	ictx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	_, _, err = sess.Client().ProducerID(ictx)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("matcher: init producer id: %w", err)
+	}
+	m.logger.Info("matcher consuming", "topic", m.blocks, "group", m.group(), "transactional_id", m.txnID())
+	for {
+		fetches := sess.PollRecords(ctx, m.cfg.Matcher.MaxPollRecords)
+		if ctx.Err() != nil || fetches.IsClientClosed() {
+			return nil
+		}
+		fetches.EachError(func(t string, p int32, err error) {
+			if !errors.Is(err, context.Canceled) {
+				m.logger.Warn("fetch error, retrying", "topic", t, "partition", p, "err", err)
+			}
+		})
+		records := fetches.Records()
+		if len(records) == 0 {
+			continue
+		}
+		// A batch already polled is finished even when shutdown begins, so
+		// its transaction ends cleanly instead of timing out.
+		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.Matcher.TransactionTimeout+m.cfg.ShutdownTimeout)
+		err := m.batch(bctx, sess, records)
+		cancel()
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// batch matches records and produces their activity in one transaction
+// with the consumed offsets.
+func (m *matcher) batch(ctx context.Context, sess *kgo.GroupTransactSession, records []*kgo.Record) error {
+	start := m.now()
+	out, perChain := m.prepare(ctx, records)
+
+	tStart := time.Now()
+	if err := sess.Begin(); err != nil {
+		return fmt.Errorf("matcher: begin transaction: %w", err)
+	}
+	promise := kgo.AbortingFirstErrPromise(sess.Client())
+	for _, r := range out {
+		sess.Produce(ctx, r, promise.Promise())
+	}
+	produceErr := promise.Err()
+	if produceErr != nil {
+		m.logger.Warn("producing activity failed; aborting the transaction", "err", produceErr)
+	}
+	if testHookBeforeEnd != nil {
+		testHookBeforeEnd()
+	}
+	committed, err := sess.End(ctx, kgo.TransactionEndTry(produceErr == nil))
+	m.m.stage.WithLabelValues("transaction").Observe(time.Since(tStart).Seconds())
+	if err != nil {
+		return fmt.Errorf("matcher: end transaction: %w", err)
+	}
+	if !committed {
+		// A rebalance or a produce failure: nothing of the batch is visible
+		// and the session rewound to the committed offsets, so the batch is
+		// read and matched again.
+		m.m.transactions.WithLabelValues("aborted").Inc()
+		m.logger.Info("matcher transaction aborted; the batch will be reprocessed", "records", len(records))
+		return nil
+	}
+	m.m.transactions.WithLabelValues("committed").Inc()
+	for chain, n := range perChain {
+		m.m.emitted.WithLabelValues(strconv.FormatUint(chain, 10)).Add(float64(n))
+	}
+	m.m.stage.WithLabelValues("total").Observe(time.Since(start).Seconds())
+	m.logger.Debug("matcher batch committed", "records", len(records), "activities", len(out), "took", time.Since(start))
+	return nil
+}
+
+// prepare catches the watch table up, then matches records and builds
+// their activity records.
+func (m *matcher) prepare(ctx context.Context, records []*kgo.Record) ([]*kgo.Record, map[uint64]int) {
+	start := time.Now()
+	// Address changes acknowledged before this moment must be matched:
+	// wait (briefly) until the table has applied everything the topic holds.
+	cctx, cancel := context.WithTimeout(ctx, m.cfg.Matcher.CatchUpTimeout)
+	if err := m.reader.CatchUp(cctx); err != nil {
+		m.m.catchUpSlow.Inc()
+		m.logger.Warn("watch table catch-up incomplete; matching with the table as it is", "err", err)
+	}
+	cancel()
+	m.m.stage.WithLabelValues("catchup").Observe(time.Since(start).Seconds())
+	return m.build(ctx, records)
+}
+
+// matched is one match with its block, before its payload is built.
+type matched struct {
+	block *record.Block
+	match match.Match
+}
+
+// build decodes the records, matches their blocks and builds the activity
+// records, with per-chain counts.
+func (m *matcher) build(ctx context.Context, records []*kgo.Record) ([]*kgo.Record, map[uint64]int) {
+	mStart := time.Now()
+	var all []matched
+	var ms []match.Match
+	for _, r := range records {
+		ev, err := codec.DecodeChainEvent(r.Value)
+		if err != nil {
+			// The sink counts and logs it too; a record nobody can read must
+			// not stall the partition.
+			m.m.records.WithLabelValues("undecodable").Inc()
+			m.logger.Error("skipping undecodable block record", "partition", r.Partition, "offset", r.Offset, "err", err)
+			continue
+		}
+		switch e := ev.GetEvent().(type) {
+		case *record.ChainEvent_Block:
+			m.m.records.WithLabelValues("block").Inc()
+			ms = m.match.Block(e.Block, ms[:0])
+			for _, x := range ms {
+				all = append(all, matched{block: e.Block, match: x})
+			}
+		case *record.ChainEvent_Reorg:
+			// Activity is matched from canonical blocks as they arrive and
+			// cannot be recalled once delivered; the replacing blocks follow
+			// and are matched like any other (doc.go, "Reorgs").
+			m.m.records.WithLabelValues("reorg").Inc()
+			m.logger.Info("reorg: activity already emitted for orphaned blocks stands", "chain_id", e.Reorg.GetChainId(),
+				"fork_number", e.Reorg.GetForkNumber(), "orphaned", len(e.Reorg.GetOrphaned()))
+		}
+	}
+	m.m.stage.WithLabelValues("match").Observe(time.Since(mStart).Seconds())
+	if len(all) == 0 {
+		return nil, nil
+	}
+
+	tStart := time.Now()
+	wanted := map[uint64][]evm.Address{}
+	for _, x := range all {
+		tx := x.block.GetTransactions()[x.match.Tx]
+		wanted[x.block.GetChainId()] = payload.TokenAddresses(tx, wanted[x.block.GetChainId()])
+	}
+	tokens := map[uint64]map[evm.Address]*tokenmeta.Token{}
+	for chain, addrs := range wanted {
+		if len(addrs) > 0 {
+			tokens[chain] = m.tokens.Resolve(ctx, chain, addrs)
+		}
+	}
+	m.m.stage.WithLabelValues("tokens").Observe(time.Since(tStart).Seconds())
+
+	pStart := time.Now()
+	out := make([]*kgo.Record, 0, len(all))
+	perChain := map[uint64]int{}
+	now := m.now().UnixMilli()
+	for _, x := range all {
+		b, w := x.block, x.match.Webhook
+		tx := b.GetTransactions()[x.match.Tx]
+		body, id, err := payload.Build(payload.Input{Webhook: w, Block: b, Tx: tx, Native: m.natives[b.GetChainId()], Tokens: tokens[b.GetChainId()]})
+		var v []byte
+		if err == nil {
+			v, err = codec.EncodeActivity(&record.Activity{
+				WebhookId: w.ID, MessageId: id, AccountId: w.AccountID, ChainId: b.GetChainId(),
+				BlockNumber: b.GetNumber(), BlockHash: b.GetHash(), TxHash: tx.GetHash(), Payload: body,
+				BlockFetchedAtUnixMs: b.GetFetchedAtUnixMs(), MatchedAtUnixMs: now,
+			})
+		}
+		if err != nil {
+			m.m.payloadErrs.Inc()
+			m.logger.Error("skipping a match whose message cannot be built", "webhook_id", w.ID, "chain_id", b.GetChainId(),
+				"block", b.GetNumber(), "tx_hash", evm.HexBytes(tx.GetHash()), "err", err)
+			continue
+		}
+		out = append(out, &kgo.Record{
+			Topic: m.activity, Key: []byte(w.ID), Value: v,
+			Headers: []kgo.RecordHeader{{Key: codec.SchemaHeader, Value: []byte(codec.ActivitySchema)}},
+		})
+		perChain[b.GetChainId()]++
+	}
+	m.m.stage.WithLabelValues("payload").Observe(time.Since(pStart).Seconds())
+	return out, perChain
+}
