@@ -36,10 +36,8 @@ func BenchmarkPipelineGunzilla(b *testing.B) {
 		}
 	}
 	first, last := uint64(14000000), uint64(14100000)
-	noWaitIngest = true
-	defer func() { noWaitIngest = false }()
 	for b.Loop() {
-		s := runPipeline(b, d, first, strings.Fields(os.Getenv("MORAINE_BENCH_INGEST_ARGS"))...)
+		s := runPipeline(b, d, first, pipelineOpts{noWaitIngest: true, ingestArgs: strings.Fields(os.Getenv("MORAINE_BENCH_INGEST_ARGS"))})
 		// CPU from here on: ingest has just been started, the rest are idle
 		// and ready (the replay source has loaded its file).
 		cpuBefore := stackCPU(b)

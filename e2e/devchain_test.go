@@ -24,7 +24,7 @@ func TestDevchainLive(t *testing.T) {
 	})
 	s := startServices(t, fmt.Sprintf(`{"evmChainId":"43112","name":"Development chain","network":"devnet",
 		"rpcUrls":["%s"],"wsUrl":"ws://%s","networkToken":{"name":"Avalanche","symbol":"AVAX","decimals":18},
-		"traces":true,"webhooks":true,"startBlock":0}`, rpcURL, rpcAddr))
+		"traces":true,"webhooks":true,"startBlock":0}`, rpcURL, rpcAddr), pipelineOpts{})
 
 	// Watch the head for a while and time each new block from the moment
 	// the node reports it to the moment the API serves it.

@@ -44,7 +44,7 @@ func binaries(t testing.TB) string {
 		if buildErr != nil {
 			return
 		}
-		for _, p := range []string{"./ingest/cmd/ingest", "./processor/cmd/processor", "./query/cmd/query", "./delivery/cmd/delivery", "./deploy/cmd/replay", "./deploy/cmd/devchain"} {
+		for _, p := range []string{"./ingest/cmd/ingest", "./processor/cmd/processor", "./query/cmd/query", "./query/cmd/moraine-admin", "./delivery/cmd/delivery", "./deploy/cmd/replay", "./deploy/cmd/devchain"} {
 			cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, filepath.Base(p)), p)
 			cmd.Dir = root
 			if out, err := cmd.CombinedOutput(); err != nil {

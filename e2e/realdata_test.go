@@ -8,8 +8,6 @@ import (
 	"io"
 	"math/big"
 	"net/http"
-	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -43,80 +41,6 @@ var (
 
 func (d dataset) goldenTable(t testing.TB, name string) table {
 	return readCSV(t, testenv.SharedData(t, d.golden+name+d.suffix+".csv.zst"))
-}
-
-// stackUp is a pipeline on the real stack: replay source, ingest,
-// processor and query, isolated by topic prefix and database.
-type stackUp struct {
-	api   string
-	conn  driver.Conn
-	chain uint64
-	// pids of the pipeline's processes, and their admin (metrics) addresses.
-	pids    map[string]int
-	metrics map[string]string
-	// ingestStarted is when the ingest process was started.
-	ingestStarted time.Time
-}
-
-func runPipeline(t testing.TB, d dataset, first uint64, extraIngestArgs ...string) stackUp {
-	rpcAddr := freeAddr(t)
-	replay := start(t, "replay", "--replay.file", testenv.SharedData(t, d.recording),
-		"--chain.id", strconv.FormatUint(d.chainID, 10), "--replay.mode", "backfill", "--rpc.listen-address", rpcAddr)
-	eventually(t, 30*time.Second, "replay source", func() bool {
-		_, err := rpcCall("http://"+rpcAddr, "eth_blockNumber")
-		return err == nil
-	})
-	chain := fmt.Sprintf(`{"evmChainId":"%d","name":"%s replay","network":"mainnet","rpcUrls":["http://%s"],
-		"networkToken":{"name":"Avalanche","symbol":"AVAX","decimals":18},"traces":true,"webhooks":true,"replay":true,"startBlock":%d}`,
-		d.chainID, d.name, rpcAddr, first)
-	s := startServices(t, chain, extraIngestArgs...)
-	s.chain = d.chainID
-	s.pids["replay"] = replay.cmd.Process.Pid
-	return s
-}
-
-// noWaitIngest makes startServices return as soon as ingest is started
-// instead of when it has caught up (the benchmark times the catching up).
-var noWaitIngest bool
-
-// startServices runs processor, query and then ingest on the real stack for
-// one chain (a JSON object of the chains file), isolated by topic prefix and
-// database.
-func startServices(t testing.TB, chainJSON string, extraIngestArgs ...string) stackUp {
-	kcfg := testenv.Kafka(t)
-	ccfg, conn := testenv.ClickHouse(t)
-	chainsFile := filepath.Join(t.TempDir(), "chains.json")
-	if err := os.WriteFile(chainsFile, []byte(`{"chains":[`+chainJSON+`]}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	common := []string{"--kafka.brokers", kcfg.Brokers, "--kafka.topic-prefix", kcfg.TopicPrefix}
-	chArgs := []string{"--clickhouse.addr", ccfg.Addr, "--clickhouse.database", ccfg.Database}
-
-	procAdmin := freeAddr(t)
-	processor := start(t, "processor", append(append(append(append([]string{}, common...), chArgs...), "--admin.listen-address", procAdmin),
-		strings.Fields(os.Getenv("MORAINE_E2E_PROCESSOR_ARGS"))...)...)
-	waitReady(t, processor, "http://"+procAdmin+"/readyz", 60*time.Second)
-
-	apiAddr, queryAdmin := freeAddr(t), freeAddr(t)
-	queryProc := start(t, "query", append(append([]string{}, chArgs...), "--chains.file", chainsFile,
-		"--http.listen-address", apiAddr, "--admin.listen-address", queryAdmin,
-		"--api.page-token-secret", strings.Repeat("e2e-secret-", 4),
-		// Thousands of reads in a few seconds would exceed the keyless budget;
-		// rate limits have their own tests in query.
-		"--ratelimit.enabled=false", "--log.level", "warn")...)
-	waitReady(t, queryProc, "http://"+queryAdmin+"/readyz", 60*time.Second)
-	ingestAdmin := freeAddr(t)
-	ingestStarted := time.Now()
-	ingest := start(t, "ingest", append(append(append([]string{}, common...), "--chains.file", chainsFile, "--admin.listen-address", ingestAdmin), extraIngestArgs...)...)
-	if !noWaitIngest {
-		waitReady(t, ingest, "http://"+ingestAdmin+"/readyz", 120*time.Second)
-	}
-
-	return stackUp{api: "http://" + apiAddr, conn: conn,
-		pids: map[string]int{"ingest": ingest.cmd.Process.Pid,
-			"processor": processor.cmd.Process.Pid, "query": queryProc.cmd.Process.Pid},
-		metrics:       map[string]string{"ingest": "http://" + ingestAdmin + "/metrics", "processor": "http://" + procAdmin + "/metrics"},
-		ingestStarted: ingestStarted}
 }
 
 func rpcCall(url, method string, params ...any) (json.RawMessage, error) {
@@ -180,7 +104,7 @@ func testRealData(t *testing.T, d dataset) {
 	first := hexToBig(str(rec[0].Block["number"])).Uint64()
 	last := hexToBig(str(rec[len(rec)-1].Block["number"])).Uint64()
 
-	s := runPipeline(t, d, first)
+	s := runPipeline(t, d, first, pipelineOpts{})
 	eventually(t, 5*time.Minute, fmt.Sprintf("head %d in ClickHouse", last), func() bool {
 		var n uint64
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -267,7 +191,7 @@ func addr(s string) string {
 	return s
 }
 
-func compareBlocks(t *testing.T, d dataset, s stackUp) {
+func compareBlocks(t *testing.T, d dataset, s *stackUp) {
 	golden := d.goldenTable(t, "BLOCKS")
 	got := map[string]map[string]string{}
 	for _, r := range query(t, s.conn, `SELECT toString(number) AS number, lower(hex(hash)) AS hash, lower(hex(parent_hash)) AS parent,
@@ -307,7 +231,7 @@ func compareBlocks(t *testing.T, d dataset, s stackUp) {
 	m.done(len(golden))
 }
 
-func compareTransactions(t *testing.T, d dataset, s stackUp) {
+func compareTransactions(t *testing.T, d dataset, s *stackUp) {
 	txs := d.goldenTable(t, "TRANSACTIONS")
 	receipts := map[string]map[string]string{}
 	for _, r := range d.goldenTable(t, "RECEIPTS") {
@@ -364,7 +288,7 @@ func compareTransactions(t *testing.T, d dataset, s stackUp) {
 	m.done(len(txs))
 }
 
-func compareLogs(t *testing.T, d dataset, s stackUp) {
+func compareLogs(t *testing.T, d dataset, s *stackUp) {
 	golden := d.goldenTable(t, "LOGS")
 	got := map[string]map[string]string{}
 	for _, r := range query(t, s.conn, `SELECT lower(hex(tx_hash)) AS tx, toString(log_index) AS idx, toString(tx_index) AS tx_index,
@@ -401,7 +325,7 @@ func compareLogs(t *testing.T, d dataset, s stackUp) {
 	m.done(len(golden))
 }
 
-func compareInternal(t *testing.T, d dataset, s stackUp) {
+func compareInternal(t *testing.T, d dataset, s *stackUp) {
 	golden := d.goldenTable(t, "INTERNAL_TRANSACTIONS")
 	// Intrinsic gas of every transaction, for the root-frame quirk below.
 	intrinsic := map[string]uint64{}
@@ -494,7 +418,7 @@ type apiBlock map[string]any
 
 // compareAPIBlocks checks every block the API serves against values
 // computed here, independently, from the recorded RPC JSON.
-func compareAPIBlocks(t *testing.T, d dataset, s stackUp, rec []rpcBlock) {
+func compareAPIBlocks(t *testing.T, d dataset, s *stackUp, rec []rpcBlock) {
 	m := &mismatches{t: t, where: "API block"}
 	cumulative := new(big.Int)
 	for _, b := range rec {
@@ -556,7 +480,7 @@ func orZero(s string) string {
 
 // comparePagination walks GET /blocks page by page and checks every block
 // comes exactly once, newest first.
-func comparePagination(t *testing.T, d dataset, s stackUp, rec []rpcBlock) {
+func comparePagination(t *testing.T, d dataset, s *stackUp, rec []rpcBlock) {
 	var seen []string
 	token := ""
 	for page := 0; page < 1000; page++ {
