@@ -47,9 +47,10 @@ args_for() {
         fi
         ;;
     ingest) echo "$BIN/ingest --chains.file $CHAINS_FILE" ;;
-    processor) echo "$BIN/processor" ;;
+    processor) echo "$BIN/processor --chains.file $CHAINS_FILE" ;;
     query) echo "$BIN/query --chains.file $CHAINS_FILE" ;;
-    delivery) echo "$BIN/delivery --chains.file $CHAINS_FILE" ;;
+    # The development stack delivers to receivers on this machine (loopback), which production refuses.
+    delivery) echo "$BIN/delivery --chains.file $CHAINS_FILE --delivery.allow-private-targets" ;;
     esac
 }
 
