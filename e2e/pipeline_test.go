@@ -28,6 +28,9 @@ type stackUp struct {
 	pids    map[string]int
 	metrics map[string]string
 	procs   map[string]*proc
+	// flags each process was started with, for restarts.
+	flags map[string][]string
+	t     testing.TB
 	// ingestStarted is when the ingest process was started.
 	ingestStarted time.Time
 }
@@ -88,10 +91,11 @@ func startServices(t testing.TB, chainJSON string, o pipelineOpts) *stackUp {
 		return out
 	}
 	s := &stackUp{conn: conn, chain: chainID, kafka: kcfg, ch: ccfg,
-		pids: map[string]int{}, metrics: map[string]string{}, procs: map[string]*proc{}}
+		pids: map[string]int{}, metrics: map[string]string{}, procs: map[string]*proc{}, flags: map[string][]string{}, t: t}
 	run := func(name string, wait bool, flags ...string) {
 		admin := freeAddr(t)
-		p := start(t, name, append(flags, "--admin.listen-address", admin)...)
+		s.flags[name] = append(flags, "--admin.listen-address", admin)
+		p := start(t, name, s.flags[name]...)
 		s.procs[name], s.pids[name], s.metrics[name] = p, p.cmd.Process.Pid, "http://"+admin+"/metrics"
 		if wait {
 			waitReady(t, p, "http://"+admin+"/readyz", 120*time.Second)
@@ -116,4 +120,14 @@ func startServices(t testing.TB, chainJSON string, o pipelineOpts) *stackUp {
 	s.ingestStarted = time.Now()
 	run("ingest", !o.noWaitIngest, args(common, []string{"--chains.file", chainsFile}, o.ingestArgs)...)
 	return s
+}
+
+// crash kills a service with SIGKILL and starts it again with the same
+// flags, waiting until it is ready.
+func (s *stackUp) crash(name string) {
+	s.t.Helper()
+	s.procs[name].kill()
+	p := start(s.t, name, s.flags[name]...)
+	s.procs[name], s.pids[name] = p, p.cmd.Process.Pid
+	waitReady(s.t, p, strings.TrimSuffix(s.metrics[name], "/metrics")+"/readyz", 120*time.Second)
 }
