@@ -61,7 +61,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.Matcher.RegisterFlags(fs)
 	chains.RegisterFlag(fs, &c.ChainsFile)
 	fs.BoolVar(&c.SinkEnabled, "processor.sink-enabled", true, "run the ClickHouse sink (blocks, transactions, logs, internal transactions)")
-	fs.StringVar(&c.Group, "processor.group", "moraine-processor", "Kafka consumer group of the ClickHouse sink")
+	fs.StringVar(&c.Group, "processor.group", "moraine-processor", "Kafka consumer group of the ClickHouse sink (--kafka.topic-prefix is prepended)")
 	fs.IntVar(&c.BatchRows, "processor.batch-rows", 200000, "flush a batch once it holds this many rows (all tables)")
 	fs.DurationVar(&c.FlushInterval, "processor.flush-interval", 100*time.Millisecond, "flush a batch at most this long after its first record (bounds latency at the head)")
 	fs.DurationVar(&c.InsertTimeout, "processor.insert-timeout", 2*time.Minute, "deadline of one batch insert")
@@ -195,14 +195,16 @@ func runSink(ctx, gctx context.Context, cfg Config, logger *slog.Logger, reg *pr
 	}
 	defer conn.Close()
 	blocksTopic := cfg.Kafka.Topic(topics.Blocks)
-	cl, err := kafkautil.NewClient(gctx, logger, cfg.Kafka.ConsumerOpts(logger, "moraine-processor", cfg.Group, blocksTopic)...)
+	// The prefix keeps deployments (and tests) that share a broker apart.
+	group := cfg.Kafka.TopicPrefix + cfg.Group
+	cl, err := kafkautil.NewClient(gctx, logger, cfg.Kafka.ConsumerOpts(logger, "moraine-processor", group, blocksTopic)...)
 	if err != nil {
 		return err
 	}
 	health.Add("kafka", kafkautil.Ping(cl))
 	health.Add("clickhouse", chdb.Ping(conn))
 	up.Store(true)
-	logger.Info("processor consuming", "topic", blocksTopic, "group", cfg.Group)
+	logger.Info("processor consuming", "topic", blocksTopic, "group", group)
 	c := &consumer{cfg: cfg, cl: cl, writer: sink.NewWriter(conn, cfg.InsertTimeout), m: newMetrics(reg), logger: logger}
 	err = c.run(gctx)
 	// Leave the group promptly so a replacement gets the partitions.

@@ -30,7 +30,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		duration: f.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "moraine", Subsystem: "query", Name: "http_request_duration_seconds",
 			Help:    "Time to answer an HTTP request, by route template and method.",
-			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+			Buckets: []float64{.001, .0025, .005, .0075, .01, .015, .02, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 		}, []string{"route", "method"}),
 	}
 }
