@@ -127,9 +127,21 @@ func NewClient(ctx context.Context, logger *slog.Logger, opts ...kgo.Opt) (*kgo.
 	}
 }
 
-// EnsureTopics creates or updates every topic (idempotent).
+// EnsureTopics creates or updates every topic (idempotent), then waits
+// until the broker's metadata shows them all, so a client started next
+// does not find a topic missing.
 func (c Config) EnsureTopics(ctx context.Context, cl *kgo.Client) error {
-	return topics.Ensure(ctx, kadm.NewClient(cl), c.Topics(), -1)
+	if err := topics.Ensure(ctx, kadm.NewClient(cl), c.Topics(), -1); err != nil {
+		return err
+	}
+	// A client of its own with a short metadata cache: cl's would answer
+	// from a stale entry for up to 5 s.
+	wcl, err := kgo.NewClient(append(c.BaseOpts(slog.New(slog.DiscardHandler), "moraine-topics"), kgo.MetadataMinAge(50*time.Millisecond))...)
+	if err != nil {
+		return err
+	}
+	defer wcl.Close()
+	return topics.WaitVisible(ctx, kadm.NewClient(wcl), c.Topics())
 }
 
 // Ping reports whether a broker answers, for readiness checks.

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -24,6 +25,23 @@ const (
 	// Activity carries one matched (webhook, transaction) message, keyed by webhook id.
 	Activity = "moraine.activity"
 )
+
+// DeliveryRetryLevels is the number of delivery retry topics: one per
+// delay of the hosted service's retry schedule (the waits before attempts
+// 2 to 10; CONTRACT.md section 5.5).
+const DeliveryRetryLevels = 9
+
+// DeliveryRetry returns the name of retry level l (1..DeliveryRetryLevels).
+// Level l holds messages waiting out the l-th delay of delivery's retry
+// schedule: the activity value unchanged, keyed by webhook id, with the
+// attempt to make next and its due time in headers. Every record of a level
+// waits the same delay, so a partition is in due order and its consumer
+// only ever waits for the head.
+func DeliveryRetry(l int) string { return fmt.Sprintf("moraine.delivery-retry-%d", l) }
+
+// deliveryRetryRetention outlives the longest delay (24 h) with room for an
+// outage of delivery: a pending retry must never expire unread.
+const deliveryRetryRetention = "604800000" // 7 days
 
 // Spec describes one topic.
 type Spec struct {
@@ -58,6 +76,16 @@ var All = []Spec{
 	}},
 }
 
+func init() {
+	for l := 1; l <= DeliveryRetryLevels; l++ {
+		All = append(All, Spec{Name: DeliveryRetry(l), Partitions: 4, Configs: map[string]string{
+			"cleanup.policy":    "delete",
+			"retention.ms":      deliveryRetryRetention,
+			"max.message.bytes": maxRecordBytes,
+		}})
+	}
+}
+
 // Ensure creates the missing topics of specs and updates the configs of
 // existing ones. It is idempotent: running it again changes nothing.
 // replicationFactor -1 uses the broker default.
@@ -83,6 +111,45 @@ func Ensure(ctx context.Context, adm *kadm.Client, specs []Spec, replicationFact
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// WaitVisible waits until the broker's metadata lists every topic with its
+// partitions: a topic just created can be unknown to a metadata request for
+// a moment, and a client that starts then (a test, a service) must not
+// trip on it. franz-go caches topic metadata for the client's
+// MetadataMinAge (5 s by default), so adm's client should have a short one.
+func WaitVisible(ctx context.Context, adm *kadm.Client, specs []Spec) error {
+	names := Names(specs)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		details, err := adm.ListTopics(ctx, names...)
+		missing := ""
+		if err == nil {
+			for _, s := range specs {
+				d, ok := details[s.Name]
+				if !ok || d.Err != nil || int32(len(d.Partitions)) < s.Partitions {
+					missing = s.Name
+					break
+				}
+			}
+		}
+		if err == nil && missing == "" {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			if err == nil {
+				err = fmt.Errorf("topic %s not visible in metadata", missing)
+			}
+			return fmt.Errorf("topics: wait for created topics: %w", err)
+		}
+		t := time.NewTimer(50 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
 }
 
 func alter(ctx context.Context, adm *kadm.Client, s Spec) error {

@@ -1,4 +1,6 @@
-// Command delivery sends address-activity webhooks.
+// Command delivery sends address-activity webhooks: signed POSTs, retried
+// durably on the hosted service's schedule, failing webhooks deactivated,
+// every attempt logged (see internal/pipeline; flags: delivery -help).
 package main
 
 import (
@@ -9,8 +11,8 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/moraine-data/moraine/pkg/obs"
 	"github.com/moraine-data/moraine/delivery/internal/app"
+	"github.com/moraine-data/moraine/pkg/obs"
 )
 
 func main() { os.Exit(run()) }

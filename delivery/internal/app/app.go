@@ -1,10 +1,15 @@
 // Package app wires the delivery service: its configuration, its
-// dependencies (Kafka for the activity topic, ClickHouse for the delivery
-// log), the admin server and graceful shutdown.
+// dependencies (Kafka for the activity, retry and address-watch topics,
+// ClickHouse for the delivery log, the failure strikes and webhook status),
+// the admin server and graceful shutdown. The delivery itself is package
+// pipeline; the package docs there and in sign, guard, deactivate and dlog
+// state the guarantees.
 //
-// The signed-POST pipeline itself (consume activity, sign, retry on the
-// hosted service's schedule, record attempts) is issue 6; until it lands
-// this service only verifies and reports its dependencies.
+// Start-up order: ClickHouse (migrations), Kafka topics, the webhook and
+// account table read from the address-watch topic up to its end, and only
+// then the consumer group: no message is judged against a table that has
+// not caught up. /readyz: kafka, clickhouse, the table caught up, and the
+// pipeline started.
 package app
 
 import (
@@ -19,10 +24,16 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/moraine-data/moraine/delivery/internal/deactivate"
+	"github.com/moraine-data/moraine/delivery/internal/dlog"
+	"github.com/moraine-data/moraine/delivery/internal/pipeline"
+	"github.com/moraine-data/moraine/delivery/internal/settings"
+	"github.com/moraine-data/moraine/pkg/accountdb"
 	"github.com/moraine-data/moraine/pkg/chains"
 	"github.com/moraine-data/moraine/pkg/chdb"
 	"github.com/moraine-data/moraine/pkg/kafkautil"
 	"github.com/moraine-data/moraine/pkg/obs"
+	"github.com/moraine-data/moraine/pkg/watch"
 )
 
 // Config is the delivery service's configuration.
@@ -33,6 +44,26 @@ type Config struct {
 	Log             obs.LogConfig
 	ChainsFile      string
 	ShutdownTimeout time.Duration
+	AccountDB       accountdb.Config
+	// WatchProduceTimeout bounds the publish of a deactivation to the
+	// address-watch topic (the query service's reconciler repairs a
+	// failure).
+	WatchProduceTimeout time.Duration
+	Delivery            pipeline.Config
+}
+
+// DefaultConfig mirrors the flag defaults.
+func DefaultConfig() Config {
+	return Config{
+		Kafka:               kafkautil.Config{Brokers: "127.0.0.1:9092"},
+		ClickHouse:          chdb.Config{Addr: "127.0.0.1:9000", Database: "moraine", User: "default", ReadTimeout: 30 * time.Second, MaxConns: 16},
+		Admin:               obs.AdminConfig{ListenAddress: "127.0.0.1:9104"},
+		Log:                 obs.LogConfig{Level: "info", Format: "text"},
+		ShutdownTimeout:     30 * time.Second,
+		AccountDB:           accountdb.DefaultConfig(),
+		WatchProduceTimeout: watch.DefaultConfig().ProduceTimeout,
+		Delivery:            pipeline.DefaultConfig(),
+	}
 }
 
 // RegisterFlags adds every delivery flag to fs.
@@ -43,11 +74,21 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.Log.RegisterFlags(fs)
 	chains.RegisterFlag(fs, &c.ChainsFile)
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown.timeout", 30*time.Second, "time to finish in-flight deliveries on shutdown")
+	c.AccountDB.RegisterFlags(fs)
+	fs.DurationVar(&c.WatchProduceTimeout, "watch.produce-timeout", watch.DefaultConfig().ProduceTimeout, "how long publishing a deactivation to the address-watch topic may take (the query service's reconciler publishes it otherwise)")
+	c.Delivery.RegisterFlags(fs)
 }
 
 // Validate checks the configuration.
 func (c Config) Validate() error {
-	return errors.Join(c.Kafka.Validate(), c.ClickHouse.Validate())
+	errs := []error{c.Kafka.Validate(), c.ClickHouse.Validate(), c.AccountDB.Validate(), c.Delivery.Validate()}
+	if c.WatchProduceTimeout <= 0 {
+		errs = append(errs, errors.New("delivery: --watch.produce-timeout must be positive"))
+	}
+	if c.ShutdownTimeout <= c.Delivery.DrainTimeout {
+		errs = append(errs, errors.New("delivery: --shutdown.timeout must exceed --delivery.drain-timeout"))
+	}
+	return errors.Join(errs...)
 }
 
 // Run runs the service until ctx ends.
@@ -64,36 +105,95 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, reg *prometheus.R
 		return fmt.Errorf("delivery: admin listener: %w", err)
 	}
 	logger.Info("admin server listening", "addr", admin.Addr())
-	var starting atomic.Bool
-	starting.Store(true)
+	var started atomic.Bool
 	health.Add("startup", func(context.Context) error {
-		if starting.Load() {
-			return errors.New("connecting to kafka and clickhouse")
+		if !started.Load() {
+			return errors.New("connecting to kafka and clickhouse, reading the address-watch topic")
 		}
 		return nil
 	})
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return admin.Serve(gctx, 5*time.Second) })
+	g.Go(func() error { return run(gctx, cfg, logger, reg, health, &started) })
+	return g.Wait()
+}
+
+func run(ctx context.Context, cfg Config, logger *slog.Logger, reg prometheus.Registerer, health *obs.Health, started *atomic.Bool) error {
+	conn, err := chdb.Open(ctx, cfg.ClickHouse, logger)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	defer conn.Close()
+	dbCfg := cfg.AccountDB
+	dbCfg.Subsystem = "delivery"
+	db, err := accountdb.Open(conn, dbCfg, reg)
+	if err != nil {
+		return err
+	}
+	cl, err := kafkautil.NewClient(ctx, logger, cfg.Kafka.BaseOpts(logger, "moraine-delivery-admin")...)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	defer cl.Close()
+	if err := cfg.Kafka.EnsureTopics(ctx, cl); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	health.Add("kafka", kafkautil.Ping(cl))
+	health.Add("clickhouse", chdb.Ping(conn))
+
+	table := settings.New(cfg.Kafka, logger)
+	health.Add("address-watch", table.ReadyCheck)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return table.Run(gctx) })
 	g.Go(func() error {
-		conn, err := chdb.Open(gctx, cfg.ClickHouse, logger)
+		// No message is judged before the table has caught up.
+		for !table.Ready() {
+			if !obs.Sleep(gctx, 50*time.Millisecond) {
+				return nil
+			}
+		}
+		wcfg := watch.DefaultConfig()
+		wcfg.ProduceTimeout = cfg.WatchProduceTimeout
+		pub, err := watch.NewPublisher(wcfg, watch.PublisherDeps{
+			Logger: logger, Registerer: reg, Kafka: cfg.Kafka, Subsystem: "delivery", ClientID: "moraine-delivery-watch",
+		})
 		if err != nil {
 			return err
 		}
-		defer conn.Close()
-		cl, err := kafkautil.NewClient(gctx, logger, cfg.Kafka.BaseOpts(logger, "moraine-delivery")...)
+		defer pub.Close()
+		deact, err := deactivate.New(cfg.Delivery.FreeDoubleFailures, deactivate.Deps{
+			Logger: logger, Registerer: reg, Store: db, Publisher: pub, Table: table,
+		})
 		if err != nil {
 			return err
 		}
-		defer cl.Close()
-		if err := cfg.Kafka.EnsureTopics(gctx, cl); err != nil {
+		dl, err := dlog.New(cfg.Delivery.Log, db, logger, reg)
+		if err != nil {
 			return err
 		}
-		health.Add("kafka", kafkautil.Ping(cl))
-		health.Add("clickhouse", chdb.Ping(conn))
-		starting.Store(false)
+		// The log outlives the pipeline so the last attempts are flushed.
+		logCtx, stopLog := context.WithCancel(context.WithoutCancel(gctx))
+		logDone := make(chan struct{})
+		go func() { defer close(logDone); _ = dl.Run(logCtx) }()
+		defer func() { stopLog(); <-logDone }()
+		pl, err := pipeline.New(cfg.Delivery, pipeline.Deps{
+			Logger: logger, Registerer: reg, Kafka: cfg.Kafka, Table: table, Deactivator: deact, Log: dl,
+		})
+		if err != nil {
+			return err
+		}
+		started.Store(true)
 		logger.Info("delivery ready")
-		<-gctx.Done()
-		return nil
+		return pl.Run(gctx)
 	})
 	return g.Wait()
 }

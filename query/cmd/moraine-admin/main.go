@@ -30,9 +30,9 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/moraine-data/moraine/pkg/accountdb"
 	"github.com/moraine-data/moraine/pkg/chdb"
 	"github.com/moraine-data/moraine/pkg/obs"
-	"github.com/moraine-data/moraine/query/internal/accountdb"
 	"github.com/moraine-data/moraine/query/internal/admin"
 	"github.com/moraine-data/moraine/query/internal/plan"
 )

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/moraine-data/moraine/query/internal/accountdb/accountdbtest"
+	"github.com/moraine-data/moraine/pkg/accountdb/accountdbtest"
 )
 
 func TestCommands(t *testing.T) {

@@ -10,6 +10,8 @@ package admin
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -19,7 +21,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/moraine-data/moraine/query/internal/accountdb"
+	"github.com/moraine-data/moraine/pkg/accountdb"
 	"github.com/moraine-data/moraine/query/internal/auth"
 	"github.com/moraine-data/moraine/query/internal/plan"
 )
@@ -108,13 +110,38 @@ func (a *Admin) RevokeKey(ctx context.Context, keyID string) (accountdb.Key, err
 	return k, a.DB.PutKey(ctx, k)
 }
 
+// EnsureSecret gives the account a webhook signing secret (32 random
+// bytes, 64 lowercase hex) unless it has one, so that its deliveries are
+// signed; delivery sends unsigned messages for an account without one. The
+// query service's reconciler publishes it to the address-watch topic.
+func (a *Admin) EnsureSecret(ctx context.Context, accountID string) error {
+	cur, err := a.DB.Secret(ctx, accountID)
+	switch {
+	case err == nil && cur.Secret != "":
+		return nil
+	case err != nil && !errors.Is(err, accountdb.ErrNotFound):
+		return err
+	}
+	acc, err := a.DB.Account(ctx, accountID)
+	if err != nil {
+		return err
+	}
+	raw := make([]byte, 32)
+	if _, err := rand.Read(raw); err != nil {
+		return err
+	}
+	return a.DB.PutSecret(ctx, accountdb.Secret{AccountID: accountID, Secret: hex.EncodeToString(raw), Version: a.Clock.Next(max(cur.Version, acc.Version))})
+}
+
 // DevAccountName names the development account of `make run`.
 const DevAccountName = "development"
 
 // DevKey returns the development key saved at path when it is still valid
 // (well formed, known, not revoked, its account present); otherwise it
 // creates a key (and the development account on planName if there is none),
-// saves it at path (mode 0600) and returns it with created true.
+// saves it at path (mode 0600) and returns it with created true. Either way
+// the development account gets a shared secret if it has none (EnsureSecret),
+// so `make run` delivers signed webhooks.
 func (a *Admin) DevKey(ctx context.Context, path, planName string) (key string, created bool, err error) {
 	if b, err := os.ReadFile(path); err == nil {
 		key := strings.TrimSpace(string(b))
@@ -123,7 +150,7 @@ func (a *Admin) DevKey(ctx context.Context, path, planName string) (key string, 
 			switch {
 			case err == nil && !k.Revoked():
 				if _, err := a.DB.Account(ctx, k.AccountID); err == nil {
-					return key, false, nil
+					return key, false, a.EnsureSecret(ctx, k.AccountID)
 				} else if !errors.Is(err, accountdb.ErrNotFound) {
 					return "", false, err
 				}
@@ -149,6 +176,9 @@ func (a *Admin) DevKey(ctx context.Context, path, planName string) (key string, 
 		if acc, err = a.CreateAccount(ctx, DevAccountName, planName); err != nil {
 			return "", false, err
 		}
+	}
+	if err := a.EnsureSecret(ctx, acc.ID); err != nil {
+		return "", false, err
 	}
 	k, err := a.CreateKey(ctx, acc.ID)
 	if err != nil {

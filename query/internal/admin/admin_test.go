@@ -7,8 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/moraine-data/moraine/query/internal/accountdb"
-	"github.com/moraine-data/moraine/query/internal/accountdb/accountdbtest"
+	"github.com/moraine-data/moraine/pkg/accountdb"
+	"github.com/moraine-data/moraine/pkg/accountdb/accountdbtest"
 	"github.com/moraine-data/moraine/query/internal/admin"
 	"github.com/moraine-data/moraine/query/internal/auth"
 )
@@ -58,11 +58,21 @@ func TestDevKeyIsIdempotent(t *testing.T) {
 	st, _ := os.Stat(path)
 	require.Equal(t, os.FileMode(0o600), st.Mode().Perm())
 
-	// Still valid: reused.
+	// The development account signs its webhooks: it has a secret.
+	acc, err := db.KeyByHash(ctx, auth.HashKey(k1))
+	require.NoError(t, err)
+	sec, err := db.Secret(ctx, acc.AccountID)
+	require.NoError(t, err)
+	require.Regexp(t, `^[0-9a-f]{64}$`, sec.Secret)
+
+	// Still valid: reused, and so is the secret.
 	k2, created, err := a.DevKey(ctx, path, "free")
 	require.NoError(t, err)
 	require.False(t, created)
 	require.Equal(t, k1, k2)
+	sec2, err := db.Secret(ctx, acc.AccountID)
+	require.NoError(t, err)
+	require.Equal(t, sec, sec2)
 
 	// Revoked: a new key for the same development account.
 	keyRow, err := db.KeyByHash(ctx, auth.HashKey(k1))

@@ -11,8 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/moraine-data/moraine/pkg/accountdb"
 	"github.com/moraine-data/moraine/pkg/testenv"
-	"github.com/moraine-data/moraine/query/internal/accountdb"
 	"github.com/moraine-data/moraine/query/internal/admin"
 	"github.com/moraine-data/moraine/query/internal/plan"
 	"github.com/moraine-data/moraine/query/internal/webhookapi/webhookapitest"

@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
-	"github.com/moraine-data/moraine/query/internal/accountdb"
+	"github.com/moraine-data/moraine/pkg/accountdb"
 	"github.com/moraine-data/moraine/query/internal/apierr"
 	"github.com/moraine-data/moraine/query/internal/plan"
 )

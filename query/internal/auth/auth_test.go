@@ -14,7 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
-	"github.com/moraine-data/moraine/query/internal/accountdb"
+	"github.com/moraine-data/moraine/pkg/accountdb"
 )
 
 type fakeStore struct {

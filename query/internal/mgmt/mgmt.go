@@ -28,14 +28,14 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/moraine-data/moraine/pkg/accountdb"
 	"github.com/moraine-data/moraine/pkg/chains"
 	"github.com/moraine-data/moraine/pkg/kafkautil"
 	"github.com/moraine-data/moraine/pkg/obs"
-	"github.com/moraine-data/moraine/query/internal/accountdb"
+	"github.com/moraine-data/moraine/pkg/watch"
 	"github.com/moraine-data/moraine/query/internal/auth"
 	"github.com/moraine-data/moraine/query/internal/plan"
 	"github.com/moraine-data/moraine/query/internal/ratelimit"
-	"github.com/moraine-data/moraine/query/internal/watch"
 	"github.com/moraine-data/moraine/query/internal/webhookapi"
 )
 

@@ -14,10 +14,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/moraine-data/moraine/pkg/accountdb"
+	"github.com/moraine-data/moraine/pkg/accountdb/accountdbtest"
 	"github.com/moraine-data/moraine/pkg/chains"
 	"github.com/moraine-data/moraine/pkg/testenv"
-	"github.com/moraine-data/moraine/query/internal/accountdb"
-	"github.com/moraine-data/moraine/query/internal/accountdb/accountdbtest"
 	"github.com/moraine-data/moraine/query/internal/admin"
 	"github.com/moraine-data/moraine/query/internal/mgmt"
 	"github.com/moraine-data/moraine/query/internal/webhookapi/webhookapitest"

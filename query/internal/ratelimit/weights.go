@@ -49,6 +49,8 @@ var weights = parseWeights([]struct {
 	{http.MethodPatch, "/v1/webhooks/*/addresses", WeightMedium},
 	{http.MethodDelete, "/v1/webhooks/*/addresses", WeightMedium},
 	{http.MethodGet, "/v1/webhooks/*/addresses", WeightMedium},
+	// moraine extension: the delivery log (priced like a list).
+	{http.MethodGet, "/v1/webhooks/*/deliveries", WeightSmall},
 })
 
 func parseWeights(in []struct {

@@ -19,8 +19,8 @@ import (
 	"github.com/moraine-data/moraine/pkg/chdb"
 	"github.com/moraine-data/moraine/pkg/kafkautil"
 	"github.com/moraine-data/moraine/pkg/testenv"
+	"github.com/moraine-data/moraine/pkg/watch"
 	"github.com/moraine-data/moraine/query/internal/plan"
-	"github.com/moraine-data/moraine/query/internal/watch"
 	"github.com/moraine-data/moraine/query/internal/webhookapi"
 	"github.com/moraine-data/moraine/query/internal/webhookapi/webhookapitest"
 )

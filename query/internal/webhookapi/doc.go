@@ -11,6 +11,7 @@
 //	PATCH  /v1/webhooks/{id}/addresses                 200 webhook; body {addresses}
 //	DELETE /v1/webhooks/{id}/addresses                 200 webhook; body {addresses}
 //	GET    /v1/webhooks/{id}/addresses?pageSize=&pageToken=  200 {addresses, totalAddresses, nextPageToken?}
+//	GET    /v1/webhooks/{id}/deliveries?pageSize=&pageToken= 200 {deliveries, nextPageToken?} (moraine extension)
 //	POST   /v1/webhooks:generateOrRotateSharedSecret   201 {secret}: 32 random bytes, 64 lowercase hex
 //	GET    /v1/webhooks:getSharedSecret                200 {secret}; 404 before the first generate
 //
@@ -51,6 +52,24 @@
 //     field (e.g. name).
 //   - Read your writes: every response is built from the state just
 //     written; later reads use ClickHouse FINAL, which includes it.
+//
+// # Delivery log (moraine extension)
+//
+// GET /v1/webhooks/{id}/deliveries lists the attempts delivery made for one
+// of the caller's webhooks (another account's id is 404), newest first,
+// pageSize 1..100 (default 10), with a signed page token like the other
+// lists:
+//
+//	{"deliveries": [{"messageId", "attempt", "status", "result", "latencyMs",
+//	                 "error"?, "attemptedAt", "nextAttemptAt"?}], "nextPageToken"?}
+//
+// result is success, http_error, timeout, network, refused_target, or
+// inactive (a message dropped without an attempt because the webhook was
+// inactive); status is the HTTP status, 0 without a response; times are
+// Unix milliseconds; error never shows the URL's userinfo or query. The log
+// is written in batches and is best-effort (see delivery/internal/dlog):
+// the newest ~200 ms may not be listed yet, and a crash of delivery may lose
+// a few rows.
 //
 // # Propagation and crash safety
 //

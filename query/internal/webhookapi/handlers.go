@@ -11,8 +11,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/moraine-data/moraine/pkg/accountdb"
 	"github.com/moraine-data/moraine/pkg/chains"
-	"github.com/moraine-data/moraine/query/internal/accountdb"
 	"github.com/moraine-data/moraine/query/internal/apierr"
 	"github.com/moraine-data/moraine/query/internal/auth"
 )
@@ -48,6 +48,28 @@ type listAddressesResponse struct {
 	Addresses      []string `json:"addresses"`
 	TotalAddresses int      `json:"totalAddresses"`
 	NextPageToken  string   `json:"nextPageToken,omitempty"`
+}
+
+// deliveryResponse is one attempt of the delivery log (a moraine
+// extension; the hosted service has no such route).
+type deliveryResponse struct {
+	MessageID string `json:"messageId"`
+	Attempt   int    `json:"attempt"`
+	// Status is the HTTP status, 0 when no response arrived.
+	Status int    `json:"status"`
+	Result string `json:"result"`
+	// LatencyMs is the attempt's duration.
+	LatencyMs int    `json:"latencyMs"`
+	Error     string `json:"error,omitempty"`
+	// AttemptedAt and NextAttemptAt are Unix milliseconds; NextAttemptAt
+	// only when another attempt is scheduled.
+	AttemptedAt   uint64 `json:"attemptedAt"`
+	NextAttemptAt uint64 `json:"nextAttemptAt,omitempty"`
+}
+
+type listDeliveriesResponse struct {
+	Deliveries    []deliveryResponse `json:"deliveries"`
+	NextPageToken string             `json:"nextPageToken,omitempty"`
 }
 
 type secretResponse struct {
@@ -270,6 +292,46 @@ func (h *handlers) listAddresses(c *gin.Context) {
 	}
 	if more {
 		resp.NextPageToken = h.tokens.encode(pageToken{kind: kindAddresses, accountID: p.Account.ID, webhookID: id, address: rows[len(rows)-1].Address})
+	}
+	c.JSON(http.StatusOK, resp)
+}
+
+// listDeliveries is GET /v1/webhooks/{id}/deliveries: the delivery log of
+// one of the caller's webhooks, newest attempt first.
+func (h *handlers) listDeliveries(c *gin.Context) {
+	p := principal(c)
+	id := c.Param("id")
+	var errs []string
+	size := pageSize(c, &errs)
+	after := accountdb.FirstDeliveryPage
+	if raw := c.Query("pageToken"); raw != "" {
+		t, err := h.tokens.decode(raw, kindDeliveries)
+		if err != nil || t.accountID != p.Account.ID || t.webhookID != id || t.attempt > 255 {
+			errs = append(errs, msgBadToken)
+		} else {
+			after = accountdb.DeliveryCursor{AttemptedAt: t.attemptedAt, MessageID: t.messageID, Attempt: uint8(t.attempt)}
+		}
+	}
+	if len(errs) > 0 {
+		apierr.Write(c, apierr.Validation(errs...))
+		return
+	}
+	rows, more, err := h.svc.listDeliveries(c.Request.Context(), p.Account.ID, id, after, size)
+	if err != nil {
+		apierr.Write(c, err)
+		return
+	}
+	resp := listDeliveriesResponse{Deliveries: make([]deliveryResponse, len(rows))}
+	for i, d := range rows {
+		resp.Deliveries[i] = deliveryResponse{
+			MessageID: d.MessageID, Attempt: int(d.Attempt), Status: int(d.Status), Result: d.Result,
+			LatencyMs: int(d.LatencyMs), Error: d.Error, AttemptedAt: d.AttemptedAt, NextAttemptAt: d.NextAttemptAt,
+		}
+	}
+	if more {
+		last := rows[len(rows)-1]
+		resp.NextPageToken = h.tokens.encode(pageToken{kind: kindDeliveries, accountID: p.Account.ID, webhookID: id,
+			attemptedAt: last.AttemptedAt, messageID: last.MessageID, attempt: uint64(last.Attempt)})
 	}
 	c.JSON(http.StatusOK, resp)
 }

@@ -10,11 +10,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
+	"github.com/moraine-data/moraine/pkg/accountdb"
 	"github.com/moraine-data/moraine/pkg/chains"
-	"github.com/moraine-data/moraine/query/internal/accountdb"
+	"github.com/moraine-data/moraine/pkg/watch"
 	"github.com/moraine-data/moraine/query/internal/auth"
 	"github.com/moraine-data/moraine/query/internal/plan"
-	"github.com/moraine-data/moraine/query/internal/watch"
 )
 
 // Config is the webhook API's settings.
@@ -145,6 +145,7 @@ func Register(rg *gin.RouterGroup, cfg Config, d Deps) error {
 	rg.GET("/webhooks/:id/addresses", chain(h.listAddresses)...)
 	rg.PATCH("/webhooks/:id/addresses", chain(h.addAddresses)...)
 	rg.DELETE("/webhooks/:id/addresses", chain(h.removeAddresses)...)
+	rg.GET("/webhooks/:id/deliveries", chain(h.listDeliveries)...)
 	return nil
 }
 

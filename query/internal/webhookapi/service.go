@@ -17,12 +17,12 @@ import (
 	"github.com/google/uuid"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/moraine-data/moraine/pkg/accountdb"
 	"github.com/moraine-data/moraine/pkg/chains"
-	"github.com/moraine-data/moraine/query/internal/accountdb"
+	"github.com/moraine-data/moraine/pkg/watch"
 	"github.com/moraine-data/moraine/query/internal/apierr"
 	"github.com/moraine-data/moraine/query/internal/auth"
 	"github.com/moraine-data/moraine/query/internal/plan"
-	"github.com/moraine-data/moraine/query/internal/watch"
 )
 
 // Store is what the webhook API reads and writes; *accountdb.DB implements it.
@@ -40,6 +40,7 @@ type Store interface {
 	AddressesOf(ctx context.Context, webhookIDs []string, perWebhook int) (map[string][]string, error)
 	Secret(ctx context.Context, accountID string) (accountdb.Secret, error)
 	PutSecret(ctx context.Context, s accountdb.Secret) error
+	Deliveries(ctx context.Context, webhookID string, after accountdb.DeliveryCursor, limit int) ([]accountdb.Delivery, error)
 }
 
 // Publisher produces address-watch records; *watch.Watch implements it.
@@ -66,10 +67,10 @@ const (
 // Steps of a change, in order. StepAddressesWritten only happens in a
 // create that has addresses.
 const (
-	StepBeforeWrite      Step = "before-write"
-	StepAddressesWritten Step = "addresses-written"
-	StepWritten          Step = "written"
-	StepPublished        Step = "published"
+	StepBeforeWrite      = Step(watch.StepBeforeWrite)
+	StepAddressesWritten = Step("addresses-written")
+	StepWritten          = Step(watch.StepWritten)
+	StepPublished        = Step(watch.StepPublished)
 )
 
 // Hooks observe the steps of every change. The crash tests make Step end
@@ -125,10 +126,14 @@ func forbidden(format string, args ...any) error {
 // acknowledged. It does not observe the request's cancellation.
 func (s *service) publish(ctx context.Context, op Op, id string, recs []*kgo.Record) {
 	if err := s.pub.Publish(context.WithoutCancel(ctx), recs); err != nil {
-		s.metrics.publishFailures.WithLabelValues(string(op)).Inc()
-		s.logger.Warn("webhook change written but not yet published; the reconciler will publish it",
-			"op", op, "webhook_id", id, "err", err)
+		s.publishFailed(op, id, err)
 	}
+}
+
+func (s *service) publishFailed(op Op, id string, err error) {
+	s.metrics.publishFailures.WithLabelValues(string(op)).Inc()
+	s.logger.Warn("webhook change written but not yet published; the reconciler will publish it",
+		"op", op, "webhook_id", id, "err", err)
 }
 
 func requestHash(accountID string, r createRequest) string {
@@ -273,54 +278,62 @@ func (s *service) list(ctx context.Context, accountID, status string, after acco
 	return out, more, nil
 }
 
-// update applies a PATCH (or the DELETE deactivation) under the webhook's
-// lock. A request that changes nothing writes nothing.
+// update applies a PATCH (or the DELETE deactivation) through
+// watch.Writer (the webhook's lock, ClickHouse, then the topic). A request
+// that changes nothing writes nothing.
 func (s *service) update(ctx context.Context, p auth.Principal, id string, r updateRequest, op Op) (view, error) {
-	unlock := s.locks.Webhook(id)
-	defer unlock()
-	cur, err := s.get(ctx, p.Account.ID, id)
-	if err != nil {
+	var addresses []string
+	u, err := s.writer(op).UpdateWebhook(ctx, p.Account.ID, id, func(cur accountdb.Webhook, w *accountdb.Webhook) error {
+		// Read under the lock, before the write: nothing after the write
+		// may fail the request.
+		addrs, err := s.store.AddressesOf(ctx, []string{id}, s.cfg.MaxAddressesInResponse)
+		if err != nil {
+			return storeErr(err, "")
+		}
+		addresses = nonNil(addrs[id])
+		set := func(dst *string, v *string) {
+			if v != nil {
+				*dst = *v
+			}
+		}
+		set(&w.Name, r.Name)
+		set(&w.Description, r.Description)
+		set(&w.URL, r.URL)
+		set(&w.Status, r.Status)
+		if r.IncludeLogs != nil {
+			w.IncludeLogs = *r.IncludeLogs
+		}
+		if r.IncludeInternalTxs != nil {
+			if *r.IncludeInternalTxs && !w.IncludeInternalTxs && !s.chainHasTraces(w.ChainID) {
+				return apierr.Validation(fmt.Sprintf("includeInternalTxs is only available on chains with traces, and chain %s has none", w.ChainID))
+			}
+			w.IncludeInternalTxs = *r.IncludeInternalTxs
+		}
+		return nil
+	})
+	var apiErr *apierr.Error
+	switch {
+	case errors.As(err, &apiErr):
 		return view{}, err
+	case err != nil:
+		return view{}, storeErr(err, msgWebhookNotFound)
 	}
-	w := cur.w
-	set := func(dst *string, v *string) {
-		if v != nil {
-			*dst = *v
-		}
+	if !u.Changed {
+		return view{w: u.After, addresses: addresses}, nil
 	}
-	set(&w.Name, r.Name)
-	set(&w.Description, r.Description)
-	set(&w.URL, r.URL)
-	set(&w.Status, r.Status)
-	if r.IncludeLogs != nil {
-		w.IncludeLogs = *r.IncludeLogs
+	if u.PublishErr != nil {
+		s.publishFailed(op, id, u.PublishErr)
 	}
-	if r.IncludeInternalTxs != nil {
-		if *r.IncludeInternalTxs && !w.IncludeInternalTxs && !s.chainHasTraces(w.ChainID) {
-			return view{}, apierr.Validation(fmt.Sprintf("includeInternalTxs is only available on chains with traces, and chain %s has none", w.ChainID))
-		}
-		w.IncludeInternalTxs = *r.IncludeInternalTxs
-	}
-	if sameSettings(w, cur.w) {
-		return cur, nil
-	}
-	w.Version = s.clock.Next(cur.w.Version)
-	s.hooks.step(op, StepBeforeWrite)
-	if err := s.store.PutWebhook(ctx, w); err != nil {
-		return view{}, storeErr(err, "")
-	}
-	s.hooks.step(op, StepWritten)
-	if rec, err := watch.WebhookRecord(w); err == nil {
-		s.publish(ctx, op, w.ID, []*kgo.Record{rec})
-	}
-	s.hooks.step(op, StepPublished)
 	s.metrics.changes.WithLabelValues(string(op)).Inc()
-	return view{w: w, addresses: cur.addresses}, nil
+	return view{w: u.After, addresses: addresses}, nil
 }
 
-func sameSettings(a, b accountdb.Webhook) bool {
-	return a.Name == b.Name && a.Description == b.Description && a.URL == b.URL && a.Status == b.Status &&
-		a.IncludeLogs == b.IncludeLogs && a.IncludeInternalTxs == b.IncludeInternalTxs
+// writer is the shared webhook-change path, with the crash-test hooks of op.
+func (s *service) writer(op Op) watch.Writer {
+	return watch.Writer{
+		Store: s.store, Publisher: s.pub, Locks: s.locks, Clock: s.clock,
+		Step: func(st watch.Step) { s.hooks.step(op, Step(st)) },
+	}
 }
 
 // chainHasTraces reports whether ingest fetches call traces on the chain.
@@ -488,4 +501,21 @@ func (s *service) secret(ctx context.Context, accountID string) (string, error) 
 		return "", storeErr(err, "Shared secret not found: generate one with POST /v1/webhooks:generateOrRotateSharedSecret")
 	}
 	return sec.Secret, nil
+}
+
+// listDeliveries reads a page of a webhook's delivery log, newest first;
+// another account's webhook is not found.
+func (s *service) listDeliveries(ctx context.Context, accountID, id string, after accountdb.DeliveryCursor, limit int) ([]accountdb.Delivery, bool, error) {
+	if _, err := s.store.Webhook(ctx, accountID, id); err != nil {
+		return nil, false, storeErr(err, msgWebhookNotFound)
+	}
+	rows, err := s.store.Deliveries(ctx, id, after, limit+1)
+	if err != nil {
+		return nil, false, storeErr(err, "")
+	}
+	more := len(rows) > limit
+	if more {
+		rows = rows[:limit]
+	}
+	return rows, more, nil
 }

@@ -21,6 +21,7 @@ import (
 //
 //	kindWebhooks:  account id, status filter, cursor createdAt, cursor id
 //	kindAddresses: account id, webhook id, cursor address (lowercase)
+//	kindDeliveries: account id, webhook id, cursor attemptedAt, message id, attempt
 //
 // A token carries a position (the last row of the page), not an offset, so
 // rows added or removed meanwhile never shift a later page. It is bound to
@@ -29,8 +30,9 @@ import (
 type tokenKind uint8
 
 const (
-	kindWebhooks  tokenKind = 1
-	kindAddresses tokenKind = 2
+	kindWebhooks   tokenKind = 1
+	kindAddresses  tokenKind = 2
+	kindDeliveries tokenKind = 3
 
 	tokenVersion = 1
 	tokenMACLen  = 16
@@ -48,9 +50,13 @@ type pageToken struct {
 	status    string
 	createdAt uint64
 	id        string
-	// kindAddresses
+	// kindAddresses and kindDeliveries
 	webhookID string
 	address   string
+	// kindDeliveries
+	attemptedAt uint64
+	messageID   string
+	attempt     uint64
 }
 
 type tokenCodec struct {
@@ -90,6 +96,11 @@ func (c *tokenCodec) encode(t pageToken) string {
 	case kindAddresses:
 		b = appendString(b, t.webhookID)
 		b = appendString(b, t.address)
+	case kindDeliveries:
+		b = appendString(b, t.webhookID)
+		b = binary.AppendUvarint(b, t.attemptedAt)
+		b = appendString(b, t.messageID)
+		b = binary.AppendUvarint(b, t.attempt)
 	}
 	b = append(b, c.mac(b)...)
 	return base64.RawURLEncoding.EncodeToString(b)
@@ -139,6 +150,11 @@ func (c *tokenCodec) decode(s string, want tokenKind) (pageToken, error) {
 	case kindAddresses:
 		t.webhookID = str()
 		t.address = str()
+	case kindDeliveries:
+		t.webhookID = str()
+		t.attemptedAt = uv()
+		t.messageID = str()
+		t.attempt = uv()
 	}
 	if bad || r.Len() != 0 {
 		return pageToken{}, errBadToken

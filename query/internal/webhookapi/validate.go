@@ -8,8 +8,8 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/moraine-data/moraine/pkg/accountdb"
 	"github.com/moraine-data/moraine/pkg/chains"
-	"github.com/moraine-data/moraine/query/internal/accountdb"
 	"github.com/moraine-data/moraine/query/internal/apierr"
 )
 

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/moraine-data/moraine/pkg/accountdb"
 	"github.com/moraine-data/moraine/query/internal/plan"
 	"github.com/moraine-data/moraine/query/internal/webhookapi"
 	"github.com/moraine-data/moraine/query/internal/webhookapi/webhookapitest"
@@ -515,4 +516,91 @@ func TestLargeAddressListPages(t *testing.T) {
 	sort.Strings(all)
 	require.Equal(t, all, got)
 	webhookapitest.WaitAgree(t, env.DB, env.Kafka, 10*time.Second)
+}
+
+// TestDeliveriesListing: GET /v1/webhooks/{id}/deliveries pages the
+// delivery log newest first with signed tokens, shows only the caller's
+// webhooks (404 otherwise) and omits absent optional fields.
+func TestDeliveriesListing(t *testing.T) {
+	env := webhookapitest.Start(t, webhookapitest.Options{})
+	_, key := env.NewAccount(t, plan.Pro)
+	_, otherKey := env.NewAccount(t, plan.Pro)
+	r := env.Do(t, "POST", "/v1/webhooks", key, createBody(addr1))
+	require.Equal(t, http.StatusCreated, r.Code)
+	id := r.JSON(t)["id"].(string)
+	r = env.Do(t, "POST", "/v1/webhooks", key, createBody(addr2))
+	other := r.JSON(t)["id"].(string)
+
+	now := uint64(time.Now().UnixMilli())
+	var rows []accountdb.Delivery
+	for i := range 25 {
+		d := accountdb.Delivery{
+			WebhookID: id, MessageID: fmt.Sprintf("m-%02d", i/2), Attempt: uint8(1 + i%2), AccountID: "a", ChainID: 43112,
+			TxHash: "0x01", Status: 200, Result: accountdb.ResultSuccess, LatencyMs: uint32(i), AttemptedAt: now - uint64(25-i)*1000,
+		}
+		if i%2 == 0 {
+			d.Status, d.Result, d.Error, d.NextAttemptAt = 503, accountdb.ResultHTTPError, "HTTP 503", d.AttemptedAt+10_000
+		}
+		rows = append(rows, d)
+	}
+	rows = append(rows, accountdb.Delivery{WebhookID: other, MessageID: "x", Attempt: 1, AttemptedAt: now})
+	require.NoError(t, env.DB.PutDeliveries(context.Background(), rows))
+
+	var got []map[string]any
+	token := ""
+	for page := 0; ; page++ {
+		path := "/v1/webhooks/" + id + "/deliveries?pageSize=10"
+		if token != "" {
+			path += "&pageToken=" + token
+		}
+		r := env.Do(t, "GET", path, key, nil)
+		require.Equal(t, http.StatusOK, r.Code, "%s", r.Body)
+		var body struct {
+			Deliveries    []map[string]any `json:"deliveries"`
+			NextPageToken *string          `json:"nextPageToken"`
+		}
+		require.NoError(t, json.Unmarshal(r.Body, &body))
+		got = append(got, body.Deliveries...)
+		if body.NextPageToken == nil {
+			require.Equal(t, 2, page)
+			break
+		}
+		token = *body.NextPageToken
+	}
+	require.Len(t, got, 25)
+	for i, d := range got {
+		src := rows[24-i] // newest first
+		require.Equal(t, src.MessageID, d["messageId"])
+		require.EqualValues(t, src.Attempt, d["attempt"])
+		require.EqualValues(t, src.Status, d["status"])
+		require.Equal(t, src.Result, d["result"])
+		require.EqualValues(t, src.LatencyMs, d["latencyMs"])
+		require.EqualValues(t, src.AttemptedAt, d["attemptedAt"])
+		if src.Error == "" {
+			require.NotContains(t, d, "error")
+			require.NotContains(t, d, "nextAttemptAt")
+		} else {
+			require.Equal(t, src.Error, d["error"])
+			require.EqualValues(t, src.NextAttemptAt, d["nextAttemptAt"])
+		}
+	}
+
+	// Default page size 10; another account's webhook and an unknown id
+	// are 404; a token of another webhook or account is refused.
+	r = env.Do(t, "GET", "/v1/webhooks/"+id+"/deliveries", key, nil)
+	require.Equal(t, http.StatusOK, r.Code)
+	first := r.JSON(t)
+	require.Len(t, first["deliveries"], 10)
+	tok := first["nextPageToken"].(string)
+	requireError(t, env.Do(t, "GET", "/v1/webhooks/"+id+"/deliveries", otherKey, nil), http.StatusNotFound, "Webhook not found")
+	requireError(t, env.Do(t, "GET", "/v1/webhooks/6f1c7a52-7e8e-4a39-9d59-2f0f4c8b1a01/deliveries", key, nil), http.StatusNotFound, "Webhook not found")
+	requireError(t, env.Do(t, "GET", "/v1/webhooks/"+other+"/deliveries?pageToken="+tok, key, nil), http.StatusBadRequest,
+		[]string{"pageToken must be a page token returned by the previous page of this list"})
+	requireError(t, env.Do(t, "GET", "/v1/webhooks/"+id+"/deliveries?pageSize=101", key, nil), http.StatusBadRequest,
+		[]string{"pageSize must not be greater than 100"})
+	requireError(t, env.Do(t, "GET", "/v1/webhooks/"+id+"/deliveries", "", nil), http.StatusUnauthorized, nil)
+	r = env.Do(t, "GET", "/v1/webhooks/"+other+"/deliveries", key, nil)
+	require.Equal(t, http.StatusOK, r.Code)
+	require.Len(t, r.JSON(t)["deliveries"], 1)
+	require.NotContains(t, r.JSON(t), "nextPageToken")
 }

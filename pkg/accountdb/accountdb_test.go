@@ -4,11 +4,12 @@ import (
 	"fmt"
 	"sort"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/moraine-data/moraine/query/internal/accountdb"
-	"github.com/moraine-data/moraine/query/internal/accountdb/accountdbtest"
+	"github.com/moraine-data/moraine/pkg/accountdb"
+	"github.com/moraine-data/moraine/pkg/accountdb/accountdbtest"
 )
 
 func TestAccountsAndKeys(t *testing.T) {
@@ -188,4 +189,66 @@ func TestClockIsMonotonicAboveFloor(t *testing.T) {
 	require.Greater(t, b, a)
 	require.Equal(t, uint64(1<<62)+1, c.Next(1<<62))
 	require.Greater(t, c.Next(0), uint64(1<<62)+1)
+}
+
+func TestDeliveriesPaging(t *testing.T) {
+	db, _, _ := accountdbtest.Open(t)
+	ctx := t.Context()
+	now := uint64(time.Now().UnixMilli())
+	var rows []accountdb.Delivery
+	// 5 recent attempts, 2 a week old (found by widening the range), and
+	// another webhook's rows (never listed).
+	for i, at := range []uint64{now - 1000, now - 2000, now - 2000, now - 3000, now - 4000, now - 7*24*3600*1000, now - 8*24*3600*1000} {
+		rows = append(rows, accountdb.Delivery{
+			WebhookID: "w1", MessageID: fmt.Sprintf("m%d", i), Attempt: uint8(1 + i%2), AccountID: "a", ChainID: 43112,
+			TxHash: "0x01", Status: 200, Result: accountdb.ResultSuccess, LatencyMs: 3, AttemptedAt: at,
+		})
+	}
+	rows = append(rows, accountdb.Delivery{WebhookID: "w2", MessageID: "x", Attempt: 1, AttemptedAt: now})
+	require.NoError(t, db.PutDeliveries(ctx, rows))
+
+	var got []string
+	cur := accountdb.FirstDeliveryPage
+	for page := 0; ; page++ {
+		ds, err := db.Deliveries(ctx, "w1", cur, 3)
+		require.NoError(t, err)
+		for _, d := range ds {
+			got = append(got, d.MessageID)
+		}
+		if len(ds) < 3 {
+			break
+		}
+		last := ds[len(ds)-1]
+		cur = accountdb.DeliveryCursor{AttemptedAt: last.AttemptedAt, MessageID: last.MessageID, Attempt: last.Attempt}
+		require.Less(t, page, 5)
+	}
+	// Newest first; equal times by message id descending.
+	require.Equal(t, []string{"m0", "m2", "m1", "m3", "m4", "m5", "m6"}, got)
+}
+
+func TestStrikesCountSinceDeactivation(t *testing.T) {
+	db, _, _ := accountdbtest.Open(t)
+	ctx := t.Context()
+	clock := accountdb.NewClock(nil)
+	put := func(kind, msg string, at uint64) {
+		require.NoError(t, db.PutStrikes(ctx, []accountdb.Strike{{WebhookID: "w", Kind: kind, MessageID: msg, At: at, Version: clock.Next(0)}}))
+	}
+	put(accountdb.StrikeDoubleFailure, "m1", 10)
+	put(accountdb.StrikeDoubleFailure, "m2", 11)
+	put(accountdb.StrikeDoubleFailure, "m2", 12) // a redelivered message counts once
+	put(accountdb.StrikeDoubleFailure, "o1", 12)
+	n, err := db.CountStrikes(ctx, "w", accountdb.StrikeDoubleFailure)
+	require.NoError(t, err)
+	require.Equal(t, 3, n)
+	put(accountdb.StrikeDeactivated, "m2", 20)
+	n, err = db.CountStrikes(ctx, "w", accountdb.StrikeDoubleFailure)
+	require.NoError(t, err)
+	require.Equal(t, 0, n)
+	put(accountdb.StrikeDoubleFailure, "m3", 21)
+	n, err = db.CountStrikes(ctx, "w", accountdb.StrikeDoubleFailure)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	n, err = db.CountStrikes(ctx, "other", accountdb.StrikeDoubleFailure)
+	require.NoError(t, err)
+	require.Equal(t, 0, n)
 }

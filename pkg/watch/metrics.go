@@ -5,9 +5,32 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 )
 
-type metrics struct {
+// publishMetrics are the publisher's; subsystem is the host service's
+// (query: moraine_query_watch_*, delivery: moraine_delivery_watch_*).
+type publishMetrics struct {
 	produced        *prometheus.CounterVec
 	produceDuration prometheus.Histogram
+}
+
+func newPublishMetrics(reg prometheus.Registerer, subsystem string) *publishMetrics {
+	f := promauto.With(reg)
+	m := &publishMetrics{
+		produced: f.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "moraine", Subsystem: subsystem, Name: "watch_records_produced_total",
+			Help: "Address-watch records produced, by result (ok, error).",
+		}, []string{"result"}),
+		produceDuration: f.NewHistogram(prometheus.HistogramOpts{
+			Namespace: "moraine", Subsystem: subsystem, Name: "watch_produce_duration_seconds",
+			Help:    "Time of one synchronous produce of address-watch records.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
+		}),
+	}
+	m.produced.WithLabelValues("ok")
+	m.produced.WithLabelValues("error")
+	return m
+}
+
+type metrics struct {
 	pending         prometheus.Gauge
 	runs            *prometheus.CounterVec
 	runDuration     *prometheus.HistogramVec
@@ -20,15 +43,6 @@ type metrics struct {
 func newMetrics(reg prometheus.Registerer) *metrics {
 	f := promauto.With(reg)
 	m := &metrics{
-		produced: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "moraine", Subsystem: "query", Name: "watch_records_produced_total",
-			Help: "Address-watch records produced, by result (ok, error).",
-		}, []string{"result"}),
-		produceDuration: f.NewHistogram(prometheus.HistogramOpts{
-			Namespace: "moraine", Subsystem: "query", Name: "watch_produce_duration_seconds",
-			Help:    "Time of one synchronous produce of address-watch records.",
-			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
-		}),
 		pending: f.NewGauge(prometheus.GaugeOpts{
 			Namespace: "moraine", Subsystem: "query", Name: "watch_pending_versions",
 			Help: "Changes this instance failed to publish and the reconciler has not yet covered.",
@@ -59,8 +73,6 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "1 once the first full reconciliation finished.",
 		}),
 	}
-	m.produced.WithLabelValues("ok")
-	m.produced.WithLabelValues("error")
 	for _, mode := range []string{"incremental", "full"} {
 		m.runs.WithLabelValues(mode, "ok")
 		m.runs.WithLabelValues(mode, "error")

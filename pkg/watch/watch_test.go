@@ -10,12 +10,11 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/moraine-data/moraine/pkg/accountdb"
+	"github.com/moraine-data/moraine/pkg/accountdb/accountdbtest"
 	"github.com/moraine-data/moraine/pkg/testenv"
-	"github.com/moraine-data/moraine/query/internal/accountdb"
-	"github.com/moraine-data/moraine/query/internal/accountdb/accountdbtest"
-	"github.com/moraine-data/moraine/query/internal/admin"
-	"github.com/moraine-data/moraine/query/internal/watch"
-	"github.com/moraine-data/moraine/query/internal/webhookapi/webhookapitest"
+	"github.com/moraine-data/moraine/pkg/watch"
+	"github.com/moraine-data/moraine/pkg/watch/watchtest"
 	"github.com/moraine-data/moraine/schemas/codec"
 	"github.com/moraine-data/moraine/schemas/record"
 )
@@ -42,7 +41,7 @@ func TestReconcileRepairsTheTopic(t *testing.T) {
 	ctx := t.Context()
 	clock := accountdb.NewClock(nil)
 	reg := prometheus.NewRegistry()
-	w, err := watch.New(webhookapitest.TestWatchConfig(), watch.Deps{Logger: testenv.Logger(t), Registerer: reg, Kafka: k, Store: db, Locks: watch.NewLocks()})
+	w, err := watch.New(watchtest.Config(), watch.Deps{Logger: testenv.Logger(t), Registerer: reg, Kafka: k, Store: db, Locks: watch.NewLocks()})
 	require.NoError(t, err)
 	t.Cleanup(w.Close)
 
@@ -71,22 +70,22 @@ func TestReconcileRepairsTheTopic(t *testing.T) {
 	require.NoError(t, err)
 	phantom, err := watch.WebhookRecord(accountdb.Webhook{ID: hookB, AccountID: acct, ChainID: "43112", Status: "active", Version: 5})
 	require.NoError(t, err)
-	cl, err := kgo.NewClient(watch.ProducerOpts(k, testenv.Logger(t), "test", webhookapitest.TestWatchConfig())...)
+	cl, err := kgo.NewClient(watch.ProducerOpts(k, testenv.Logger(t), "test", watchtest.Config())...)
 	require.NoError(t, err)
 	defer cl.Close()
 	require.NoError(t, cl.ProduceSync(ctx, staleRec, liveRemoved, phantom).FirstErr())
-	require.NotEmpty(t, webhookapitest.Disagreement(t, db, k))
+	require.NotEmpty(t, watchtest.Disagreement(t, db, k))
 
 	// Rows younger than the grace period are left to their writer.
-	time.Sleep(webhookapitest.TestWatchConfig().Grace + 100*time.Millisecond)
+	time.Sleep(watchtest.Config().Grace + 100*time.Millisecond)
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = w.Run(runCtx) }()
 	t.Cleanup(func() { cancel(); <-done })
 	require.Eventually(t, func() bool { return w.Ready(ctx) == nil }, 20*time.Second, 20*time.Millisecond)
-	webhookapitest.WaitAgree(t, db, k, 5*time.Second)
+	watchtest.WaitAgree(t, db, k, 5*time.Second)
 
-	st := webhookapitest.TopicState(t, k)
+	st := watchtest.TopicState(t, k)
 	require.Equal(t, record.WebhookStatus_WEBHOOK_STATUS_INACTIVE, st[hookA].Value.GetWebhook().GetStatus(), "stale record replaced")
 	require.Nil(t, st[codec.WatchAddressKey(hookA, addr(2))].Value, "removed address tombstoned")
 	require.Nil(t, st[codec.WatchWebhookKey(hookB)].Value, "phantom tombstoned")
@@ -96,11 +95,12 @@ func TestReconcileRepairsTheTopic(t *testing.T) {
 
 	// A change written behind the API's back (moraine-admin) reaches the
 	// topic through the incremental pass.
-	adm := &admin.Admin{DB: db, Clock: clock}
-	_, err = adm.SetPlan(ctx, acct, "pro")
+	acc, err := db.Account(ctx, acct)
 	require.NoError(t, err)
+	acc.Plan, acc.Version = "pro", clock.Next(acc.Version)
+	require.NoError(t, db.PutAccount(ctx, acc))
 	require.Eventually(t, func() bool {
-		return webhookapitest.TopicState(t, k)[codec.WatchAccountKey(acct)].Value.GetAccount().GetPlan() == "pro"
+		return watchtest.TopicState(t, k)[codec.WatchAccountKey(acct)].Value.GetAccount().GetPlan() == "pro"
 	}, 5*time.Second, 50*time.Millisecond)
 }
 

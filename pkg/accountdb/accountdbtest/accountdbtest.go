@@ -9,9 +9,9 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"github.com/moraine-data/moraine/pkg/accountdb"
 	"github.com/moraine-data/moraine/pkg/chdb"
 	"github.com/moraine-data/moraine/pkg/testenv"
-	"github.com/moraine-data/moraine/query/internal/accountdb"
 )
 
 // Open returns a DB on a fresh, migrated database (dropped when the test

@@ -16,8 +16,11 @@
 //
 // # Design: ClickHouse is the source of truth
 //
-// A change (webhookapi) runs in this order, holding the webhook's (or
-// account's) lock from Locks throughout:
+// A change runs in this order, holding the webhook's (or account's) lock
+// from Locks throughout. The query service's API (query/internal/webhookapi)
+// makes every kind of change; delivery deactivates failing webhooks. Both
+// change webhook settings through Writer.UpdateWebhook, the one
+// implementation of these steps:
 //
 //  1. validate and read the current state;
 //  2. insert the new rows into ClickHouse (version: accountdb.Clock);
@@ -77,6 +80,13 @@
 // are left to their writer, so a reconciler does not race a healthy
 // in-flight produce.
 //
+// Other writers: delivery changes webhooks with a Publisher alone (no
+// reconciler, no topic table); a change it fails to publish is in
+// ClickHouse, and every incremental pass of the query service's reconciler
+// compares every webhook row with the topic, so it is published within
+// one --watch.reconcile-interval. Its Locks are its own: two processes
+// changing one webhook at once are ordered by version, as below.
+//
 // Several instances: every query instance runs a reconciler; they may
 // republish the same row at the same time, which writes identical records
 // (same key, version and value). Versions come from each instance's clock
@@ -86,15 +96,15 @@
 // insert once the part is written (it does not fsync by default), and
 // records are produced with acks=all and idempotence (franz-go defaults).
 //
-// TestCrashAtEveryStep (webhookapi) kills a process at each step of each
+// TestCrashAtEveryStep (query/internal/webhookapi) kills a process at each step of each
 // change and checks, after a restart, that topic and ClickHouse agree
 // exactly, that acknowledged changes are present, and that a retried create
 // does not make a second webhook.
 //
 // # Metrics
 //
-//	moraine_query_watch_records_produced_total{result}      ok, error
-//	moraine_query_watch_produce_duration_seconds
+//	moraine_<service>_watch_records_produced_total{result}  ok, error (service: query, delivery)
+//	moraine_<service>_watch_produce_duration_seconds
 //	moraine_query_watch_pending_versions                    failed publishes not yet covered by a pass
 //	moraine_query_watch_reconcile_runs_total{mode,result}   incremental|full, ok|error
 //	moraine_query_watch_reconcile_duration_seconds{mode}

@@ -1,6 +1,9 @@
 // Package accountdb reads and writes the Webhooks API's state in ClickHouse:
 // accounts, API keys (SHA-256 only), webhooks, watched addresses and shared
-// secrets (migration 000003_webhooks; tables described there).
+// secrets (migration 000003_webhooks; tables described there), and
+// delivery's delivery log and failure strikes (migration 000004_deliveries).
+// The query service (API, moraine-admin) and delivery (deactivation, the
+// log) share it.
 //
 // Every table is a ReplacingMergeTree(version). A change inserts a whole new
 // row with a higher version (Clock); reads use FINAL, with filters on
@@ -20,5 +23,11 @@
 // Errors: ErrNotFound; errors wrapping ErrUnavailable when ClickHouse
 // cannot answer; anything else is a bug in a statement.
 //
-// Metrics: moraine_query_accountdb_duration_seconds{statement}.
+// The delivery log is append-only (MergeTree); a page of it reads a bounded
+// attempted_at range (Deliveries). Strikes are a ReplacingMergeTree keyed by
+// (webhook, kind, message), counted with uniqExact since the webhook's
+// latest "deactivated" strike.
+//
+// Metrics: moraine_<service>_accountdb_duration_seconds{statement}
+// (Config.Subsystem: query by default, delivery in delivery).
 package accountdb

@@ -25,6 +25,10 @@ var (
 type Config struct {
 	// Timeout bounds every query and insert.
 	Timeout time.Duration
+	// Subsystem names the host service in the metric name
+	// (moraine_<subsystem>_accountdb_duration_seconds); "query" when empty.
+	// Not a flag.
+	Subsystem string
 }
 
 // DefaultConfig mirrors the flag defaults.
@@ -61,8 +65,12 @@ func New(cfg Config, reg prometheus.Registerer) (*DB, error) {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
+	sub := cfg.Subsystem
+	if sub == "" {
+		sub = "query"
+	}
 	db := &DB{cfg: cfg, duration: promauto.With(reg).NewHistogramVec(prometheus.HistogramOpts{
-		Namespace: "moraine", Subsystem: "query", Name: "accountdb_duration_seconds",
+		Namespace: "moraine", Subsystem: sub, Name: "accountdb_duration_seconds",
 		Help:    "Time of ClickHouse reads and writes of accounts, keys, webhooks, addresses and secrets, by statement.",
 		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
 	}, []string{"statement"})}
@@ -163,9 +171,11 @@ func (db *DB) insert(ctx context.Context, name, q string, rows [][]any) error {
 	// context ends, and that goroutine may not have noticed that Send
 	// finished yet, so cancelling at once can close a connection already
 	// back in the pool, failing the next query on it ("use of closed
-	// network connection").
+	// network connection"). The deadline fires at Timeout anyway, so the
+	// cancel waits for it: an earlier cancel only widens that window (seen
+	// under heavy CPU load, when the watching goroutine runs late).
 	ctx, cancel := db.ctx(context.WithoutCancel(ctx))
-	defer time.AfterFunc(time.Second, cancel)
+	defer time.AfterFunc(db.cfg.Timeout, cancel)
 	defer db.observe(name, time.Now())
 	batch, err := conn.PrepareBatch(ctx, q)
 	if err != nil {

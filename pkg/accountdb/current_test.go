@@ -42,6 +42,10 @@ func TestStatementsRunOnCurrentClickHouse(t *testing.T) {
 		bind(qAddressStates, s, "('0x01', '0x02')"), bind(qAddressRange, s, "'0x'", "'0xg'", n),
 		bind(qAddressCount, s), bind(qAddressesOf, "('w', 'v')", n), bind(qAddressChanges, n), qAllAddresses,
 		bind(qSecret, s), qAllSecrets,
+		iDelivery+" VALUES ('w', 1700000000000, 'm', 1, 'a', 43112, '0x01', 200, 'success', 5, '', 0)",
+		bind(qDeliveryPage, s, n, "18446744073709551615", "18446744073709551615", "''", "''", "0", n),
+		iStrike+" VALUES ('w', 'double_failure', 'm', 1, '', 1)",
+		bind(qStrikeCount, s, s, s),
 	)
 	testenv.OnCurrentClickHouse(t, stmts)
 }

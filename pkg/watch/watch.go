@@ -13,9 +13,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/moraine-data/moraine/pkg/accountdb"
 	"github.com/moraine-data/moraine/pkg/kafkautil"
 	"github.com/moraine-data/moraine/pkg/obs"
-	"github.com/moraine-data/moraine/query/internal/accountdb"
 	"github.com/moraine-data/moraine/schemas/topics"
 )
 
@@ -55,7 +55,7 @@ type Watch struct {
 	topic   string
 	metrics *metrics
 
-	producer *kgo.Client
+	pub      *Publisher
 	consumer *kgo.Client
 	adm      *kadm.Client
 
@@ -96,10 +96,13 @@ func New(cfg Config, d Deps) (*Watch, error) {
 		table: newTable(), pending: map[uint64]int{},
 	}
 	var err error
-	w.producer, err = kgo.NewClient(ProducerOpts(d.Kafka, logger, "moraine-query-watch", cfg)...)
+	w.pub, err = NewPublisher(cfg, PublisherDeps{
+		Logger: d.Logger, Registerer: d.Registerer, Kafka: d.Kafka, Subsystem: "query", ClientID: "moraine-query-watch",
+	})
 	if err != nil {
-		return nil, fmt.Errorf("watch: producer: %w", err)
+		return nil, err
 	}
+	w.pub.onFail = w.markPending
 	w.consumer, err = kgo.NewClient(append(d.Kafka.BaseOpts(logger, "moraine-query-watch-reconciler"),
 		kgo.ConsumeTopics(w.topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
@@ -107,7 +110,7 @@ func New(cfg Config, d Deps) (*Watch, error) {
 		kgo.FetchMaxPartitionBytes(32<<20),
 	)...)
 	if err != nil {
-		w.producer.Close()
+		w.pub.Close()
 		return nil, fmt.Errorf("watch: consumer: %w", err)
 	}
 	w.adm = kadm.NewClient(w.consumer)
@@ -116,7 +119,7 @@ func New(cfg Config, d Deps) (*Watch, error) {
 
 // Close releases the Kafka clients (Run does it when it returns).
 func (w *Watch) Close() {
-	w.producer.Close()
+	w.pub.Close()
 	w.consumer.Close()
 }
 
@@ -134,30 +137,13 @@ func (w *Watch) Ready(context.Context) error {
 // far enough to publish them; the caller acknowledges its request anyway,
 // since ClickHouse already holds the change.
 func (w *Watch) Publish(ctx context.Context, recs []*kgo.Record) error {
-	if len(recs) == 0 {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, w.cfg.ProduceTimeout)
-	defer cancel()
-	start := time.Now()
-	res := w.producer.ProduceSync(ctx, recs...)
-	w.metrics.produceDuration.Observe(time.Since(start).Seconds())
-	var errs []error
-	for _, r := range res {
-		if r.Err != nil {
-			errs = append(errs, r.Err)
-			w.markPending(recordVersion(r.Record))
-		}
-	}
-	w.metrics.produced.WithLabelValues("ok").Add(float64(len(recs) - len(errs)))
-	if len(errs) > 0 {
-		w.metrics.produced.WithLabelValues("error").Add(float64(len(errs)))
-		return fmt.Errorf("watch: %d of %d records not delivered: %w", len(errs), len(recs), errors.Join(errs[:min(len(errs), 3)]...))
-	}
-	return nil
+	return w.pub.Publish(ctx, recs)
 }
 
 func (w *Watch) markPending(v uint64) {
+	if v == 0 {
+		return
+	}
 	w.mu.Lock()
 	w.pending[v]++
 	n := len(w.pending)

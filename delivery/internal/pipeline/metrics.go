@@ -1,0 +1,79 @@
+package pipeline
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/moraine-data/moraine/pkg/accountdb"
+)
+
+type metrics struct {
+	attempts        *prometheus.CounterVec
+	attemptDuration prometheus.Histogram
+	endToEnd        prometheus.Histogram
+	retriesPending  prometheus.Gauge
+	retriesQueued   prometheus.Counter
+	inFlight        prometheus.Gauge
+	dropped         *prometheus.CounterVec
+	deferred        prometheus.Counter
+	unsigned        prometheus.Counter
+}
+
+// Attempt results (the result label), and reasons for dropping a message
+// without an attempt.
+var (
+	attemptResults = []string{accountdb.ResultSuccess, accountdb.ResultHTTPError, accountdb.ResultTimeout,
+		accountdb.ResultNetwork, accountdb.ResultRefusedTarget}
+	dropReasons = []string{"inactive", "unknown_webhook", "malformed"}
+)
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	f := promauto.With(reg)
+	m := &metrics{
+		attempts: f.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "moraine", Subsystem: "delivery", Name: "attempts_total",
+			Help: "Delivery attempts by result (success, http_error, timeout, network, refused_target).",
+		}, []string{"result"}),
+		attemptDuration: f.NewHistogram(prometheus.HistogramOpts{
+			Namespace: "moraine", Subsystem: "delivery", Name: "attempt_duration_seconds",
+			Help:    "Duration of one delivery attempt, from dial to the drained response.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 15},
+		}),
+		endToEnd: f.NewHistogram(prometheus.HistogramOpts{
+			Namespace: "moraine", Subsystem: "delivery", Name: "end_to_end_latency_seconds",
+			Help:    "From ingest reading the block from the node (block_fetched_at_unix_ms) to the endpoint's 2xx, retries included.",
+			Buckets: []float64{.025, .05, .1, .2, .3, .5, .75, 1, 2, 5, 10, 30, 60, 300, 1800, 7200, 43200, 86400, 172800},
+		}),
+		retriesPending: f.NewGauge(prometheus.GaugeOpts{
+			Namespace: "moraine", Subsystem: "delivery", Name: "retries_pending",
+			Help: "Messages waiting on a retry level (the consumer group's lag there, all instances together).",
+		}),
+		retriesQueued: f.NewCounter(prometheus.CounterOpts{
+			Namespace: "moraine", Subsystem: "delivery", Name: "retries_scheduled_total",
+			Help: "Failed attempts whose next attempt was scheduled on a retry level.",
+		}),
+		inFlight: f.NewGauge(prometheus.GaugeOpts{
+			Namespace: "moraine", Subsystem: "delivery", Name: "in_flight",
+			Help: "Delivery attempts in progress in this process.",
+		}),
+		dropped: f.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "moraine", Subsystem: "delivery", Name: "messages_dropped_total",
+			Help: "Messages finished without an attempt, by reason (inactive webhook, unknown_webhook, malformed record).",
+		}, []string{"reason"}),
+		deferred: f.NewCounter(prometheus.CounterOpts{
+			Namespace: "moraine", Subsystem: "delivery", Name: "deferred_total",
+			Help: "Messages parked on the first retry level because their endpoint host was busy (no attempt counted).",
+		}),
+		unsigned: f.NewCounter(prometheus.CounterOpts{
+			Namespace: "moraine", Subsystem: "delivery", Name: "unsigned_total",
+			Help: "Attempts sent without signatures because the account has no shared secret.",
+		}),
+	}
+	for _, r := range attemptResults {
+		m.attempts.WithLabelValues(r)
+	}
+	for _, r := range dropReasons {
+		m.dropped.WithLabelValues(r)
+	}
+	return m
+}
