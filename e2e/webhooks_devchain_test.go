@@ -22,8 +22,12 @@ func rpcTxs(t testing.TB, url string, from, to uint64) map[string]*goldenTx {
 	for n := from; n <= to; n++ {
 		num := fmt.Sprintf("0x%x", n)
 		var block struct {
-			Hash         string              `json:"hash"`
-			Transactions []map[string]string `json:"transactions"`
+			Hash         string `json:"hash"`
+			Transactions []struct {
+				Hash string `json:"hash"`
+				From string `json:"from"`
+				To   string `json:"to"`
+			} `json:"transactions"`
 		}
 		var receipts []struct {
 			TxHash          string `json:"transactionHash"`
@@ -56,8 +60,8 @@ func rpcTxs(t testing.TB, url string, from, to uint64) map[string]*goldenTx {
 			}
 		}
 		for _, tx := range block.Transactions {
-			out[lower(tx["hash"])] = &goldenTx{tx: map[string]string{
-				"TRANSACTIONFROM": tx["from"], "TRANSACTIONTO": tx["to"], "BLOCKNUMBER": strconv.FormatUint(n, 10),
+			out[lower(tx.Hash)] = &goldenTx{tx: map[string]string{
+				"TRANSACTIONFROM": tx.From, "TRANSACTIONTO": tx.To, "BLOCKNUMBER": strconv.FormatUint(n, 10),
 			}, receipt: map[string]string{}}
 		}
 		for _, r := range receipts {

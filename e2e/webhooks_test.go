@@ -282,7 +282,9 @@ func TestWebhooksGunzilla(t *testing.T) {
 			t.Errorf("%s: payload contains null: %.200s", m.path, m.body)
 		}
 		var p map[string]any
-		if err := json.Unmarshal(m.body, &p); err != nil {
+		dec := json.NewDecoder(bytes.NewReader(m.body))
+		dec.UseNumber() // numbers as written, not float64
+		if err := dec.Decode(&p); err != nil {
 			t.Fatalf("payload is not JSON: %v", err)
 		}
 		ev, _ := p["event"].(map[string]any)
