@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -173,4 +175,94 @@ func scrape(tb testing.TB, url, name string) map[string]float64 {
 		out[strings.TrimPrefix(line[:i], name)] = v
 	}
 	return out
+}
+
+// BenchmarkWebhookLatency measures the time from a block's availability at
+// the node's RPC (polled every 5 ms) to the arrival of its webhook messages
+// at a local receiver, on the development chain's traffic with the whole
+// pipeline (ingest, processor with the matcher, delivery) on the real stack.
+func BenchmarkWebhookLatency(b *testing.B) {
+	for b.Loop() {
+		rpcAddr := freeAddr(b)
+		start(b, "devchain", "--rpc.listen-address", rpcAddr, "--block.interval", "500ms", "--traffic.tx-per-block", "12")
+		rpcURL := "http://" + rpcAddr
+		eventually(b, 60*time.Second, "devchain RPC", func() bool {
+			_, err := rpcCall(rpcURL, "eth_blockNumber")
+			return err == nil
+		})
+		var accounts []string
+		raw, err := rpcCall(rpcURL, "moraine_accounts")
+		if err != nil {
+			b.Fatal(err)
+		}
+		_ = json.Unmarshal(raw, &accounts)
+		recv := newReceiver(b)
+		startServices(b, fmt.Sprintf(`{"evmChainId":"43112","name":"Development chain","network":"devnet",
+			"rpcUrls":["%s"],"wsUrl":"ws://%s","networkToken":{"name":"Avalanche","symbol":"AVAX","decimals":18},
+			"traces":true,"webhooks":true,"startBlock":0}`, rpcURL, rpcAddr), pipelineOpts{delivery: true,
+			beforeIngest: func(s *stackUp) {
+				key := devKey(b, s)
+				if code := call(b, "POST", s.api+"/v1/webhooks", key, map[string]any{
+					"url": recv.srv.URL + "/lat", "chainId": "43112", "eventType": "address_activity",
+					"metadata": map[string]any{"addresses": accounts[:5]}, "includeLogs": true, "includeInternalTxs": true,
+				}, nil); code != http.StatusCreated {
+					b.Fatalf("create webhook: %d", code)
+				}
+			}})
+		// Let ingest catch up with the blocks mined before it started.
+		time.Sleep(3 * time.Second)
+		seen := map[uint64]time.Time{}
+		var mu sync.Mutex
+		stop := make(chan struct{})
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(5 * time.Millisecond):
+				}
+				raw, err := rpcCall(rpcURL, "eth_blockNumber")
+				if err != nil {
+					continue
+				}
+				var h string
+				_ = json.Unmarshal(raw, &h)
+				n := hexToBig(h).Uint64()
+				mu.Lock()
+				if _, ok := seen[n]; !ok {
+					seen[n] = time.Now()
+				}
+				mu.Unlock()
+			}
+		}()
+		measureFrom := time.Now()
+		time.Sleep(20 * time.Second)
+		close(stop)
+		<-done
+		time.Sleep(2 * time.Second) // the last blocks' messages
+		var lat []time.Duration
+		for _, m := range recv.snapshot() {
+			if m.at.Before(measureFrom) {
+				continue
+			}
+			_, block, _ := payloadTx(m.body)
+			mu.Lock()
+			at, ok := seen[block]
+			mu.Unlock()
+			if ok {
+				lat = append(lat, m.at.Sub(at))
+			}
+		}
+		if len(lat) < 50 {
+			b.Fatalf("only %d messages measured", len(lat))
+		}
+		sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+		p := func(q float64) time.Duration { return lat[int(q*float64(len(lat)-1))] }
+		b.ReportMetric(float64(p(0.5).Microseconds())/1000, "p50-ms")
+		b.ReportMetric(float64(p(0.99).Microseconds())/1000, "p99-ms")
+		fmt.Printf("webhook latency: %d messages over 20 s of blocks every 500 ms: p50 %s, p99 %s, max %s (block visible at the RPC -> signed POST received)\n",
+			len(lat), p(0.5).Round(time.Millisecond), p(0.99).Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond))
+	}
 }
