@@ -3,8 +3,10 @@ package store
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -190,8 +192,13 @@ func scanBlocks(name string, rows driver.Rows, limit int) ([]Block, error) {
 	return out, nil
 }
 
-// BlockByNumber returns the canonical block number of chainID.
+// BlockByNumber returns the canonical block number of chainID: from
+// block_lookup, or from blocks for rows written before block_lookup existed.
 func (s *ClickHouse) BlockByNumber(ctx context.Context, chainID, number uint64) (Block, error) {
+	b, found, err := s.lookupBlock(ctx, chainID, number)
+	if err != nil || found {
+		return b, err
+	}
 	rows, cancel, err := s.query(ctx, "block_by_number", qBlockByNumber, chainID, number)
 	if err != nil {
 		return Block{}, err
@@ -205,6 +212,74 @@ func (s *ClickHouse) BlockByNumber(ctx context.Context, chainID, number uint64) 
 		return Block{}, ErrNotFound
 	}
 	return bs[0], nil
+}
+
+// lookupBlock reads block_lookup. found is true when the table has the key,
+// and then err is ErrNotFound if its newest version is a removal.
+func (s *ClickHouse) lookupBlock(ctx context.Context, chainID, number uint64) (b Block, found bool, err error) {
+	rows, cancel, err := s.query(ctx, "block_lookup", qBlockLookup, chainID, number)
+	if err != nil {
+		return Block{}, false, err
+	}
+	defer cancel()
+	defer rows.Close()
+	var (
+		header  string
+		removed uint8
+	)
+	for rows.Next() {
+		if err := rows.Scan(&header, &removed); err != nil {
+			return Block{}, false, fmt.Errorf("store: block_lookup: scan: %w", err)
+		}
+		found = true
+	}
+	if err := rows.Err(); err != nil {
+		return Block{}, false, classify("block_lookup", err)
+	}
+	if !found {
+		return Block{}, false, nil
+	}
+	if removed != 0 {
+		return Block{}, true, ErrNotFound
+	}
+	b, err = parseHeader(chainID, number, header)
+	return b, true, err
+}
+
+// parseHeader decodes block_lookup.header (see migration 5 for the layout).
+func parseHeader(chainID, number uint64, header string) (Block, error) {
+	f := strings.Split(header, "\t")
+	if len(f) != 12 {
+		return Block{}, fmt.Errorf("store: block_lookup: header of block %d has %d fields, want 12", number, len(f))
+	}
+	b := Block{ChainID: chainID, Number: number, BaseFee: f[5], GasCost: f[8], FeesSpent: f[9]}
+	var errs []error
+	dec := func(s string) uint64 {
+		v, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		return v
+	}
+	opt := func(s string) *uint64 {
+		if s == "" {
+			return nil
+		}
+		v := dec(s)
+		return &v
+	}
+	for i, dst := range []*Hash{&b.Hash, &b.ParentHash} {
+		if n, err := hex.Decode(dst[:], []byte(f[i])); err != nil || n != len(dst) {
+			errs = append(errs, fmt.Errorf("hash %q", f[i]))
+		}
+	}
+	b.Timestamp, b.TimestampMs, b.MinDelayExcess = dec(f[2]), opt(f[3]), opt(f[4])
+	b.GasUsed, b.GasLimit = dec(f[6]), dec(f[7])
+	b.TxCount, b.CumulativeTransactions = uint32(dec(f[10])), dec(f[11])
+	if len(errs) > 0 {
+		return Block{}, fmt.Errorf("store: block_lookup: header of block %d: %w", number, errors.Join(errs...))
+	}
+	return b, nil
 }
 
 // BlockByHash returns the canonical block with hash h: block_hashes gives

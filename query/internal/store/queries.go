@@ -27,6 +27,15 @@ WHERE chain_id = ? AND number >= ? AND number <= ? AND removed = 0
 ORDER BY number DESC
 LIMIT ?`
 
+	// qBlockLookup reads one block from block_lookup (migration 5): the
+	// newest version of the key, without FINAL (a sort of the key's few
+	// versions costs less than FINAL's merge); the caller checks removed.
+	qBlockLookup = `SELECT header, removed
+FROM block_lookup
+WHERE chain_id = ? AND number = ?
+ORDER BY version DESC
+LIMIT 1`
+
 	qBlockByNumber = `SELECT ` + blockColumns + `
 FROM blocks FINAL
 WHERE chain_id = ? AND number = ? AND removed = 0
