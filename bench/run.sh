@@ -125,7 +125,7 @@ micro=$( (cd schemas && go test -run '^$' -bench . -benchmem ./codec) | grep -E 
 # README: replace what stands between the markers.
 python3 - "$OUT" <<'PY'
 import re, sys
-res = open(sys.argv[1]).read().split("\n", 2)[2]
+res = open(sys.argv[1]).read().split("\n", 2)[2].replace("\n## ", "\n### ")
 readme = open("README.md").read()
 block = "<!-- bench:start -->\n" + res.strip() + "\n<!-- bench:end -->"
 if "<!-- bench:start -->" in readme:
