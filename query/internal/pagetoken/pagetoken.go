@@ -1,5 +1,7 @@
 // Package pagetoken encodes the opaque, tamper-evident nextPageToken of the
-// list endpoints.
+// list endpoints. Envelope is the signed, versioned, expiring wrapper every
+// list uses (the webhook lists lay out their own bodies in it); Codec is
+// the block lists' body on top of it.
 //
 // A token is base64url (no padding) of
 //
@@ -59,8 +61,6 @@ const (
 	maxChains = 1000
 )
 
-var macDomain = []byte("moraine-page-token\x00")
-
 // ErrInvalid is returned for any token that does not decode, verify, match
 // the expected kind, or has expired. Callers answer 400.
 var ErrInvalid = errors.New("pagetoken: invalid page token")
@@ -85,36 +85,148 @@ type Token struct {
 	Positions []Position // KindAllBlocks
 }
 
-// Codec signs and verifies tokens.
-type Codec struct {
-	key []byte
-	ttl time.Duration
-	now func() time.Time
+// Envelope signs and verifies token bodies; each list type lays out its own
+// body (this package's Token, the webhook lists' tokens). A sealed token is
+// base64url (no padding) of
+//
+//	version (1) | kind (1) | issued-at (uvarint, Unix s) | body | HMAC-SHA256(key, domain || all before)[:16]
+//
+// The domain separates token families signed with the same key.
+type Envelope struct {
+	key    []byte
+	domain []byte
+	ttl    time.Duration
+	now    func() time.Time
 }
 
-// NewCodec returns a codec with key (at least 32 bytes); ttl 0 means tokens
-// never expire. now may be nil (time.Now).
-func NewCodec(key []byte, ttl time.Duration, now func() time.Time) (*Codec, error) {
+// NewEnvelope returns an envelope with key (at least 32 bytes) and domain;
+// ttl 0 means tokens never expire. now may be nil (time.Now).
+func NewEnvelope(key []byte, domain string, ttl time.Duration, now func() time.Time) (*Envelope, error) {
 	if len(key) < 32 {
 		return nil, fmt.Errorf("pagetoken: key must be at least 32 bytes, got %d", len(key))
 	}
 	if now == nil {
 		now = time.Now
 	}
-	return &Codec{key: append([]byte(nil), key...), ttl: ttl, now: now}, nil
+	return &Envelope{key: append([]byte(nil), key...), domain: []byte(domain + "\x00"), ttl: ttl, now: now}, nil
 }
 
-func (c *Codec) mac(payload []byte) []byte {
-	m := hmac.New(sha256.New, c.key)
-	m.Write(macDomain)
+func (e *Envelope) mac(payload []byte) []byte {
+	m := hmac.New(sha256.New, e.key)
+	m.Write(e.domain)
 	m.Write(payload)
 	return m.Sum(nil)[:macLen]
 }
 
+// Seal returns the token for body of kind, issued now.
+func (e *Envelope) Seal(kind uint8, body []byte) string {
+	b := []byte{version, kind}
+	b = binary.AppendUvarint(b, uint64(e.now().Unix()))
+	b = append(b, body...)
+	b = append(b, e.mac(b)...)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// Open verifies s (signature, version, kind, age) and returns a reader of
+// its body and when it was issued.
+func (e *Envelope) Open(s string, kind uint8) (*Reader, time.Time, error) {
+	if len(s) > maxLen {
+		return nil, time.Time{}, ErrInvalid
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(raw) < 2+macLen {
+		return nil, time.Time{}, ErrInvalid
+	}
+	payload, sig := raw[:len(raw)-macLen], raw[len(raw)-macLen:]
+	if !hmac.Equal(sig, e.mac(payload)) || payload[0] != version || payload[1] != kind {
+		return nil, time.Time{}, ErrInvalid
+	}
+	r := &Reader{r: bytes.NewReader(payload[2:])}
+	issued := time.Unix(int64(r.Uvarint()), 0)
+	if r.bad {
+		return nil, time.Time{}, ErrInvalid
+	}
+	if e.ttl > 0 && e.now().Sub(issued) > e.ttl {
+		return nil, time.Time{}, fmt.Errorf("%w: expired", ErrInvalid)
+	}
+	return r, issued, nil
+}
+
+// AppendString appends s with its uvarint length, for a body.
+func AppendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// Reader reads a token body; any malformed read makes Done fail.
+type Reader struct {
+	r   *bytes.Reader
+	bad bool
+}
+
+// Uvarint reads a uvarint.
+func (r *Reader) Uvarint() uint64 {
+	v, err := binary.ReadUvarint(r.r)
+	if err != nil {
+		r.bad = true
+	}
+	return v
+}
+
+// Byte reads one byte.
+func (r *Reader) Byte() byte {
+	b, err := r.r.ReadByte()
+	if err != nil {
+		r.bad = true
+	}
+	return b
+}
+
+// Fixed fills dst.
+func (r *Reader) Fixed(dst []byte) {
+	if _, err := io.ReadFull(r.r, dst); err != nil {
+		r.bad = true
+	}
+}
+
+// String reads a string written by AppendString.
+func (r *Reader) String() string {
+	n := r.Uvarint()
+	if r.bad || n > uint64(r.r.Len()) {
+		r.bad = true
+		return ""
+	}
+	b := make([]byte, n)
+	r.Fixed(b)
+	return string(b)
+}
+
+// Done reports ErrInvalid unless every read succeeded and the body is used up.
+func (r *Reader) Done() error {
+	if r.bad || r.r.Len() != 0 {
+		return ErrInvalid
+	}
+	return nil
+}
+
+// Codec signs and verifies the block lists' tokens.
+type Codec struct {
+	env *Envelope
+}
+
+// NewCodec returns a codec with key (at least 32 bytes); ttl 0 means tokens
+// never expire. now may be nil (time.Now).
+func NewCodec(key []byte, ttl time.Duration, now func() time.Time) (*Codec, error) {
+	env, err := NewEnvelope(key, "moraine-page-token", ttl, now)
+	if err != nil {
+		return nil, err
+	}
+	return &Codec{env: env}, nil
+}
+
 // Encode returns the token string for t; IssuedAt is set to now.
 func (c *Codec) Encode(t Token) string {
-	b := []byte{version, byte(t.Kind)}
-	b = binary.AppendUvarint(b, uint64(c.now().Unix()))
+	var b []byte
 	switch t.Kind {
 	case KindChainBlocks:
 		b = binary.AppendUvarint(b, t.ChainID)
@@ -132,70 +244,39 @@ func (c *Codec) Encode(t Token) string {
 		b = append(b, t.BlockHash[:]...)
 		b = binary.AppendUvarint(b, t.Cursor)
 	}
-	b = append(b, c.mac(b)...)
-	return base64.RawURLEncoding.EncodeToString(b)
+	return c.env.Seal(uint8(t.Kind), b)
 }
 
 // Decode verifies s and returns its token, which must be of kind want.
 func (c *Codec) Decode(s string, want Kind) (Token, error) {
-	if len(s) > maxLen {
-		return Token{}, ErrInvalid
+	r, issued, err := c.env.Open(s, uint8(want))
+	if err != nil {
+		return Token{}, err
 	}
-	raw, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || len(raw) < 2+macLen {
-		return Token{}, ErrInvalid
-	}
-	payload, sig := raw[:len(raw)-macLen], raw[len(raw)-macLen:]
-	if !hmac.Equal(sig, c.mac(payload)) {
-		return Token{}, ErrInvalid
-	}
-	if payload[0] != version || Kind(payload[1]) != want {
-		return Token{}, ErrInvalid
-	}
-	r := bytes.NewReader(payload[2:])
-	var bad bool
-	uv := func() uint64 {
-		v, err := binary.ReadUvarint(r)
-		if err != nil {
-			bad = true
-		}
-		return v
-	}
-	t := Token{Kind: want}
-	issued := uv()
-	t.IssuedAt = time.Unix(int64(issued), 0)
+	t := Token{Kind: want, IssuedAt: issued}
 	switch want {
 	case KindChainBlocks:
-		t.ChainID = uv()
-		t.Cursor = uv()
+		t.ChainID = r.Uvarint()
+		t.Cursor = r.Uvarint()
 	case KindAllBlocks:
-		nb, err := r.ReadByte()
-		if err != nil || nb > NetworkTestnet {
-			return Token{}, ErrInvalid
-		}
-		t.Network = nb
-		n := uv()
-		if bad || n > maxChains {
+		t.Network = r.Byte()
+		n := r.Uvarint()
+		if t.Network > NetworkTestnet || n > maxChains {
 			return Token{}, ErrInvalid
 		}
 		for range n {
-			t.Positions = append(t.Positions, Position{ChainID: uv(), Cursor: uv()})
+			t.Positions = append(t.Positions, Position{ChainID: r.Uvarint(), Cursor: r.Uvarint()})
 		}
 	case KindBlockTxs:
-		t.ChainID = uv()
-		t.BlockNumber = uv()
-		if _, err := io.ReadFull(r, t.BlockHash[:]); err != nil {
-			bad = true
-		}
-		t.Cursor = uv()
+		t.ChainID = r.Uvarint()
+		t.BlockNumber = r.Uvarint()
+		r.Fixed(t.BlockHash[:])
+		t.Cursor = r.Uvarint()
 	default:
 		return Token{}, ErrInvalid
 	}
-	if bad || r.Len() != 0 {
-		return Token{}, ErrInvalid
-	}
-	if c.ttl > 0 && c.now().Sub(t.IssuedAt) > c.ttl {
-		return Token{}, fmt.Errorf("%w: expired", ErrInvalid)
+	if err := r.Done(); err != nil {
+		return Token{}, err
 	}
 	return t, nil
 }
