@@ -115,7 +115,7 @@ func DefaultConfig() Config {
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	d := DefaultConfig()
 	*c = d
-	fs.StringVar(&c.Group, "delivery.group", d.Group, "Kafka consumer group of the delivery instances")
+	fs.StringVar(&c.Group, "delivery.group", d.Group, "Kafka consumer group of the delivery instances (--kafka.topic-prefix is prepended)")
 	fs.DurationVar(&c.AttemptTimeout, "delivery.timeout", d.AttemptTimeout, "timeout of one delivery attempt; any 2xx within it is success")
 	fs.Var(&c.Schedule, "delivery.retry-schedule", "waits before attempts 2, 3, ... (comma-separated durations, at most 9; the number of attempts is one more)")
 	fs.IntVar(&c.MaxInFlight, "delivery.max-in-flight", d.MaxInFlight, "most delivery attempts in flight in this process")

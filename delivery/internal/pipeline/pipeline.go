@@ -119,7 +119,7 @@ func New(cfg Config, d Deps) (*Pipeline, error) {
 // finished and leaves the group.
 func (p *Pipeline) Run(ctx context.Context) error {
 	k := p.d.Kafka
-	opts := append(k.ConsumerOpts(p.d.Logger, "moraine-delivery", p.cfg.Group, append([]string{k.Topic(topics.Activity)}, p.retryTopics...)...),
+	opts := append(k.ConsumerOpts(p.d.Logger, "moraine-delivery", p.group(), append([]string{k.Topic(topics.Activity)}, p.retryTopics...)...),
 		kgo.OnPartitionsAssigned(p.assigned),
 		kgo.OnPartitionsRevoked(p.revoked),
 		kgo.OnPartitionsLost(p.lost),
@@ -146,7 +146,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	lagDone := make(chan struct{})
 	go func() { defer close(lagDone); p.lagLoop(ctx) }()
 
-	p.logger.Info("delivering", "group", p.cfg.Group, "attempts", p.cfg.Schedule.Attempts(), "schedule", p.cfg.Schedule.String(),
+	p.logger.Info("delivering", "group", p.group(), "attempts", p.cfg.Schedule.Attempts(), "schedule", p.cfg.Schedule.String(),
 		"key_encoding", p.enc, "allow_private_targets", p.cfg.AllowPrivateTargets)
 	for {
 		fs := cl.PollRecords(ctx, 4*p.cfg.PartitionWindow)
@@ -342,10 +342,10 @@ func (p *Pipeline) lagLoop(ctx context.Context) {
 	defer t.Stop()
 	for {
 		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		lags, err := adm.Lag(lctx, p.cfg.Group)
+		lags, err := adm.Lag(lctx, p.group())
 		cancel()
 		if err == nil {
-			if g, ok := lags[p.cfg.Group]; ok && g.Error() == nil {
+			if g, ok := lags[p.group()]; ok && g.Error() == nil {
 				var n int64
 				for topic, parts := range g.Lag {
 					if !retry[topic] {
@@ -418,3 +418,7 @@ func (p *Pipeline) produce(ctx context.Context, r *kgo.Record) error {
 	}
 	return nil
 }
+
+// group is the consumer group: the topic prefix keeps deployments (and
+// tests) sharing a broker apart, as it does for the processor's groups.
+func (p *Pipeline) group() string { return p.d.Kafka.TopicPrefix + p.cfg.Group }
