@@ -62,7 +62,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	chains.RegisterFlag(fs, &c.ChainsFile)
 	fs.BoolVar(&c.SinkEnabled, "processor.sink-enabled", true, "run the ClickHouse sink (blocks, transactions, logs, internal transactions)")
 	fs.StringVar(&c.Group, "processor.group", "moraine-processor", "Kafka consumer group of the ClickHouse sink (--kafka.topic-prefix is prepended)")
-	fs.IntVar(&c.BatchRows, "processor.batch-rows", 200000, "flush a batch once it holds this many rows (all tables)")
+	fs.IntVar(&c.BatchRows, "processor.batch-rows", 50000, "flush a batch once it holds this many rows (all tables); smaller batches overlap ClickHouse inserts with consuming")
 	fs.DurationVar(&c.FlushInterval, "processor.flush-interval", 100*time.Millisecond, "flush a batch at most this long after its first record (bounds latency at the head)")
 	fs.DurationVar(&c.InsertTimeout, "processor.insert-timeout", 2*time.Minute, "deadline of one batch insert")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown.timeout", 30*time.Second, "time to finish the in-flight batch on shutdown")
