@@ -21,9 +21,12 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/moraine-data/moraine/pkg/chdb"
 	"github.com/moraine-data/moraine/pkg/kafkautil"
+	"github.com/moraine-data/moraine/schemas/topics"
 )
 
 const hint = "start the local stack first: `make test` does it, or run `deploy/stack/stack.sh start` and `eval $(deploy/stack/stack.sh env)`"
@@ -67,6 +70,21 @@ func Kafka(t testing.TB) kafkautil.Config {
 	if err := cfg.EnsureTopics(ctx, cl); err != nil {
 		t.Fatalf("kafka: create topics: %v", err)
 	}
+	// Delete the test's topics afterwards: a broker that keeps thousands of
+	// test partitions spends its CPU on them and slows every later test.
+	t.Cleanup(func() {
+		if os.Getenv("MORAINE_TEST_KEEP_TOPICS") != "" {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		cl, err := kgo.NewClient(cfg.BaseOpts(Logger(t), "testenv-cleanup")...)
+		if err != nil {
+			return
+		}
+		defer cl.Close()
+		_, _ = kadm.NewClient(cl).DeleteTopics(ctx, topics.Names(cfg.Topics())...)
+	})
 	return cfg
 }
 
