@@ -8,40 +8,19 @@ package main
 
 import (
 	"context"
-	"flag"
-	"fmt"
+	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/moraine-data/moraine/ingest/internal/app"
 	"github.com/moraine-data/moraine/pkg/obs"
 )
 
-func main() { os.Exit(run()) }
-
-func run() int {
+func main() {
 	cfg := app.DefaultConfig()
-	fs := flag.NewFlagSet("ingest", flag.ContinueOnError)
-	cfg.RegisterFlags(fs)
-	if err := obs.ParseWithEnv(fs, os.Args[1:], "MORAINE"); err != nil {
-		if err == flag.ErrHelp {
-			return 0
-		}
-		fmt.Fprintln(os.Stderr, "ingest:", err)
-		return 2
-	}
-	logger, err := obs.NewLogger(cfg.Log, os.Stderr, "ingest")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "ingest:", err)
-		return 2
-	}
-	reg := obs.NewRegistry("ingest")
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := app.Run(ctx, cfg, logger, reg); err != nil {
-		logger.Error("ingest exited", "err", err)
-		return 1
-	}
-	return 0
+	os.Exit(obs.Main("ingest", os.Args[1:], cfg.RegisterFlags, &cfg.Log,
+		func(ctx context.Context, logger *slog.Logger, reg *prometheus.Registry) error {
+			return app.Run(ctx, cfg, logger, reg)
+		}))
 }

@@ -6,37 +6,19 @@ package main
 
 import (
 	"context"
-	"flag"
-	"fmt"
+	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/moraine-data/moraine/pkg/obs"
 	"github.com/moraine-data/moraine/processor/internal/app"
 )
 
-func main() { os.Exit(run()) }
-
-func run() int {
+func main() {
 	var cfg app.Config
-	fs := flag.NewFlagSet("processor", flag.ContinueOnError)
-	cfg.RegisterFlags(fs)
-	if err := obs.ParseWithEnv(fs, os.Args[1:], "MORAINE"); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
-	logger, err := obs.NewLogger(cfg.Log, os.Stderr, "processor")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := app.Run(ctx, cfg, logger, obs.NewRegistry("processor")); err != nil {
-		logger.Error("processor exited", "err", err)
-		return 1
-	}
-	logger.Info("processor stopped")
-	return 0
+	os.Exit(obs.Main("processor", os.Args[1:], cfg.RegisterFlags, &cfg.Log,
+		func(ctx context.Context, logger *slog.Logger, reg *prometheus.Registry) error {
+			return app.Run(ctx, cfg, logger, reg)
+		}))
 }

@@ -1,40 +1,23 @@
-// Command query serves the Avalanche Data API (Glacier) block and chain
-// endpoints from ClickHouse. See internal/api for the routes.
+// Command query serves the Avalanche Data API (Glacier) from ClickHouse: the
+// block and chain endpoints (internal/api) and the webhook, address, shared
+// secret and delivery endpoints (internal/webhookapi).
 package main
 
 import (
 	"context"
-	"flag"
-	"fmt"
+	"log/slog"
 	"os"
-	"os/signal"
-	"syscall"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/moraine-data/moraine/pkg/obs"
 	"github.com/moraine-data/moraine/query/internal/app"
 )
 
-func main() { os.Exit(run()) }
-
-func run() int {
+func main() {
 	var cfg app.Config
-	fs := flag.NewFlagSet("query", flag.ExitOnError)
-	cfg.RegisterFlags(fs)
-	if err := obs.ParseWithEnv(fs, os.Args[1:], "MORAINE"); err != nil {
-		fmt.Fprintln(os.Stderr, "query:", err)
-		return 2
-	}
-	logger, err := obs.NewLogger(cfg.Log, os.Stderr, "query")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "query:", err)
-		return 2
-	}
-	reg := obs.NewRegistry("query")
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := app.Run(ctx, cfg, app.Deps{Logger: logger, Registry: reg}); err != nil {
-		logger.Error("query exited", "err", err)
-		return 1
-	}
-	return 0
+	os.Exit(obs.Main("query", os.Args[1:], cfg.RegisterFlags, &cfg.Log,
+		func(ctx context.Context, logger *slog.Logger, reg *prometheus.Registry) error {
+			return app.Run(ctx, cfg, app.Deps{Logger: logger, Registry: reg})
+		}))
 }
