@@ -12,6 +12,7 @@
 // option is ignored for it; the per-call option is what aims the SDK here.
 import { Avalanche } from "@avalanche-sdk/chainkit";
 import * as errors from "@avalanche-sdk/chainkit/models/errors";
+import { check, eq, step, expectError, pages, finish } from "./harness.mjs";
 
 const url = process.env.MORAINE_SDKTEST_URL;
 const fx = JSON.parse(process.env.MORAINE_SDKTEST_FIXTURE);
@@ -22,53 +23,6 @@ if (!url || !fx) {
 
 const sdk = new Avalanche({ serverURL: url, enableTelemetry: false, retryConfig: { strategy: "none" } });
 const opts = { serverURL: url, retries: { strategy: "none" } };
-
-let checks = 0;
-let failures = 0;
-function check(cond, what) {
-  checks++;
-  if (!cond) {
-    failures++;
-    console.log(`FAIL ${what}`);
-  }
-}
-function eq(got, want, what) {
-  const g = JSON.stringify(got), w = JSON.stringify(want);
-  check(g === w, `${what}: got ${g}, want ${w}`);
-}
-async function step(name, fn) {
-  try {
-    await fn();
-    console.log(`ok   ${name}`);
-  } catch (e) {
-    failures++;
-    console.log(`FAIL ${name}: ${e?.constructor?.name}: ${e?.message}\n${e?.stack ?? ""}`);
-    if (e?.rawValue !== undefined) console.log("raw:", JSON.stringify(e.rawValue));
-    if (e?.body !== undefined) console.log("body:", e.body);
-  }
-}
-// expectError runs fn and checks it throws the SDK's typed error class with
-// the status and the contract's error body.
-async function expectError(fn, cls, status, what) {
-  try {
-    await fn();
-    check(false, `${what}: no error, want ${cls.name} ${status}`);
-  } catch (e) {
-    check(e instanceof cls, `${what}: got ${e?.constructor?.name} (${e?.message}), want ${cls.name}`);
-    check(e instanceof errors.AvalancheError, `${what}: not an AvalancheError`);
-    eq(e.statusCode, status, `${what} statusCode`);
-    eq(e.data$?.statusCode, status, `${what} body statusCode`);
-    check(typeof e.data$?.error === "string" && e.data$.error.length > 0, `${what}: body error`);
-    check(typeof e.data$?.message === "string" || Array.isArray(e.data$?.message), `${what}: body message`);
-    return e;
-  }
-}
-// pages collects every page of a paginated SDK call.
-async function pages(res) {
-  const out = [];
-  for await (const page of res) out.push(page.result);
-  return out;
-}
 
 const [cchain, fuji, dev] = fx.chains;
 
@@ -212,5 +166,4 @@ await step("blocks.listLatestAllChains", () =>
 await step("chains.listAllLatestBlocks (deprecated)", () =>
   allChains((r) => sdk.data.evm.chains.listAllLatestBlocks(r, opts), "listAllLatestBlocks"));
 
-console.log(`sdk contract: ${checks} checks, ${failures} failures`);
-process.exit(failures === 0 ? 0 : 1);
+finish("sdk contract");

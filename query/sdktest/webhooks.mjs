@@ -14,6 +14,7 @@
 //   MORAINE_SDKTEST_NO_TRACES   a chain id with webhooks but no traces
 import { Avalanche } from "@avalanche-sdk/chainkit";
 import * as errors from "@avalanche-sdk/chainkit/models/errors";
+import { check, eq, step, expectError, pages, finish } from "./harness.mjs";
 
 const env = (k) => {
   const v = process.env[k];
@@ -36,50 +37,6 @@ const sdk = client(key);
 // Each operation has its own server list in this SDK: the per-call
 // serverURL is what aims it at moraine.
 const opts = { serverURL: url, retries: { strategy: "none" } };
-
-let checks = 0;
-let failures = 0;
-function check(cond, what) {
-  checks++;
-  if (!cond) {
-    failures++;
-    console.log(`FAIL ${what}`);
-  }
-}
-function eq(got, want, what) {
-  const g = JSON.stringify(got), w = JSON.stringify(want);
-  check(g === w, `${what}: got ${g}, want ${w}`);
-}
-async function step(name, fn) {
-  try {
-    await fn();
-    console.log(`ok   ${name}`);
-  } catch (e) {
-    failures++;
-    console.log(`FAIL ${name}: ${e?.constructor?.name}: ${e?.message}\n${e?.stack ?? ""}`);
-    if (e?.rawValue !== undefined) console.log("raw:", JSON.stringify(e.rawValue));
-    if (e?.body !== undefined) console.log("body:", e.body);
-  }
-}
-async function expectError(fn, cls, status, what, message) {
-  try {
-    await fn();
-    check(false, `${what}: no error, want ${cls.name} ${status}`);
-  } catch (e) {
-    check(e instanceof cls, `${what}: got ${e?.constructor?.name} (${e?.message}), want ${cls.name}`);
-    check(e instanceof errors.AvalancheError, `${what}: not an AvalancheError`);
-    eq(e.statusCode, status, `${what} statusCode`);
-    eq(e.data$?.statusCode, status, `${what} body statusCode`);
-    check(typeof e.data$?.error === "string", `${what}: body error field`);
-    if (message !== undefined) eq(e.data$?.message, message, `${what} message`);
-    return e;
-  }
-}
-async function allPages(iter) {
-  const pages = [];
-  for await (const page of await iter) pages.push(page.result);
-  return pages;
-}
 
 const a = [
   "0x9702230A8Ea53601f5cD2dc00fDBc13d4dF4A8c7",
@@ -134,10 +91,10 @@ await step("get", async () => {
 });
 
 await step("list (paged, status filter)", async () => {
-  const pages = await allPages(sdk.webhooks.list({ pageSize: 1 }, opts));
-  eq(pages.map((p) => p.webhooks.map((w) => w.id)).flat(), [hook2.id, hook.id], "newest first over pages");
-  eq(pages.length, 2, "one webhook per page");
-  const inactive = await allPages(sdk.webhooks.list({ status: "inactive" }, opts));
+  const ps = await pages(sdk.webhooks.list({ pageSize: 1 }, opts));
+  eq(ps.map((p) => p.webhooks.map((w) => w.id)).flat(), [hook2.id, hook.id], "newest first over pages");
+  eq(ps.length, 2, "one webhook per page");
+  const inactive = await pages(sdk.webhooks.list({ status: "inactive" }, opts));
   eq(inactive[0].webhooks, [], "no inactive webhook yet");
 });
 
@@ -152,10 +109,10 @@ await step("addresses.add, addresses.list, addresses.remove", async () => {
   const added = await sdk.webhooks.addresses.add({ id: hook.id, addressesChangeRequest: { addresses: [a[2], a[3], a[4], a[0].toLowerCase()] } }, opts);
   eq(added.metadata.addresses.length, 5, "five addresses");
   check(added.metadata.addresses.includes(a[0]), "first spelling kept");
-  const pages = await allPages(sdk.webhooks.addresses.list({ id: hook.id, pageSize: 2 }, opts));
-  eq(pages.length, 3, "pages of two");
-  eq(pages.map((p) => p.totalAddresses), [5, 5, 5], "totalAddresses");
-  eq(pages.map((p) => p.addresses).flat().sort(), [a[0], a[1], a[2], a[3], a[4]].sort(), "every address listed once");
+  const ps = await pages(sdk.webhooks.addresses.list({ id: hook.id, pageSize: 2 }, opts));
+  eq(ps.length, 3, "pages of two");
+  eq(ps.map((p) => p.totalAddresses), [5, 5, 5], "totalAddresses");
+  eq(ps.map((p) => p.addresses).flat().sort(), [a[0], a[1], a[2], a[3], a[4]].sort(), "every address listed once");
   const removed = await sdk.webhooks.addresses.remove({ id: hook.id, addressesChangeRequest: { addresses: [a[0], a[5]] } }, opts);
   eq(removed.metadata.addresses.length, 4, "removed one, the absent one is a no-op");
   check(!removed.metadata.addresses.includes(a[0]), "removed");
@@ -164,7 +121,7 @@ await step("addresses.add, addresses.list, addresses.remove", async () => {
 await step("deactivate, reactivate", async () => {
   const d = await sdk.webhooks.deactivate({ id: hook.id }, opts);
   eq(d.status, "inactive", "deactivate");
-  const inactive = await allPages(sdk.webhooks.list({ status: "inactive" }, opts));
+  const inactive = await pages(sdk.webhooks.list({ status: "inactive" }, opts));
   eq(inactive[0].webhooks.map((w) => w.id), [hook.id], "listed as inactive");
   const r = await sdk.webhooks.update({ id: hook.id, updateWebhookRequest: { status: "active" } }, opts);
   eq(r.status, "active", "reactivated");
@@ -207,11 +164,11 @@ await step("errors: NotFoundError for unknown and foreign webhooks", async () =>
   await expectError(() => other.webhooks.get({ id: hook.id }, opts), errors.NotFoundError, 404, "foreign get");
   await expectError(() => other.webhooks.update({ id: hook.id, updateWebhookRequest: { name: "x" } }, opts), errors.NotFoundError, 404, "foreign update");
   await expectError(() => other.webhooks.deactivate({ id: hook.id }, opts), errors.NotFoundError, 404, "foreign deactivate");
-  await expectError(() => allPages(other.webhooks.addresses.list({ id: hook.id }, opts)), errors.NotFoundError, 404, "foreign addresses.list");
+  await expectError(() => pages(other.webhooks.addresses.list({ id: hook.id }, opts)), errors.NotFoundError, 404, "foreign addresses.list");
   await expectError(() => other.webhooks.addresses.add({ id: hook.id, addressesChangeRequest: { addresses: [a[5]] } }, opts), errors.NotFoundError, 404, "foreign addresses.add");
   await expectError(() => other.webhooks.addresses.remove({ id: hook.id, addressesChangeRequest: { addresses: [a[1]] } }, opts), errors.NotFoundError, 404, "foreign addresses.remove");
   await expectError(() => other.webhooks.getSharedSecret(opts), errors.NotFoundError, 404, "foreign secret");
-  eq((await allPages(other.webhooks.list({}, opts)))[0].webhooks, [], "another account lists nothing");
+  eq((await pages(other.webhooks.list({}, opts)))[0].webhooks, [], "another account lists nothing");
   eq((await sdk.webhooks.get({ id: hook.id }, opts)).name, "renamed", "untouched by the other account");
 });
 
@@ -219,7 +176,7 @@ await step("errors: UnauthorizedError without or with a bad key", async () => {
   const anon = new Avalanche({ serverURL: url, enableTelemetry: false, retryConfig: { strategy: "none" } });
   await expectError(() => anon.webhooks.get({ id: hook.id }, opts), errors.UnauthorizedError, 401, "no key", "Unauthorized");
   await expectError(() => anon.webhooks.generateOrRotateSharedSecret(opts), errors.UnauthorizedError, 401, "no key secret");
-  await expectError(() => client("mk_" + "0".repeat(64)).webhooks.list({}, opts).then(allPages), errors.UnauthorizedError, 401, "unknown key");
+  await expectError(() => client("mk_" + "0".repeat(64)).webhooks.list({}, opts).then(pages), errors.UnauthorizedError, 401, "unknown key");
 });
 
 await step("errors: TooManyRequestsError past the budget", async () => {
@@ -239,5 +196,4 @@ await step("errors: TooManyRequestsError past the budget", async () => {
   check(retryAfter >= 1 && retryAfter <= 60, `retry-after ${retryAfter}`);
 });
 
-console.log(`\n${checks} checks, ${failures} failures`);
-process.exit(failures ? 1 : 0);
+finish("sdk webhooks");
