@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -46,6 +48,7 @@ func BenchmarkPipelineGunzilla(b *testing.B) {
 		for name, pid := range s.pids {
 			cpuBefore[name] = procCPU(pid)
 		}
+		profiles := profileServices(b, s, "ingest", "processor")
 		// Timeline, polled every 10 ms: when ingest's metrics first show a
 		// produced block and the last one (it produces in large batches, so
 		// these can coincide), then the last block's head row in ClickHouse.
@@ -69,6 +72,7 @@ func BenchmarkPipelineGunzilla(b *testing.B) {
 			return n == 1
 		})
 		wall := time.Since(s.ingestStarted)
+		profiles.Wait()
 		// Throughput over the whole run, ingest's process start-up included.
 		b.ReportMetric(float64(len(rec))/wall.Seconds(), "blocks/s")
 		b.ReportMetric(float64(txs)/wall.Seconds(), "tx/s")
@@ -104,6 +108,46 @@ func BenchmarkPipelineGunzilla(b *testing.B) {
 			}
 		}
 	}
+}
+
+// profileServices fetches a CPU profile of each named service while the
+// benchmark runs when MORAINE_BENCH_PROFILE_DIR is set, writing
+// <dir>/<service>.pprof (read them with go tool pprof). The profile lasts
+// MORAINE_BENCH_PROFILE_SECONDS (default 4), from the moment the service's
+// admin server answers. Wait for the returned group before stopping them.
+func profileServices(tb testing.TB, s *stackUp, names ...string) *sync.WaitGroup {
+	var wg sync.WaitGroup
+	dir := os.Getenv("MORAINE_BENCH_PROFILE_DIR")
+	if dir == "" {
+		return &wg
+	}
+	seconds := os.Getenv("MORAINE_BENCH_PROFILE_SECONDS")
+	if seconds == "" {
+		seconds = "4"
+	}
+	for _, name := range names {
+		url := strings.TrimSuffix(s.metrics[name], "/metrics") + "/debug/pprof/profile?seconds=" + seconds
+		wg.Go(func() {
+			for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+				resp, err := http.Get(url)
+				if err != nil {
+					continue // not listening yet
+				}
+				defer resp.Body.Close()
+				f, err := os.Create(filepath.Join(dir, name+".pprof"))
+				if err == nil {
+					_, err = io.Copy(f, resp.Body)
+					err = errors.Join(err, f.Close())
+				}
+				if err != nil {
+					tb.Errorf("profile of %s: %v", name, err)
+				}
+				return
+			}
+			tb.Errorf("profile of %s: admin server never answered", name)
+		})
+	}
+	return &wg
 }
 
 func countFrames(v any) int {

@@ -20,7 +20,10 @@
 // eth_getTransactionReceipt, debug_traceBlockByNumber, debug_traceBlockByHash
 // and debug_traceTransaction with {"tracer":"callTracer"} (the recorded traces),
 // eth_call (always "0x": no state is recorded), eth_subscribe/eth_unsubscribe
-// newHeads (WebSocket only). Unknown methods answer -32601.
+// newHeads (WebSocket only), and moraine_recordedBlockNumbers(from, to): the
+// numbers of the released recorded blocks within [from, to] (ascending hex
+// quantities), which lets an indexer learn a sparse recording's numbers without
+// probing each one. Unknown methods answer -32601.
 //
 // Blocks absent from the recording (gaps, like the Gunzilla file's every-100th
 // blocks) and blocks not yet released answer as geth does for an unknown block:

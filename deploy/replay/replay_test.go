@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -482,6 +483,33 @@ func TestReplayGunzilla(t *testing.T) {
 		}
 	}
 	t.Logf("single calls in %v", time.Since(t0))
+
+	// The sparse recording lists its numbers: every 100th from 14,000,000.
+	numbers := func(from, to any) []string {
+		var got []string
+		if err := json.Unmarshal(callRaw(t, cl, "moraine_recordedBlockNumbers", from, to), &got); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	if got := numbers(hexNum(14_000_050), hexNum(14_000_300)); !slices.Equal(got, []string{hexNum(14_000_100), hexNum(14_000_200), hexNum(14_000_300)}) {
+		t.Errorf("moraine_recordedBlockNumbers(14000050, 14000300) = %v", got)
+	}
+	if got := numbers("earliest", "latest"); len(got) != len(file) || got[0] != hexNum(file[0].Number) || got[len(got)-1] != hexNum(file[len(file)-1].Number) {
+		t.Errorf("moraine_recordedBlockNumbers(earliest, latest): %d numbers, want %d", len(got), len(file))
+	}
+	if got := numbers(hexNum(14_000_001), hexNum(14_000_099)); len(got) != 0 {
+		t.Errorf("moraine_recordedBlockNumbers over a gap = %v", got)
+	}
+	var out json.RawMessage
+	var rpcErr rpc.Error
+	if err := cl.CallContext(t.Context(), &out, "moraine_recordedBlockNumbers", hexNum(1)); !asRPCError(err, &rpcErr) || rpcErr.ErrorCode() != -32602 {
+		t.Errorf("moraine_recordedBlockNumbers with one argument: %v, want invalid params", err)
+	}
+	if err := cl.CallContext(t.Context(), &out, "moraine_recordedBlockNumbers", "0x1", "12"); !asRPCError(err, &rpcErr) || err.Error() != "invalid argument 1: hex string without 0x prefix" {
+		t.Errorf("moraine_recordedBlockNumbers with a bad bound: %v", err)
+	}
+
 	for _, n := range []uint64{14_000_001, 14_000_099, 13_999_900, 14_100_100} {
 		if got := string(callRaw(t, cl, "eth_getBlockByNumber", hexNum(n), true)); got != "null" {
 			t.Errorf("block %d = %.80s, want null", n, got)
@@ -565,6 +593,19 @@ func TestReplayLive(t *testing.T) {
 	}
 	if n, _ := strconv.ParseUint(strings.TrimPrefix(bn, "0x"), 16, 64); n < prev {
 		t.Fatalf("eth_blockNumber %d below the last announced head %d", n, prev)
+	}
+	// Only released blocks are listed.
+	var listed []string
+	if err := ws.CallContext(ctx, &listed, "moraine_recordedBlockNumbers", "0x0", hexNum(late.Number)); err != nil {
+		t.Fatal(err)
+	}
+	if len(listed) < int(prev) || len(listed) >= len(file) {
+		t.Errorf("moraine_recordedBlockNumbers in live mode listed %d blocks; %d announced of %d", len(listed), prev, len(file))
+	}
+	for i, n := range listed {
+		if n != hexNum(file[i].Number) {
+			t.Fatalf("moraine_recordedBlockNumbers in live mode: %s at %d, want %s", n, i, hexNum(file[i].Number))
+		}
 	}
 	// Batches work over WebSocket too.
 	checkBatches(t, ws, file[:prev], 10)

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -504,6 +505,9 @@ func (s *Server) call(ctx context.Context, method string, params []json.RawMessa
 		}
 		return b.Traces, nil
 
+	case "moraine_recordedBlockNumbers":
+		return s.recordedBlockNumbers(params)
+
 	case "eth_call":
 		// No state is recorded: answer as a node does for an address without code.
 		return []byte(`"0x"`), nil
@@ -632,6 +636,37 @@ func (s *Server) blockByNumberOrHashParam(raw json.RawMessage) (*Block, error) {
 		return s.blockByHashParam(raw)
 	}
 	return s.blockByNumberParam(raw)
+}
+
+// recordedBlockNumbers answers moraine_recordedBlockNumbers(from, to): the
+// numbers of the released recorded blocks within [from, to], ascending, as
+// hex quantities. An indexer learns a sparse recording's numbers from it in
+// one call instead of probing every number of the range.
+func (s *Server) recordedBlockNumbers(params []json.RawMessage) ([]byte, error) {
+	if len(params) != 2 {
+		return nil, errInvalidParams("want 2 arguments (from, to), got %d", len(params))
+	}
+	var bounds [2]uint64
+	for i, p := range params {
+		n, latest, err := s.numberParam(p)
+		if err != nil {
+			return nil, errInvalidParams("invalid argument %d: %s", i, strings.TrimPrefix(err.Error(), "invalid argument 0: "))
+		}
+		if latest {
+			n = s.Head()
+		}
+		bounds[i] = n
+	}
+	blocks := s.rec.blocks[:s.released.Load()+1]
+	i := sort.Search(len(blocks), func(i int) bool { return blocks[i].Number >= bounds[0] })
+	out := []byte{'['}
+	for ; i < len(blocks) && blocks[i].Number <= bounds[1]; i++ {
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = append(out, quantity(blocks[i].Number)...)
+	}
+	return append(out, ']'), nil
 }
 
 func quantity(n uint64) []byte {

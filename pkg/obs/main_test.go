@@ -41,4 +41,3 @@ func TestMainExitCodes(t *testing.T) {
 		})
 	}
 }
-

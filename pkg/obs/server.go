@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sync"
 	"time"
 
@@ -80,13 +81,20 @@ type AdminConfig struct {
 
 // RegisterFlags adds --admin.listen-address with the service's default.
 func (c *AdminConfig) RegisterFlags(fs *flag.FlagSet, def string) {
-	fs.StringVar(&c.ListenAddress, "admin.listen-address", def, "address of the /metrics, /healthz and /readyz server")
+	fs.StringVar(&c.ListenAddress, "admin.listen-address", def, "address of the /metrics, /healthz, /readyz and /debug/pprof/ server")
 }
 
-// AdminMux returns a mux with /metrics, /healthz (alive) and /readyz
-// (every check passes; 503 with the failures otherwise).
+// AdminMux returns a mux with /metrics, /healthz (alive), /readyz (every
+// check passes; 503 with the failures otherwise) and the Go profiler under
+// /debug/pprof/ (the admin address is loopback unless an operator says
+// otherwise; profiles are how throughput work starts).
 func AdminMux(reg *prometheus.Registry, h *Health) *http.ServeMux {
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("GET /debug/pprof/trace", pprof.Trace)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")

@@ -136,6 +136,7 @@ type Node struct {
 	subs     map[*websocket.Conn]*sync.Mutex
 	noWS     bool
 	delay    time.Duration
+	listing  bool
 
 	// Posts counts HTTP POSTs; Calls counts JSON-RPC calls.
 	Posts atomic.Int64
@@ -314,7 +315,11 @@ func (n *Node) answer(c call) []byte {
 		id = json.RawMessage("null")
 	}
 	if rpcErr != "" {
-		return []byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":-32000,"message":%q}}`, id, rpcErr))
+		code := -32000
+		if strings.HasPrefix(rpcErr, "the method ") {
+			code = -32601 // as go-ethereum answers an unknown method
+		}
+		return []byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"error":{"code":%d,"message":%q}}`, id, code, rpcErr))
 	}
 	return []byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":%s}`, id, result))
 }
@@ -344,8 +349,51 @@ func (n *Node) call(c call) (json.RawMessage, string) {
 		default:
 			return b.Traces, ""
 		}
+	case "moraine_recordedBlockNumbers":
+		if n.listsBlocks() {
+			return n.recordedBlockNumbers(c.Params)
+		}
 	}
-	return nil, "method not found: " + c.Method
+	return nil, "the method " + c.Method + " does not exist/is not available"
+}
+
+// ListBlocks makes the node answer moraine_recordedBlockNumbers(from, to)
+// as moraine's replay source does.
+func (n *Node) ListBlocks() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.listing = true
+}
+
+func (n *Node) listsBlocks() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.listing
+}
+
+func (n *Node) recordedBlockNumbers(params []json.RawMessage) (json.RawMessage, string) {
+	var bounds [2]uint64
+	for i := range bounds {
+		var s string
+		if len(params) != 2 || json.Unmarshal(params[i], &s) != nil {
+			return nil, "want two hex numbers"
+		}
+		v, err := strconv.ParseUint(strings.TrimPrefix(s, "0x"), 16, 64)
+		if err != nil {
+			return nil, err.Error()
+		}
+		bounds[i] = v
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	out := []string{}
+	for num := bounds[0]; num <= min(bounds[1], n.head); num++ {
+		if _, ok := n.blocks[num]; ok {
+			out = append(out, fmt.Sprintf("0x%x", num))
+		}
+	}
+	raw, _ := json.Marshal(out)
+	return raw, ""
 }
 
 // lookup finds a block by number parameter; blocks above the head, and

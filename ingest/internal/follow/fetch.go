@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/moraine-data/moraine/ingest/internal/convert"
@@ -40,10 +41,10 @@ func (f *Follower) fetchSpan(ctx context.Context, sp span) ([]*record.Block, err
 
 	numbers := make([]uint64, 0, sp.len())
 	if f.cfg.Chain.Replay && sp.len() > uint64(f.cfg.BatchBlocks) {
-		// A sparse recording: ask which numbers exist with one batch of
-		// cheap header calls before fetching full blocks.
+		// A sparse recording: ask which numbers exist before fetching
+		// full blocks.
 		var err error
-		if numbers, err = f.probe(ctx, sp); err != nil {
+		if numbers, err = f.recorded(ctx, sp); err != nil {
 			return nil, err
 		}
 	} else {
@@ -63,7 +64,62 @@ func (f *Follower) fetchSpan(ctx context.Context, sp span) ([]*record.Block, err
 	return out, nil
 }
 
-// probe returns the numbers of sp for which the node has a block.
+// recorded returns the numbers of sp for which a replay source has a block:
+// from moraine_recordedBlockNumbers, one call for the span, when the source
+// has it (moraine's replay does), or else by probing every number.
+func (f *Follower) recorded(ctx context.Context, sp span) ([]uint64, error) {
+	for attempt := 0; !f.noListing.Load(); attempt++ {
+		raw, err := f.deps.RPC.Call(ctx, "moraine_recordedBlockNumbers", hexNumber(sp.start), hexNumber(sp.end-1))
+		var rpcErr *rpc.Error
+		switch {
+		case err == nil:
+			numbers, err := parseNumbers(raw, sp)
+			if err == nil {
+				return numbers, nil
+			}
+			f.logger.Error("the replay source's block listing is invalid; probing each number instead", "err", err)
+			f.noListing.Store(true)
+		case errors.As(err, &rpcErr) && rpcErr.Code == -32601: // method not found
+			f.logger.Info("the replay source cannot list its blocks; probing each number", "err", err)
+			f.noListing.Store(true)
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		default:
+			f.deps.Metrics.retries.WithLabelValues(f.chain, "rpc_error").Inc()
+			f.logRetry(attempt, "listing recorded blocks failed, retrying", sp.start, err)
+			if !obs.Sleep(ctx, obs.Backoff(attempt, 100*time.Millisecond, 5*time.Second)) {
+				return nil, ctx.Err()
+			}
+		}
+	}
+	return f.probe(ctx, sp)
+}
+
+// parseNumbers reads a listing of hex quantities and checks that it is
+// ascending and within sp.
+func parseNumbers(raw json.RawMessage, sp span) ([]uint64, error) {
+	var hexes []string
+	if err := json.Unmarshal(raw, &hexes); err != nil {
+		return nil, fmt.Errorf("not an array of hex numbers: %w", err)
+	}
+	out := make([]uint64, 0, len(hexes))
+	for _, h := range hexes {
+		n, err := strconv.ParseUint(strings.TrimPrefix(h, "0x"), 16, 64)
+		switch {
+		case err != nil || !strings.HasPrefix(h, "0x"):
+			return nil, fmt.Errorf("%q is not a hex quantity", h)
+		case n < sp.start || n >= sp.end:
+			return nil, fmt.Errorf("block %d is outside [%d, %d)", n, sp.start, sp.end)
+		case len(out) > 0 && n <= out[len(out)-1]:
+			return nil, fmt.Errorf("block %d after block %d", n, out[len(out)-1])
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// probe returns the numbers of sp for which the node has a block, with one
+// batch of cheap header calls.
 func (f *Follower) probe(ctx context.Context, sp span) ([]uint64, error) {
 	reqs := make([]*rpc.Request, 0, sp.len())
 	for n := sp.start; n < sp.end; n++ {

@@ -85,6 +85,9 @@ type Follower struct {
 	key     []byte // record key: the decimal chain id
 
 	recovered atomic.Bool
+	// noListing is set once the replay source answers that it has no
+	// moraine_recordedBlockNumbers: sparse spans are then probed.
+	noListing atomic.Bool
 	// ackedNext is the number after the last block Kafka acknowledged.
 	ackedNext atomic.Uint64
 }

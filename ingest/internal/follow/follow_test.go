@@ -319,26 +319,47 @@ func TestReplaySkipsMissingNumbers(t *testing.T) {
 			sparse = append(sparse, b)
 		}
 	}
-	node := chaintest.NewNode(t, sparse)
-	k := newKafka(t, 4)
-	ch := testChain(0) // below the recording: starts at its first block
-	ch.Replay = true
-	ch.StartCumulativeTransactions = 1000
-	h := start(t, k, node, ch, func(c *Config) { c.BatchBlocks = 2 })
-	h.waitAcked(t, sparse[len(sparse)-1].Number)
-	h.stop(t)
-	chain, reorgs := chaintest.Validate(t, chaintest.ReadEvents(t, k.cfg, topic, "43114"), 1000, false)
-	require.Empty(t, reorgs)
-	require.Equal(t, wantNumbers(sparse), blockNumbers(chain))
-	txs := 0
-	for _, b := range sparse {
-		txs += b.TxCount
-	}
-	require.Equal(t, uint64(1000+txs), chain[len(chain)-1].CumulativeTransactions)
-	// Once the density is learnt, missing numbers are found by cheap
-	// header probes, not full fetches of every number.
 	spanned := int64(sparse[len(sparse)-1].Number - sparse[0].Number + 1)
-	require.Less(t, node.MethodCalls("eth_getBlockReceipts"), spanned/2)
+	for _, c := range []struct {
+		name    string
+		listing bool
+	}{{"probing each number", false}, {"listing the recorded numbers", true}} {
+		t.Run(c.name, func(t *testing.T) {
+			node := chaintest.NewNode(t, sparse)
+			if c.listing {
+				node.ListBlocks()
+			}
+			k := newKafka(t, 4)
+			ch := testChain(0) // below the recording: starts at its first block
+			ch.Replay = true
+			ch.StartCumulativeTransactions = 1000
+			h := start(t, k, node, ch, func(c *Config) { c.BatchBlocks = 2 })
+			h.waitAcked(t, sparse[len(sparse)-1].Number)
+			h.stop(t)
+			chain, reorgs := chaintest.Validate(t, chaintest.ReadEvents(t, k.cfg, topic, "43114"), 1000, false)
+			require.Empty(t, reorgs)
+			require.Equal(t, wantNumbers(sparse), blockNumbers(chain))
+			txs := 0
+			for _, b := range sparse {
+				txs += b.TxCount
+			}
+			require.Equal(t, uint64(1000+txs), chain[len(chain)-1].CumulativeTransactions)
+			// Once the density is learnt, missing numbers are not fetched
+			// in full.
+			require.Less(t, node.MethodCalls("eth_getBlockReceipts"), spanned/2)
+			if c.listing {
+				// One listing per span instead of a header probe per number.
+				require.Positive(t, node.MethodCalls("moraine_recordedBlockNumbers"))
+				require.Less(t, node.MethodCalls("eth_getBlockByNumber"), spanned/2)
+			} else {
+				// Answered "method not found" to the first spans fetched
+				// at once (Concurrency, 4), never asked again.
+				require.Positive(t, node.MethodCalls("moraine_recordedBlockNumbers"))
+				require.LessOrEqual(t, node.MethodCalls("moraine_recordedBlockNumbers"), int64(4))
+				require.GreaterOrEqual(t, node.MethodCalls("eth_getBlockByNumber"), spanned/2)
+			}
+		})
+	}
 }
 
 func TestProduceFailureRecoversFromKafka(t *testing.T) {
