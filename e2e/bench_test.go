@@ -103,8 +103,9 @@ func BenchmarkPipelineGunzilla(b *testing.B) {
 			{"ingest", "moraine_ingest_stage_duration_seconds_sum"},
 			{"processor", "moraine_processor_batch_duration_seconds_sum"},
 		} {
+			counts := scrape(b, s.metrics[m.svc], strings.TrimSuffix(m.metric, "_sum")+"_count")
 			for label, v := range scrape(b, s.metrics[m.svc], m.metric) {
-				fmt.Printf("stage time %-10s %-28s %6.2fs\n", m.svc, label, v)
+				fmt.Printf("stage time %-10s %-28s %6.2fs over %.0f calls\n", m.svc, label, v, counts[label])
 			}
 		}
 	}

@@ -16,6 +16,7 @@
 #   MORAINE_KAFKA_CONTROLLER_PORT  KRaft controller port, default 9093
 #   MORAINE_KAFKA_VERSION          Apache Kafka version from Maven Central, default below
 #   MORAINE_KAFKA_HEAP             broker -Xmx, default 512m
+#   MORAINE_KAFKA_JVM_OPTS         more broker JVM options, default -XX:TieredStopAtLevel=1 (set it empty for none)
 set -euo pipefail
 # Bash 5.2 would expand '&' in ${var//pat/repl}; templates must be copied literally.
 shopt -u patsub_replacement 2>/dev/null || true
@@ -36,6 +37,10 @@ KAFKA_PORT=${MORAINE_KAFKA_PORT:-9092}
 KAFKA_CONTROLLER_PORT=${MORAINE_KAFKA_CONTROLLER_PORT:-9093}
 KAFKA_VERSION=${MORAINE_KAFKA_VERSION:-$DEFAULT_KAFKA_VERSION}
 KAFKA_HEAP=${MORAINE_KAFKA_HEAP:-512m}
+# C1 only: on a 2-core machine the C2 compiler kept compiling for every test run's new topics, burning more
+# CPU than the broker's own work (measured: 2.9 s of compiler threads per pipeline benchmark run, against
+# 0.3 s of request handling). A long-lived production broker wants C2; this stack is for development and CI.
+read -r -a KAFKA_JVM_OPTS <<<"${MORAINE_KAFKA_JVM_OPTS--XX:TieredStopAtLevel=1}"
 
 # ---------------------------------------------------------------------------------------------------------
 # Output helpers. Progress goes to stdout, one line per step; errors to stderr.
@@ -511,7 +516,7 @@ kafka_start() {
     [[ -f $log ]] && offset=$(stat -c %s "$log")
     launch "$KAFKA_DIR" "$KAFKA_PIDFILE" "$KAFKA_DIR/logs/kafka.out" \
         java "-Xms$KAFKA_HEAP" "-Xmx$KAFKA_HEAP" -XX:+UseG1GC -XX:MaxGCPauseMillis=20 \
-        -XX:+ExitOnOutOfMemoryError -Djava.awt.headless=true \
+        -XX:+ExitOnOutOfMemoryError -Djava.awt.headless=true ${KAFKA_JVM_OPTS[@]+"${KAFKA_JVM_OPTS[@]}"} \
         "-Dkafka.logs.dir=$KAFKA_DIR/logs" "-Dlog4j2.configurationFile=$KAFKA_DIR/log4j2.properties" \
         -cp "$KAFKA_LIBS/*" kafka.Kafka "$KAFKA_DIR/server.properties"
     kafka_wait_ready "$offset"

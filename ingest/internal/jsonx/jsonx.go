@@ -16,6 +16,7 @@
 package jsonx
 
 import (
+	"encoding/binary"
 	"fmt"
 	"strconv"
 	"unicode/utf16"
@@ -167,25 +168,60 @@ func (r *Reader) Bytes() ([]byte, error) {
 		return nil, r.fail("expected string")
 	}
 	start := r.pos + 1
-	escaped := false
-	for i := start; i < len(r.buf); i++ {
-		switch c := r.buf[i]; {
+	end, escaped, err := r.stringEnd(start)
+	if err != nil {
+		return nil, err
+	}
+	r.pos = end + 1
+	if !escaped {
+		return r.buf[start:end], nil
+	}
+	return r.unescape(start, end)
+}
+
+// stringEnd finds the closing quote of a string whose content starts at
+// start, and whether the string has escapes. On an error r.pos is the
+// offending byte.
+func (r *Reader) stringEnd(start int) (end int, escaped bool, err error) {
+	buf := r.buf
+	for i := start; ; {
+		i += plainRun(buf, i)
+		if i >= len(buf) {
+			r.pos = len(buf)
+			return 0, false, r.fail("unterminated string")
+		}
+		switch c := buf[i]; {
 		case c == '"':
-			r.pos = i + 1
-			if !escaped {
-				return r.buf[start:i], nil
-			}
-			return r.unescape(start, i)
+			return i, escaped, nil
 		case c == '\\':
 			escaped = true
-			i++ // the escaped byte cannot end the string
+			i += 2 // the escaped byte cannot end the string
 		case c < 0x20:
 			r.pos = i
-			return nil, r.fail("control character in string")
+			return 0, false, r.fail("control character in string")
+		default:
+			i++
 		}
 	}
-	r.pos = len(r.buf)
-	return nil, r.fail("unterminated string")
+}
+
+// plainRun is how many bytes from buf[i] on are surely plain string
+// content, in whole eight-byte words: no quote, backslash or control
+// character (nor, to save work, a space or '!', which sort between them).
+// Strings here are mostly long hex (call inputs, outputs, log data), so it
+// tests eight bytes at a time with the classic SWAR "has a byte less than n
+// / equal to zero" tricks; the caller's byte loop handles the rest.
+func plainRun(buf []byte, i int) int {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	j := i
+	for ; j+8 <= len(buf); j += 8 {
+		x := binary.LittleEndian.Uint64(buf[j:])
+		b := x ^ (ones * '\\')
+		if ((x-ones*('"'+1))&^x|(b-ones)&^b)&highs != 0 {
+			break
+		}
+	}
+	return j - i
 }
 
 // String reads a string as a Go string ("" for null).
@@ -312,20 +348,12 @@ func (r *Reader) Raw() ([]byte, error) {
 
 // rawString skips a string starting at r.pos (a quote).
 func (r *Reader) rawString() (int, error) {
-	for i := r.pos + 1; i < len(r.buf); i++ {
-		switch c := r.buf[i]; {
-		case c == '"':
-			r.pos = i + 1
-			return i, nil
-		case c == '\\':
-			i++
-		case c < 0x20:
-			r.pos = i
-			return 0, r.fail("control character in string")
-		}
+	end, _, err := r.stringEnd(r.pos + 1)
+	if err != nil {
+		return 0, err
 	}
-	r.pos = len(r.buf)
-	return 0, r.fail("unterminated string")
+	r.pos = end + 1
+	return end, nil
 }
 
 // rawContainer skips an object or array by tracking nesting and strings. It

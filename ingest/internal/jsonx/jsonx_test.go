@@ -1,7 +1,9 @@
 package jsonx
 
 import (
+	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 	"unicode/utf8"
 
@@ -156,4 +158,52 @@ func FuzzReader(f *testing.F) {
 		require.NoError(t, err, "%q", doc)
 		require.Equal(t, want, got)
 	})
+}
+
+// TestPlainRun checks the eight-at-a-time scan against a byte loop: it must
+// accept exactly the whole words before the first byte below 0x23 (control
+// characters, space, '!' and the quote) or backslash, for every byte value
+// at every offset.
+func TestPlainRun(t *testing.T) {
+	special := func(c byte) bool { return c == '\\' || c <= '"' }
+	for _, fill := range []byte{'a', '0', ' ', 0x7f, 0x80, 0xc3, 0xff} {
+		for n := 0; n <= 24; n++ {
+			for p := 0; p <= n; p++ {
+				for c := 0; c < 256; c++ {
+					buf := bytes.Repeat([]byte{fill}, n)
+					if p < n {
+						buf[p] = byte(c)
+					}
+					for start := 0; start <= min(n, 3); start++ {
+						naive := 0
+						for start+naive < n && !special(buf[start+naive]) {
+							naive++
+						}
+						if got, want := plainRun(buf, start), naive/8*8; got != want {
+							t.Fatalf("plainRun(%q, %d) = %d, want %d", buf, start, got, want)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestStringAcrossWords reads strings whose escapes, quotes and control
+// characters fall at every offset of the eight-byte words.
+func TestStringAcrossWords(t *testing.T) {
+	for n := 0; n < 20; n++ {
+		for p := 0; p < n; p++ {
+			for _, c := range []string{`\"`, `\\`, `\u00e9`, "é", "\x1f"} {
+				content := strings.Repeat("a", p) + c + strings.Repeat("b", n-p)
+				doc := `"` + content + `"`
+				got, err := NewReader([]byte(doc)).String()
+				var want string
+				wantErr := json.Unmarshal([]byte(doc), &want)
+				if (err != nil) != (wantErr != nil) || got != want {
+					t.Fatalf("String(%q) = %q, %v; encoding/json: %q, %v", doc, got, err, want, wantErr)
+				}
+			}
+		}
+	}
 }

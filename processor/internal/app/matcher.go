@@ -131,7 +131,7 @@ func newMatcherMetrics(reg prometheus.Registerer, reader tableReader) *matcherMe
 	for _, r := range []string{"committed", "aborted"} {
 		m.transactions.WithLabelValues(r)
 	}
-	for _, k := range []string{"block", "reorg", "undecodable"} {
+	for _, k := range []string{"block", "reorg", "unwatched", "undecodable"} {
 		m.records.WithLabelValues(k)
 	}
 	reg.MustRegister(m.emitted, m.stage, m.transactions, m.records, m.catchUpSlow, m.payloadErrs,
@@ -384,6 +384,12 @@ func (m *matcher) build(ctx context.Context, records []*kgo.Record) ([]*kgo.Reco
 	var all []matched
 	var ms []match.Match
 	for _, r := range records {
+		if chain, err := strconv.ParseUint(string(r.Key), 10, 64); err == nil && !m.table.Watches(chain) {
+			// The key is the chain id: a chain nobody watches has nothing to
+			// match, so its blocks are not even decoded.
+			m.m.records.WithLabelValues("unwatched").Inc()
+			continue
+		}
 		ev, err := codec.DecodeChainEvent(r.Value)
 		if err != nil {
 			// The sink counts and logs it too; a record nobody can read must

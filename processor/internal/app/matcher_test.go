@@ -336,6 +336,9 @@ func TestMatcherIntegration(t *testing.T) {
 		block(4, &record.Transaction{From: X, To: U}, // nobody any more (A removed X, C inactive, D gated)
 			&record.Transaction{From: U, To: Y}), // A: marker that block 4 was processed
 	)
+	// A chain nobody watches is skipped without decoding: this record
+	// would count as undecodable if it were read.
+	produceRecords(t, kcfg, &kgo.Record{Topic: kcfg.Topic(topics.Blocks), Key: []byte("99999"), Value: []byte("not a block")})
 	want[hookA+"/"+txHashOf(3, 0)] = 1
 	want[hookA+"/"+txHashOf(4, 1)] = 1
 	r.waitFor(t, "the messages of blocks 3 and 4", 60*time.Second, has(len(want)))
@@ -375,6 +378,15 @@ func TestMatcherIntegration(t *testing.T) {
 	eventually(t, "activities_emitted_total", func() bool {
 		return metricSum(t, reg, "moraine_processor_activities_emitted_total") == float64(len(want))
 	})
+	eventually(t, "the unwatched chain's record counted", func() bool {
+		return metricLabeled(t, reg, "moraine_processor_match_records_total", "kind", "unwatched") == 1
+	})
+	if v := metricLabeled(t, reg, "moraine_processor_match_records_total", "kind", "undecodable"); v != 0 {
+		t.Errorf("%v undecodable records: the unwatched chain's record was decoded", v)
+	}
+	if v := metricLabeled(t, reg, "moraine_processor_match_records_total", "kind", "block"); v != 4 {
+		t.Errorf("match_records_total{kind=block} = %v, want 4", v)
+	}
 	if v := metricSum(t, reg, "moraine_processor_watchlist_ready"); v != 1 {
 		t.Errorf("watchlist_ready = %v", v)
 	}
@@ -445,6 +457,26 @@ func metricSum(t *testing.T, reg *prometheus.Registry, name string) float64 {
 		return sum
 	}
 	t.Fatalf("metric %s not registered", name)
+	return 0
+}
+
+// metricLabeled is the value of the series of name whose label has value.
+func metricLabeled(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if mf.GetName() == name && l.GetName() == label && l.GetValue() == value {
+					return m.GetCounter().GetValue() + m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	t.Fatalf("no series %s{%s=%q}", name, label, value)
 	return 0
 }
 

@@ -22,6 +22,7 @@ import (
 	"context"
 	"fmt"
 	"time"
+	"unsafe"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"golang.org/x/sync/errgroup"
@@ -128,25 +129,47 @@ func (b *Batch) Add(e Event) {
 
 // Writer inserts batches.
 type Writer struct {
-	conn    driver.Conn
-	timeout time.Duration
+	conn driver.Conn
+	opts WriterOptions
 }
 
-// NewWriter returns a writer on conn (which uses moraine's database). Each
-// insert gets timeout: FIELD-NOTES warns that a stuck insert otherwise hangs.
-func NewWriter(conn driver.Conn, timeout time.Duration) *Writer {
-	return &Writer{conn: conn, timeout: timeout}
+// WriterOptions tune how a batch is inserted.
+type WriterOptions struct {
+	// Timeout bounds the insert of one batch: FIELD-NOTES warns that a stuck
+	// insert otherwise hangs.
+	Timeout time.Duration
+	// ChunkRows splits a child table's rows into INSERTs of at most this
+	// many rows (default 25,000), which run concurrently: ClickHouse parses
+	// and writes each INSERT on one thread, and one batch's internal
+	// transactions can be hundreds of thousands of rows.
+	ChunkRows int
+	// Parallel is how many INSERTs of a batch run at once (default 4).
+	Parallel int
 }
 
-// Write inserts b: the child tables in parallel, then blocks and hashes, then
-// heads.
+// NewWriter returns a writer on conn (which uses moraine's database).
+func NewWriter(conn driver.Conn, opts WriterOptions) *Writer {
+	if opts.ChunkRows <= 0 {
+		opts.ChunkRows = 25000
+	}
+	if opts.Parallel <= 0 {
+		opts.Parallel = 4
+	}
+	return &Writer{conn: conn, opts: opts}
+}
+
+// Write inserts b: the child tables (in chunks, concurrently), then blocks
+// and hashes, then heads. Each step starts only once the one before has
+// succeeded, so a reader that finds a block also finds its contents, and a
+// chain head is never ahead of its blocks.
 func (w *Writer) Write(ctx context.Context, b *Batch) error {
-	ctx, cancel := context.WithTimeout(ctx, w.timeout)
+	ctx, cancel := context.WithTimeout(ctx, w.opts.Timeout)
 	defer cancel()
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return w.insertTxs(gctx, b.txs) })
-	g.Go(func() error { return w.insertLogs(gctx, b.logs) })
-	g.Go(func() error { return w.insertInternal(gctx, b.internal) })
+	g.SetLimit(w.opts.Parallel)
+	chunks(len(b.txs), w.opts.ChunkRows, func(i, j int) { g.Go(func() error { return w.insertTxs(gctx, b.txs[i:j]) }) })
+	chunks(len(b.logs), w.opts.ChunkRows, func(i, j int) { g.Go(func() error { return w.insertLogs(gctx, b.logs[i:j]) }) })
+	chunks(len(b.internal), w.opts.ChunkRows, func(i, j int) { g.Go(func() error { return w.insertInternal(gctx, b.internal[i:j]) }) })
 	if err := g.Wait(); err != nil {
 		return err
 	}
@@ -157,6 +180,18 @@ func (w *Writer) Write(ctx context.Context, b *Batch) error {
 		return err
 	}
 	return w.insertHeads(ctx, b.heads)
+}
+
+// chunks calls fn with the bounds [i, j) of consecutive chunks of at most
+// size of n rows, of about equal length.
+func chunks(n, size int, fn func(i, j int)) {
+	if n == 0 {
+		return
+	}
+	k := (n + size - 1) / size
+	for c := 0; c < k; c++ {
+		fn(c*n/k, (c+1)*n/k)
+	}
 }
 
 func (w *Writer) send(ctx context.Context, table, columns string, n int, appendRow func(batch driver.Batch, i int) error) error {
@@ -188,8 +223,8 @@ func (w *Writer) insertBlocks(ctx context.Context, rows []blockRow) error {
 		return batch.Append(b.ChainId, b.Number, fixed32(b.Hash), fixed32(b.ParentHash), b.Timestamp,
 			b.TimestampMilliseconds, b.MinDelayExcess, b.BaseFee, b.GasUsed, b.GasLimit, b.BlockGasCost,
 			b.ExtDataGasUsed, b.FeesSpent, uint32(len(b.Transactions)), b.CumulativeTransactions,
-			string(b.Miner), fixed32(b.StateRoot), fixed32(b.ReceiptsRoot), fixed32(b.TransactionsRoot),
-			b.Size, string(b.ExtraData), r.removed, r.version)
+			view(b.Miner), fixed32(b.StateRoot), fixed32(b.ReceiptsRoot), fixed32(b.TransactionsRoot),
+			b.Size, view(b.ExtraData), r.removed, r.version)
 	})
 }
 
@@ -218,9 +253,9 @@ func (w *Writer) insertTxs(ctx context.Context, rows []*txRow) error {
 		r := rows[i]
 		b, tx := r.b, r.tx
 		return batch.Append(b.ChainId, b.Number, fixed32(b.Hash), b.Timestamp, tx.Index, fixed32(tx.Hash),
-			uint8(tx.Type), string(tx.From), string(tx.To), tx.Value, tx.Gas, tx.GasPrice, tx.MaxFeePerGas,
-			tx.MaxPriorityFeePerGas, tx.Nonce, string(tx.Input), uint8(tx.Status), tx.GasUsed,
-			tx.CumulativeGasUsed, tx.EffectiveGasPrice, string(tx.ContractAddress), r.version)
+			uint8(tx.Type), view(tx.From), view(tx.To), tx.Value, tx.Gas, tx.GasPrice, tx.MaxFeePerGas,
+			tx.MaxPriorityFeePerGas, tx.Nonce, view(tx.Input), uint8(tx.Status), tx.GasUsed,
+			tx.CumulativeGasUsed, tx.EffectiveGasPrice, view(tx.ContractAddress), r.version)
 	})
 }
 
@@ -232,10 +267,10 @@ func (w *Writer) insertLogs(ctx context.Context, rows []logRow) error {
 		b, tx, l := r.tx.b, r.tx.tx, r.l
 		var topics [4]string
 		for j := 0; j < len(l.Topics) && j < 4; j++ {
-			topics[j] = string(l.Topics[j])
+			topics[j] = view(l.Topics[j])
 		}
 		return batch.Append(b.ChainId, b.Number, fixed32(b.Hash), b.Timestamp, tx.Index, fixed32(tx.Hash),
-			l.LogIndex, string(l.Address), topics[0], topics[1], topics[2], topics[3], string(l.Data), r.version)
+			l.LogIndex, view(l.Address), topics[0], topics[1], topics[2], topics[3], view(l.Data), r.version)
 	})
 }
 
@@ -259,8 +294,8 @@ func (w *Writer) insertInternal(ctx context.Context, rows []internalRow) error {
 		b, tx, it := r.tx.b, r.tx.tx, r.it
 		chainID[i], blockNumber[i], blockHash[i], blockTimestamp[i] = b.ChainId, b.Number, fixed32(b.Hash), b.Timestamp
 		txIndex[i], txHash[i], tracePosition[i], callIndex[i], depth[i] = tx.Index, fixed32(tx.Hash), it.TracePosition, it.CallIndex, it.Depth
-		typ[i], from[i], to[i], value[i], gas[i], gasUsed[i] = it.Type, string(it.From), string(it.To), it.Value, it.Gas, it.GasUsed
-		errs[i], revertReason[i], input[i], output[i], version[i] = it.Error, it.RevertReason, string(it.Input), string(it.Output), r.version
+		typ[i], from[i], to[i], value[i], gas[i], gasUsed[i] = it.Type, view(it.From), view(it.To), it.Value, it.Gas, it.GasUsed
+		errs[i], revertReason[i], input[i], output[i], version[i] = it.Error, it.RevertReason, view(it.Input), view(it.Output), r.version
 	}
 	batch, err := w.conn.PrepareBatch(ctx, "INSERT INTO internal_transactions ("+internalColumns+")")
 	if err != nil {
@@ -280,10 +315,16 @@ func (w *Writer) insertInternal(ctx context.Context, rows []internalRow) error {
 	return nil
 }
 
+// view is b as a string without a copy. The sink only reads the decoded
+// records, which nothing modifies once decoded, and the strings live no
+// longer than the insert: this saves copying every input, output and
+// address of a batch once more before the driver copies it into its column.
+func view(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
 // fixed32 pads or cuts a hash to the 32 bytes of a FixedString(32) column.
 func fixed32(b []byte) string {
 	if len(b) == 32 {
-		return string(b)
+		return view(b)
 	}
 	var out [32]byte
 	copy(out[:], b)

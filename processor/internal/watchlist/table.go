@@ -366,6 +366,13 @@ func (t *Table) Addresses() int { return int(t.addresses.Load()) }
 // Webhooks is the number of webhooks whose settings the table holds.
 func (t *Table) Webhooks() int { return int(t.webhooks.Load()) }
 
+// Watches reports whether any address is watched on chain.
+func (t *Table) Watches(chain uint64) bool {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return len(t.chains[chain]) > 0
+}
+
 // Read calls fn with a consistent view of the table, under a read lock:
 // fn must not keep the view, and should be quick (it delays Apply).
 func (t *Table) Read(fn func(View)) {
