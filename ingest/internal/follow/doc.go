@@ -34,10 +34,12 @@
 //     count. With nothing found it starts at the chain's StartBlock (in
 //     replay mode at the recording's first block if that is higher).
 //   - Replay mode (chains.Chain.Replay): recordings may skip numbers and
-//     their parents need not link. Numbers the source answers null for below
-//     the head are skipped, found by cheap eth_getBlockByNumber(n, false)
-//     probes over spans sized from the density seen so far; there is no
-//     reorg detection.
+//     their parents need not link. Over spans sized from the density seen
+//     so far, the follower asks the source which numbers it holds with one
+//     moraine_recordedBlockNumbers(first, last) call (moraine's replay
+//     source answers it); a source without that method is probed with a
+//     cheap eth_getBlockByNumber(n, false) per number instead, and numbers it
+//     answers null for are skipped. There is no reorg detection.
 //   - Shutdown: on ctx's end the follower stops fetching, produces what was
 //     fetched in order, and waits up to ShutdownTimeout for Kafka.
 //

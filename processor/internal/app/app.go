@@ -37,8 +37,6 @@ type Config struct {
 	BatchRows       int
 	FlushInterval   time.Duration
 	InsertTimeout   time.Duration
-	InsertChunkRows int
-	InsertParallel  int
 	ShutdownTimeout time.Duration
 	// Matcher is the address-activity matcher (matcher.go).
 	Matcher MatcherConfig
@@ -67,8 +65,6 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.BatchRows, "processor.batch-rows", 50000, "flush a batch once it holds this many rows (all tables); smaller batches overlap ClickHouse inserts with consuming")
 	fs.DurationVar(&c.FlushInterval, "processor.flush-interval", 100*time.Millisecond, "flush a batch at most this long after its first record (bounds latency at the head)")
 	fs.DurationVar(&c.InsertTimeout, "processor.insert-timeout", 2*time.Minute, "deadline of one batch insert")
-	fs.IntVar(&c.InsertChunkRows, "processor.insert-chunk-rows", 25000, "rows per INSERT: a batch's larger tables are split into INSERTs of this size that run concurrently")
-	fs.IntVar(&c.InsertParallel, "processor.insert-parallel", 4, "INSERTs of one batch running at once (ClickHouse writes each INSERT on one thread)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown.timeout", 30*time.Second, "time to finish the in-flight batch on shutdown")
 }
 
@@ -91,12 +87,6 @@ func (c Config) Validate() error {
 	}
 	if c.FlushInterval <= 0 {
 		errs = append(errs, errors.New("processor: --processor.flush-interval must be positive"))
-	}
-	if c.InsertChunkRows <= 0 {
-		errs = append(errs, errors.New("processor: --processor.insert-chunk-rows must be positive"))
-	}
-	if c.InsertParallel <= 0 || c.InsertParallel > c.ClickHouse.MaxConns {
-		errs = append(errs, fmt.Errorf("processor: --processor.insert-parallel %d must be within 1..--clickhouse.max-conns (%d)", c.InsertParallel, c.ClickHouse.MaxConns))
 	}
 	return errors.Join(errs...)
 }
@@ -215,8 +205,7 @@ func runSink(ctx, gctx context.Context, cfg Config, logger *slog.Logger, reg *pr
 	health.Add("clickhouse", chdb.Ping(conn))
 	up.Store(true)
 	logger.Info("processor consuming", "topic", blocksTopic, "group", group)
-	c := &consumer{cfg: cfg, cl: cl, writer: sink.NewWriter(conn, sink.WriterOptions{
-		Timeout: cfg.InsertTimeout, ChunkRows: cfg.InsertChunkRows, Parallel: cfg.InsertParallel}), m: newMetrics(reg), logger: logger}
+	c := &consumer{cfg: cfg, cl: cl, writer: sink.NewWriter(conn, cfg.InsertTimeout), m: newMetrics(reg), logger: logger}
 	err = c.run(gctx)
 	// Leave the group promptly so a replacement gets the partitions.
 	closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
