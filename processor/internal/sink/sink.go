@@ -179,6 +179,12 @@ func (w *Writer) send(ctx context.Context, table, columns string, n int, appendR
 			_ = batch.Abort()
 			return fmt.Errorf("append %s row: %w", table, err)
 		}
+		if (i+1)%flushRows == 0 && i+1 < n {
+			if err := batch.Flush(); err != nil {
+				_ = batch.Abort()
+				return fmt.Errorf("insert %d rows into %s: %w", n, table, err)
+			}
+		}
 	}
 	if err := batch.Send(); err != nil {
 		return fmt.Errorf("insert %d rows into %s: %w", n, table, err)
@@ -248,41 +254,60 @@ func (w *Writer) insertLogs(ctx context.Context, rows []logRow) error {
 
 const internalColumns = "chain_id, block_number, block_hash, block_timestamp, tx_index, tx_hash, trace_position, call_index, depth, type, from_address, to_address, value, gas, gas_used, error, revert_reason, input, output, version"
 
+// flushRows is how many rows the driver buffers before it sends them as one
+// block of the INSERT (the server squashes the blocks of an INSERT into one
+// part). Sending as it goes keeps the driver's column buffers small and
+// reused instead of grown to the size of the batch, and lets ClickHouse
+// parse one block while the next is built.
+const flushRows = 16384
+
 // insertInternal is the largest insert (about 20 frames per transaction on
-// busy chains), so it appends column by column: one typed slice per column
-// instead of boxing every value of every row.
+// busy chains), so it appends column by column: one typed slice per column,
+// reused for every block of flushRows, instead of boxing every value of
+// every row.
 func (w *Writer) insertInternal(ctx context.Context, rows []internalRow) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	n := len(rows)
+	n := min(len(rows), flushRows)
 	var (
 		chainID, blockNumber, blockTimestamp, gas, gasUsed, version = make([]uint64, n), make([]uint64, n), make([]uint64, n), make([]uint64, n), make([]uint64, n), make([]uint64, n)
 		txIndex, tracePosition, depth                               = make([]uint32, n), make([]uint32, n), make([]uint32, n)
 		blockHash, txHash, callIndex, typ, from, to, value          = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		errs, revertReason, input, output                           = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	)
-	for i, r := range rows {
-		b, tx, it := r.tx.b, r.tx.tx, r.it
-		chainID[i], blockNumber[i], blockHash[i], blockTimestamp[i] = b.ChainId, b.Number, fixed32(b.Hash), b.Timestamp
-		txIndex[i], txHash[i], tracePosition[i], callIndex[i], depth[i] = tx.Index, fixed32(tx.Hash), it.TracePosition, it.CallIndex, it.Depth
-		typ[i], from[i], to[i], value[i], gas[i], gasUsed[i] = it.Type, view(it.From), view(it.To), it.Value, it.Gas, it.GasUsed
-		errs[i], revertReason[i], input[i], output[i], version[i] = it.Error, it.RevertReason, view(it.Input), view(it.Output), r.version
-	}
 	batch, err := w.conn.PrepareBatch(ctx, "INSERT INTO internal_transactions ("+internalColumns+")")
 	if err != nil {
 		return fmt.Errorf("prepare insert internal_transactions: %w", err)
 	}
-	// The order matches internalColumns.
-	for i, col := range []any{chainID, blockNumber, blockHash, blockTimestamp, txIndex, txHash, tracePosition, callIndex,
-		depth, typ, from, to, value, gas, gasUsed, errs, revertReason, input, output, version} {
-		if err := batch.Column(i).Append(col); err != nil {
-			_ = batch.Abort()
-			return fmt.Errorf("append internal_transactions column %d: %w", i, err)
+	for lo := 0; lo < len(rows); lo += n {
+		block := rows[lo:min(lo+n, len(rows))]
+		k := len(block)
+		for i, r := range block {
+			b, tx, it := r.tx.b, r.tx.tx, r.it
+			chainID[i], blockNumber[i], blockHash[i], blockTimestamp[i] = b.ChainId, b.Number, fixed32(b.Hash), b.Timestamp
+			txIndex[i], txHash[i], tracePosition[i], callIndex[i], depth[i] = tx.Index, fixed32(tx.Hash), it.TracePosition, it.CallIndex, it.Depth
+			typ[i], from[i], to[i], value[i], gas[i], gasUsed[i] = it.Type, view(it.From), view(it.To), it.Value, it.Gas, it.GasUsed
+			errs[i], revertReason[i], input[i], output[i], version[i] = it.Error, it.RevertReason, view(it.Input), view(it.Output), r.version
+		}
+		// The order matches internalColumns.
+		for i, col := range []any{chainID[:k], blockNumber[:k], blockHash[:k], blockTimestamp[:k], txIndex[:k], txHash[:k],
+			tracePosition[:k], callIndex[:k], depth[:k], typ[:k], from[:k], to[:k], value[:k], gas[:k], gasUsed[:k], errs[:k],
+			revertReason[:k], input[:k], output[:k], version[:k]} {
+			if err := batch.Column(i).Append(col); err != nil {
+				_ = batch.Abort()
+				return fmt.Errorf("append internal_transactions column %d: %w", i, err)
+			}
+		}
+		if lo+n < len(rows) {
+			if err := batch.Flush(); err != nil {
+				_ = batch.Abort()
+				return fmt.Errorf("insert %d rows into internal_transactions: %w", len(rows), err)
+			}
 		}
 	}
 	if err := batch.Send(); err != nil {
-		return fmt.Errorf("insert %d rows into internal_transactions: %w", n, err)
+		return fmt.Errorf("insert %d rows into internal_transactions: %w", len(rows), err)
 	}
 	return nil
 }
