@@ -26,9 +26,9 @@ echo "bench: pipeline (Gunzilla replay, end to end)..."
 # PIPELINE_RUNS times, show every run, and state the median.
 PIPELINE_RUNS=${MORAINE_BENCH_PIPELINE_RUNS:-5}
 (cd e2e && go test -run '^$' -bench 'BenchmarkPipelineGunzilla' -benchtime 1x -count "$PIPELINE_RUNS" -timeout 30m . 2>&1) | tee "$TMP/pipeline.txt"
-pipeline=$(grep -E '^(BenchmarkPipeline|stage)' "$TMP/pipeline.txt" || true)
-# The value before a unit in the benchmark lines, median over the runs (mawk has no sort: use sort).
-bench_median() { awk -v unit="$1" '/^BenchmarkPipeline/ { for (i = 1; i < NF; i++) if ($(i+1) == unit) print $i }' "$TMP/pipeline.txt" |
+pipeline=$(grep -E '^stage' "$TMP/pipeline.txt" || true)
+# The value before a unit in the "stage result" lines, median over the runs (mawk has no sort: use sort).
+bench_median() { awk -v unit="$1" '/^stage result:/ { for (i = 1; i < NF; i++) if ($(i+1) == unit || $(i+1) == unit ",") print $i }' "$TMP/pipeline.txt" |
     sort -n | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'; }
 pipeline_median="median of $PIPELINE_RUNS runs: $(bench_median tx/s) tx/s, $(bench_median blocks/s) blocks/s (each run below)"
 

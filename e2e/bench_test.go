@@ -91,6 +91,10 @@ func BenchmarkPipelineGunzilla(b *testing.B) {
 			names = append(names, n)
 		}
 		sort.Strings(names)
+		// Each line starts with a newline: with -count, go test prints the
+		// benchmark's name before a run without ending the line.
+		fmt.Printf("\nstage result: %.0f tx/s, %.1f blocks/s, %.0f call frames/s\n",
+			float64(txs)/wall.Seconds(), float64(blocks)/wall.Seconds(), float64(frames)/wall.Seconds())
 		fmt.Printf("stage wall: %d blocks, %d txs, %d call frames; from ingest start: first block produced %.2fs, last produced %.2fs, last in ClickHouse %.2fs\n",
 			blocks, txs, frames, firstProduced.Seconds(), ingestDone.Seconds(), wall.Seconds())
 		for _, n := range names {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"strings"
 	"sync"
 	"testing"
@@ -543,4 +544,18 @@ func TestShutdownProducesWhatWasFetched(t *testing.T) {
 	chain, _ := chaintest.Validate(t, chaintest.ReadEvents(t, k.cfg, topic, "43114"), 0, true)
 	require.Equal(t, acked, chain[len(chain)-1].Number, "everything acknowledged is in Kafka and nothing more")
 	require.Equal(t, uint64(1), chain[0].Number)
+}
+
+func TestParseNumbers(t *testing.T) {
+	sp := span{start: 100, end: 200}
+	got, err := parseNumbers(json.RawMessage(`["0x64","0x6e","0xc7"]`), sp)
+	require.NoError(t, err)
+	require.Equal(t, []uint64{100, 110, 199}, got)
+	got, err = parseNumbers(json.RawMessage(`[]`), sp)
+	require.NoError(t, err)
+	require.Empty(t, got)
+	for _, bad := range []string{`{}`, `["64"]`, `["0xzz"]`, `["0xc8"]`, `["0x63"]`, `["0x6e","0x64"]`, `["0x64","0x64"]`, `[100]`} {
+		_, err := parseNumbers(json.RawMessage(bad), sp)
+		require.Error(t, err, bad)
+	}
 }
