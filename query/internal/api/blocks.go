@@ -38,13 +38,11 @@ func (h *handlers) listChainBlocks(c *gin.Context) {
 	id := p.chainID()
 	size := p.pageSize("pageSize", 1, 100, 10)
 	token := p.pageToken()
-	if p.errs != nil {
-		apierr.Write(c, apierr.Validation(p.errs...))
+	if !p.valid() {
 		return
 	}
-	ch, err := h.chains.resolve(id)
-	if err != nil {
-		apierr.Write(c, err)
+	ch, found := h.resolveChain(c, id)
+	if !found {
 		return
 	}
 	ctx := c.Request.Context()
@@ -115,13 +113,11 @@ func (h *handlers) getBlock(c *gin.Context) {
 	p := &params{c: c}
 	id := p.chainID()
 	bid := p.blockID()
-	if p.errs != nil {
-		apierr.Write(c, apierr.Validation(p.errs...))
+	if !p.valid() {
 		return
 	}
-	ch, err := h.chains.resolve(id)
-	if err != nil {
-		apierr.Write(c, err)
+	ch, found := h.resolveChain(c, id)
+	if !found {
 		return
 	}
 	b, err := h.lookupBlock(c.Request.Context(), ch, bid)
@@ -140,17 +136,16 @@ func (h *handlers) listBlockTransactions(c *gin.Context) {
 	bid := p.blockID()
 	size := p.pageSize("pageSize", 0, 100, 0)
 	token := p.pageToken()
-	if p.errs != nil {
-		apierr.Write(c, apierr.Validation(p.errs...))
+	if !p.valid() {
 		return
 	}
-	ch, err := h.chains.resolve(id)
-	if err != nil {
-		apierr.Write(c, err)
+	ch, found := h.resolveChain(c, id)
+	if !found {
 		return
 	}
 	var t pagetoken.Token
 	if token != "" {
+		var err error
 		if t, err = h.tokens.Decode(token, pagetoken.KindBlockTxs); err != nil || t.ChainID != ch.ID() || t.Cursor > 1<<32-1 {
 			apierr.Write(c, badToken())
 			return
@@ -206,8 +201,7 @@ func (h *handlers) listAllBlocks(c *gin.Context) {
 	size := p.pageSize("pageSize", 1, 100, 10)
 	network := p.enum("network", networks)
 	token := p.pageToken()
-	if p.errs != nil {
-		apierr.Write(c, apierr.Validation(p.errs...))
+	if !p.valid() {
 		return
 	}
 	code := networkCode(network)

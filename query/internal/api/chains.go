@@ -55,6 +55,17 @@ func (x *chainIndex) resolve(id string) (chains.Chain, error) {
 	return c, nil
 }
 
+// resolveChain finds the configured chain id names, or writes the 404 and
+// reports false.
+func (h *handlers) resolveChain(c *gin.Context, id string) (chains.Chain, bool) {
+	ch, err := h.chains.resolve(id)
+	if err != nil {
+		apierr.Write(c, err)
+		return chains.Chain{}, false
+	}
+	return ch, true
+}
+
 // networkCode normalises the network filter: fuji and testnet are one
 // value ("Either mainnet or testnet/fuji"); testnet means every chain that
 // is not a mainnet chain (isTestnet true), local devnets included.
@@ -106,8 +117,7 @@ func (h *handlers) listChains(c *gin.Context) {
 	p := &params{c: c}
 	network := p.enum("network", networks)
 	feature := p.enum("feature", features)
-	if p.errs != nil {
-		apierr.Write(c, apierr.Validation(p.errs...))
+	if !p.valid() {
 		return
 	}
 	heads, err := h.heads(c.Request.Context())
@@ -126,13 +136,11 @@ func (h *handlers) listChains(c *gin.Context) {
 func (h *handlers) getChain(c *gin.Context) {
 	p := &params{c: c}
 	id := p.chainID()
-	if p.errs != nil {
-		apierr.Write(c, apierr.Validation(p.errs...))
+	if !p.valid() {
 		return
 	}
-	ch, err := h.chains.resolve(id)
-	if err != nil {
-		apierr.Write(c, err)
+	ch, found := h.resolveChain(c, id)
+	if !found {
 		return
 	}
 	heads, herr := h.heads(c.Request.Context())

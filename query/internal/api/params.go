@@ -9,6 +9,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/moraine-data/moraine/query/internal/apierr"
 	"github.com/moraine-data/moraine/query/internal/store"
 )
 
@@ -30,6 +31,16 @@ var (
 type params struct {
 	c    *gin.Context
 	errs []string
+}
+
+// valid reports whether every parameter checked so far passed; if not, it
+// writes the 400 that lists them all.
+func (p *params) valid() bool {
+	if p.errs != nil {
+		apierr.Write(p.c, apierr.Validation(p.errs...))
+		return false
+	}
+	return true
 }
 
 func (p *params) fail(format string, args ...any) {
