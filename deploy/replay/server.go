@@ -480,7 +480,7 @@ func (s *Server) call(ctx context.Context, method string, params []json.RawMessa
 			return nil, err
 		}
 		if method == "debug_traceBlockByNumber" {
-			n, latest, err := s.numberParam(params[0])
+			n, latest, err := s.numberParam(params[0], 0)
 			if err != nil {
 				return nil, err
 			}
@@ -566,14 +566,15 @@ func checkTracer(params []json.RawMessage, i int) error {
 	return nil
 }
 
-// numberParam parses a block number or tag; latest is true for head tags.
-func (s *Server) numberParam(raw json.RawMessage) (n uint64, latest bool, err error) {
+// numberParam parses argument i, a block number or tag; latest is true for
+// head tags.
+func (s *Server) numberParam(raw json.RawMessage, i int) (n uint64, latest bool, err error) {
 	var str string
 	if err := json.Unmarshal(raw, &str); err != nil {
 		// Not a string: accept a plain JSON integer.
 		v, perr := strconv.ParseUint(string(raw), 10, 64)
 		if perr != nil {
-			return 0, false, errInvalidParams("invalid argument 0: hex string without 0x prefix")
+			return 0, false, errInvalidParams("invalid argument %d: hex string without 0x prefix", i)
 		}
 		return v, false, nil
 	}
@@ -584,17 +585,17 @@ func (s *Server) numberParam(raw json.RawMessage) (n uint64, latest bool, err er
 		return s.rec.First(), false, nil
 	}
 	if !strings.HasPrefix(str, "0x") && !strings.HasPrefix(str, "0X") {
-		return 0, false, errInvalidParams("invalid argument 0: hex string without 0x prefix")
+		return 0, false, errInvalidParams("invalid argument %d: hex string without 0x prefix", i)
 	}
 	v, perr := strconv.ParseUint(str[2:], 16, 64)
 	if perr != nil {
-		return 0, false, errInvalidParams("invalid argument 0: invalid hex number %q", str)
+		return 0, false, errInvalidParams("invalid argument %d: invalid hex number %q", i, str)
 	}
 	return v, false, nil
 }
 
 func (s *Server) blockByNumberParam(raw json.RawMessage) (*Block, error) {
-	n, latest, err := s.numberParam(raw)
+	n, latest, err := s.numberParam(raw, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -648,9 +649,9 @@ func (s *Server) recordedBlockNumbers(params []json.RawMessage) ([]byte, error) 
 	}
 	var bounds [2]uint64
 	for i, p := range params {
-		n, latest, err := s.numberParam(p)
+		n, latest, err := s.numberParam(p, i)
 		if err != nil {
-			return nil, errInvalidParams("invalid argument %d: %s", i, strings.TrimPrefix(err.Error(), "invalid argument 0: "))
+			return nil, err
 		}
 		if latest {
 			n = s.Head()
