@@ -63,7 +63,7 @@ func runChild() int {
 		return 2
 	}
 	if d, err := time.ParseDuration(os.Getenv(childDelayEnv)); err == nil {
-		testHookBeforeEnd = func() { time.Sleep(d) }
+		testHookBeforeEnd = func() bool { time.Sleep(d); return false }
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

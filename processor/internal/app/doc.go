@@ -96,8 +96,9 @@
 //	moraine_processor_activities_emitted_total{chain}     committed activity messages
 //	moraine_processor_match_batch_duration_seconds{stage} catchup|match|tokens|payload|transaction|total
 //	moraine_processor_match_transactions_total{result}    committed|aborted
-//	moraine_processor_match_records_total{kind}           block|reorg|undecodable, or unwatched: a chain without
-//	                                                      watched addresses, skipped undecoded
+//	moraine_processor_match_records_total{kind}           records of committed batches: block|reorg|undecodable,
+//	                                                      or unwatched: a chain without watched addresses, skipped
+//	                                                      undecoded
 //	moraine_processor_payload_errors_total
 //	moraine_processor_watchlist_ready                     0/1
 //	moraine_processor_watchlist_catchup_timeouts_total

@@ -119,7 +119,7 @@ func newMatcherMetrics(reg prometheus.Registerer, reader tableReader) *matcherMe
 			Name: "match_transactions_total", Help: "Matcher Kafka transactions by result (aborted: the batch is reprocessed)."},
 			[]string{"result"}),
 		records: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "moraine", Subsystem: "processor",
-			Name: "match_records_total", Help: "Blocks-topic records the matcher consumed, by kind."}, []string{"kind"}),
+			Name: "match_records_total", Help: "Blocks-topic records in committed matcher batches, by kind."}, []string{"kind"}),
 		catchUpSlow: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "moraine", Subsystem: "processor",
 			Name: "watchlist_catchup_timeouts_total", Help: "Batches matched before the watch table caught up (catch-up timed out or failed)."}),
 		payloadErrs: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "moraine", Subsystem: "processor",
@@ -154,9 +154,10 @@ type tableReader interface {
 }
 
 // testHookBeforeEnd, when set (by tests only), runs between producing a
-// batch's records and ending its transaction: the crash test widens that
-// window so its kills land inside transactions.
-var testHookBeforeEnd func()
+// batch's records and ending its transaction, and aborts the transaction
+// when it returns true: the crash test widens that window so its kills land
+// inside transactions, the matcher test aborts a batch as a rebalance would.
+var testHookBeforeEnd func() (abort bool)
 
 // matcher is the address-activity matcher: the watch table, its reader,
 // and the transactional consume-match-produce loop.
@@ -316,7 +317,7 @@ func (m *matcher) session(ctx context.Context) error {
 // with the consumed offsets.
 func (m *matcher) batch(ctx context.Context, sess *kgo.GroupTransactSession, records []*kgo.Record) error {
 	start := m.now()
-	out, perChain := m.prepare(ctx, records)
+	out, counts := m.prepare(ctx, records)
 
 	tStart := time.Now()
 	if err := sess.Begin(); err != nil {
@@ -330,10 +331,11 @@ func (m *matcher) batch(ctx context.Context, sess *kgo.GroupTransactSession, rec
 	if produceErr != nil {
 		m.logger.Warn("producing activity failed; aborting the transaction", "err", produceErr)
 	}
-	if testHookBeforeEnd != nil {
-		testHookBeforeEnd()
+	tryCommit := produceErr == nil
+	if testHookBeforeEnd != nil && testHookBeforeEnd() {
+		tryCommit = false
 	}
-	committed, err := sess.End(ctx, kgo.TransactionEndTry(produceErr == nil))
+	committed, err := sess.End(ctx, kgo.TransactionEndTry(tryCommit))
 	m.m.stage.WithLabelValues("transaction").Observe(time.Since(tStart).Seconds())
 	if err != nil {
 		return fmt.Errorf("matcher: end transaction: %w", err)
@@ -347,17 +349,33 @@ func (m *matcher) batch(ctx context.Context, sess *kgo.GroupTransactSession, rec
 		return nil
 	}
 	m.m.transactions.WithLabelValues("committed").Inc()
-	for chain, n := range perChain {
-		m.m.emitted.WithLabelValues(strconv.FormatUint(chain, 10)).Add(float64(n))
-	}
+	counts.add(m.m)
 	m.m.stage.WithLabelValues("total").Observe(time.Since(start).Seconds())
 	m.logger.Debug("matcher batch committed", "records", len(records), "activities", len(out), "took", time.Since(start))
 	return nil
 }
 
+// batchCounts are a batch's record kinds and activity per chain. They reach
+// the counters only once the batch's transaction commits: an aborted batch
+// is read again, and counting it twice would make the counters disagree
+// with what consumers of the activity topic see.
+type batchCounts struct {
+	records  map[string]int // block|reorg|unwatched|undecodable
+	perChain map[uint64]int // activity messages
+}
+
+func (c batchCounts) add(m *matcherMetrics) {
+	for kind, n := range c.records {
+		m.records.WithLabelValues(kind).Add(float64(n))
+	}
+	for chain, n := range c.perChain {
+		m.emitted.WithLabelValues(strconv.FormatUint(chain, 10)).Add(float64(n))
+	}
+}
+
 // prepare catches the watch table up, then matches records and builds
 // their activity records.
-func (m *matcher) prepare(ctx context.Context, records []*kgo.Record) ([]*kgo.Record, map[uint64]int) {
+func (m *matcher) prepare(ctx context.Context, records []*kgo.Record) ([]*kgo.Record, batchCounts) {
 	start := time.Now()
 	// Address changes acknowledged before this moment must be matched:
 	// wait (briefly) until the table has applied everything the topic holds.
@@ -378,29 +396,30 @@ type matched struct {
 }
 
 // build decodes the records, matches their blocks and builds the activity
-// records, with per-chain counts.
-func (m *matcher) build(ctx context.Context, records []*kgo.Record) ([]*kgo.Record, map[uint64]int) {
+// records, with their counts.
+func (m *matcher) build(ctx context.Context, records []*kgo.Record) ([]*kgo.Record, batchCounts) {
 	mStart := time.Now()
+	counts := batchCounts{records: map[string]int{}, perChain: map[uint64]int{}}
 	var all []matched
 	var ms []match.Match
 	for _, r := range records {
 		if chain, err := strconv.ParseUint(string(r.Key), 10, 64); err == nil && !m.table.Watches(chain) {
 			// The key is the chain id: a chain nobody watches has nothing to
 			// match, so its blocks are not even decoded.
-			m.m.records.WithLabelValues("unwatched").Inc()
+			counts.records["unwatched"]++
 			continue
 		}
 		ev, err := codec.DecodeChainEvent(r.Value)
 		if err != nil {
 			// The sink counts and logs it too; a record nobody can read must
 			// not stall the partition.
-			m.m.records.WithLabelValues("undecodable").Inc()
+			counts.records["undecodable"]++
 			m.logger.Error("skipping undecodable block record", "partition", r.Partition, "offset", r.Offset, "err", err)
 			continue
 		}
 		switch e := ev.GetEvent().(type) {
 		case *record.ChainEvent_Block:
-			m.m.records.WithLabelValues("block").Inc()
+			counts.records["block"]++
 			ms = m.match.Block(e.Block, ms[:0])
 			for _, x := range ms {
 				all = append(all, matched{block: e.Block, match: x})
@@ -409,14 +428,14 @@ func (m *matcher) build(ctx context.Context, records []*kgo.Record) ([]*kgo.Reco
 			// Activity is matched from canonical blocks as they arrive and
 			// cannot be recalled once delivered; the replacing blocks follow
 			// and are matched like any other (doc.go, "Reorgs").
-			m.m.records.WithLabelValues("reorg").Inc()
+			counts.records["reorg"]++
 			m.logger.Info("reorg: activity already emitted for orphaned blocks stands", "chain_id", e.Reorg.GetChainId(),
 				"fork_number", e.Reorg.GetForkNumber(), "orphaned", len(e.Reorg.GetOrphaned()))
 		}
 	}
 	m.m.stage.WithLabelValues("match").Observe(time.Since(mStart).Seconds())
 	if len(all) == 0 {
-		return nil, nil
+		return nil, counts
 	}
 
 	tStart := time.Now()
@@ -435,7 +454,6 @@ func (m *matcher) build(ctx context.Context, records []*kgo.Record) ([]*kgo.Reco
 
 	pStart := time.Now()
 	out := make([]*kgo.Record, 0, len(all))
-	perChain := map[uint64]int{}
 	now := m.now().UnixMilli()
 	for _, x := range all {
 		b, w := x.block, x.match.Webhook
@@ -459,8 +477,8 @@ func (m *matcher) build(ctx context.Context, records []*kgo.Record) ([]*kgo.Reco
 			Topic: m.activity, Key: []byte(w.ID), Value: v,
 			Headers: []kgo.RecordHeader{{Key: codec.SchemaHeader, Value: []byte(codec.ActivitySchema)}},
 		})
-		perChain[b.GetChainId()]++
+		counts.perChain[b.GetChainId()]++
 	}
 	m.m.stage.WithLabelValues("payload").Observe(time.Since(pStart).Seconds())
-	return out, perChain
+	return out, counts
 }
