@@ -27,6 +27,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/moraine-data/moraine/ingest/internal/jsonx"
@@ -59,6 +61,9 @@ type Client struct {
 	cfg     Config
 	http    *http.Client
 	metrics *Metrics
+	// perRequestBytes maps a batch's method label to the response size per
+	// request last seen (*atomic.Int64), the size hint of readAll.
+	perRequestBytes sync.Map
 }
 
 // New returns a client; metrics may be nil.
@@ -273,14 +278,34 @@ func (c *Client) send(ctx context.Context, reqs []*Request) (err error) {
 		}
 		return err
 	}
-	buf, err := readAll(resp)
+	buf, err := readAll(resp, c.sizeHint(method, len(reqs)))
 	if err != nil {
 		if cause := context.Cause(rctx); cause != nil && ctx.Err() == nil {
 			return cause
 		}
 		return fmt.Errorf("read response: %w", err)
 	}
+	c.rememberSize(method, len(reqs), len(buf))
 	return decodeBatch(buf, reqs)
+}
+
+// sizeHint guesses the response size of a batch of n requests from the last
+// batch of the same method, with an eighth to spare.
+func (c *Client) sizeHint(method string, n int) int {
+	v, ok := c.perRequestBytes.Load(method)
+	if !ok {
+		return 0
+	}
+	per := v.(*atomic.Int64).Load()
+	return int(min(per*int64(n)+per*int64(n)/8+4096, 1<<30))
+}
+
+func (c *Client) rememberSize(method string, n, size int) {
+	v, ok := c.perRequestBytes.Load(method)
+	if !ok {
+		v, _ = c.perRequestBytes.LoadOrStore(method, new(atomic.Int64))
+	}
+	v.(*atomic.Int64).Store(int64(size / n))
 }
 
 func retryAfter(v string) time.Duration {
@@ -290,16 +315,17 @@ func retryAfter(v string) time.Duration {
 	return 0
 }
 
-// readAll reads the body into a buffer sized from Content-Length: batches of
-// traces are tens of megabytes, and growing by doubling would copy them
-// several times.
-func readAll(resp *http.Response) ([]byte, error) {
+// readAll reads the body into a buffer sized from Content-Length, or else
+// (geth and the replay source stream large batches, chunked) from hint:
+// batches of traces are tens of megabytes, and growing by doubling would
+// zero and copy them several times.
+func readAll(resp *http.Response, hint int) ([]byte, error) {
 	if n := resp.ContentLength; n > 0 && n < 1<<31 {
 		buf := make([]byte, n)
 		_, err := io.ReadFull(resp.Body, buf)
 		return buf, err
 	}
-	var b bytes.Buffer
+	b := bytes.NewBuffer(make([]byte, 0, hint))
 	_, err := b.ReadFrom(resp.Body)
 	return b.Bytes(), err
 }

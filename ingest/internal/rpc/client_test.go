@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -238,4 +239,40 @@ func join(s []string) string {
 		out += x
 	}
 	return out
+}
+
+// A chunked answer (no Content-Length, as geth and the replay source send
+// large batches) is read whole whatever the size hint from the batch before:
+// none, too small or too large.
+func TestChunkedAnswersUseTheLastSizeAsHint(t *testing.T) {
+	pad := strings.Repeat("ab", 40<<10)
+	srv, _ := server(t, func(_ int, calls []rpcCall, w http.ResponseWriter) {
+		w.(http.Flusher).Flush() // headers out now: the body is chunked
+		out := make([]json.RawMessage, 0, len(calls))
+		for _, c := range calls {
+			out = append(out, json.RawMessage(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":"%s"}`, c.ID, pad)))
+		}
+		_ = json.NewEncoder(w).Encode(out)
+	})
+	c, _ := newClient(srv.URL, prometheus.NewRegistry())
+	batch := func(n int) {
+		var reqs []*Request
+		for range n {
+			reqs = append(reqs, &Request{Method: "debug_traceBlockByNumber", Params: []any{"0x1"}})
+		}
+		require.NoError(t, c.Batch(t.Context(), reqs))
+		for _, r := range reqs {
+			require.NoError(t, r.Err)
+			require.Equal(t, `"`+pad+`"`, string(r.Result))
+		}
+	}
+	require.Zero(t, c.sizeHint("debug_traceBlockByNumber", 10), "no hint before the first answer")
+	batch(10)
+	hint := c.sizeHint("debug_traceBlockByNumber", 10)
+	require.Greater(t, hint, 10*len(pad), "the hint covers an answer like the last one")
+	require.Less(t, hint, 12*len(pad)+8192)
+	batch(40) // larger than the hint
+	batch(2)  // smaller
+	require.Less(t, c.sizeHint("debug_traceBlockByNumber", 2), 3*len(pad), "the hint follows the last answer")
+	require.Zero(t, c.sizeHint("eth_getBlockByNumber", 10), "hints are per method")
 }
