@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
 	"github.com/moraine-data/moraine/pkg/testenv"
 )
 
@@ -45,6 +47,7 @@ func BenchmarkPipelineGunzilla(b *testing.B) {
 		}
 		profiles := profileServices(b, s, "ingest", "processor")
 		busyBefore, stealBefore := machineCPU(b)
+		chBefore := clickhouseEvents(b, s.conn)
 		// Timeline, polled every 10 ms: when ingest's metrics first show a
 		// produced block and the last one (it produces in large batches, so
 		// these can coincide), then the last block's head row in ClickHouse.
@@ -69,6 +72,7 @@ func BenchmarkPipelineGunzilla(b *testing.B) {
 		})
 		wall := time.Since(s.ingestStarted)
 		busyAfter, stealAfter := machineCPU(b)
+		chAfter := clickhouseEvents(b, s.conn)
 		profiles.Wait()
 		// Throughput over the whole run, ingest's process start-up included.
 		b.ReportMetric(float64(blocks)/wall.Seconds(), "blocks/s")
@@ -104,6 +108,11 @@ func BenchmarkPipelineGunzilla(b *testing.B) {
 		// benchmark's own polling, the kernel, other tenants (steal).
 		fmt.Printf("stage cpu machine    %6.2fs busy of %.2fs (%d cores x wall); %.2fs outside the processes above, %.2fs stolen by the hypervisor\n",
 			busyAfter-busyBefore, float64(runtime.NumCPU())*wall.Seconds(), runtime.NumCPU(), busyAfter-busyBefore-total, stealAfter-stealBefore)
+		// What ClickHouse did: its CPU varies most from run to run, and
+		// merges running inside the window would be one reason.
+		ch := func(event string) float64 { return float64(chAfter[event] - chBefore[event]) }
+		fmt.Printf("stage clickhouse     %.0f INSERTs of %.0f rows, %.1f MB; %.0f merges of %.0f rows; %.2fs CPU in query threads\n",
+			ch("InsertQuery"), ch("InsertedRows"), ch("InsertedBytes")/1e6, ch("Merge"), ch("MergedRows"), ch("OSCPUVirtualTimeMicroseconds")/1e6)
 		for _, m := range []struct{ svc, metric string }{
 			{"ingest", "moraine_ingest_stage_duration_seconds_sum"},
 			{"processor", "moraine_processor_batch_duration_seconds_sum"},
@@ -240,6 +249,30 @@ func machineCPU(tb testing.TB) (busy, steal float64) {
 		return 0, 0
 	}
 	return (total - v[4] - v[5]) / 100, v[8] / 100 // clock ticks; 100 Hz on Linux
+}
+
+// clickhouseEvents reads the server's cumulative event counters
+// (system.events; an event that never happened has no row).
+func clickhouseEvents(tb testing.TB, conn driver.Conn) map[string]uint64 {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	rows, err := conn.Query(ctx, "SELECT event, value FROM system.events")
+	if err != nil {
+		tb.Logf("clickhouse events: %v", err)
+		return nil
+	}
+	defer rows.Close()
+	out := map[string]uint64{}
+	for rows.Next() {
+		var event string
+		var value uint64
+		if err := rows.Scan(&event, &value); err != nil {
+			tb.Logf("clickhouse events: %v", err)
+			return out
+		}
+		out[event] = value
+	}
+	return out
 }
 
 // scrape returns the values of one metric family by label set.
