@@ -25,7 +25,7 @@ echo "bench: pipeline (Gunzilla replay, end to end)..."
 # One run lasts under 2 s with five processes sharing two cores, so single runs vary by +-20%: run it
 # PIPELINE_RUNS times, show every run, and state the median.
 PIPELINE_RUNS=${MORAINE_BENCH_PIPELINE_RUNS:-5}
-(cd e2e && go test -run '^$' -bench 'BenchmarkPipelineGunzilla' -benchtime 1x -count "$PIPELINE_RUNS" -timeout 30m . 2>&1) | tee "$TMP/pipeline.txt"
+(cd e2e && go test -run '^$' -bench 'BenchmarkPipelineGunzilla' -benchtime "${PIPELINE_RUNS}x" -count 1 -timeout 30m . 2>&1) | tee "$TMP/pipeline.txt"
 pipeline=$(grep -E '^stage' "$TMP/pipeline.txt" || true)
 # The value before a unit in the "stage result" lines, median over the runs (mawk has no sort: use sort).
 bench_median() { awk -v unit="$1" '/^stage result:/ { for (i = 1; i < NF; i++) if ($(i+1) == unit || $(i+1) == unit ",") print $i }' "$TMP/pipeline.txt" |

@@ -28,7 +28,16 @@ import (
 // ingest -> Kafka -> processor -> ClickHouse, on the real local stack. It
 // reports blocks/s and tx/s from ingest start to the last block's head row
 // in ClickHouse, the CPU time each process spent, and the time each
-// pipeline stage accumulated. Run it with -benchtime 1x (make bench does).
+// pipeline stage accumulated. Run it with -benchtime Nx for N runs (make
+// bench does).
+//
+// Each run stops its services when it is measured, but its database and
+// topics are dropped only after the last run: on this machine's ext4
+// without a journal, creating a file scans past every inode deleted in the
+// last minutes, and dropping a run's database (and, a minute later, Kafka
+// deleting its topics' files) right before the next run made ClickHouse's
+// part files cost up to twice the CPU, varying from run to run. A running
+// deployment does not delete thousands of files every few seconds.
 func BenchmarkPipelineGunzilla(b *testing.B) {
 	d := gunzilla
 	blocks, txs, frames := recordingCounts(b, d)
@@ -132,6 +141,9 @@ func BenchmarkPipelineGunzilla(b *testing.B) {
 			for label, v := range scrape(b, s.metrics[m.svc], m.metric) {
 				fmt.Printf("stage time %-10s %-28s %6.2fs over %.0f calls\n", m.svc, label, v, counts[label])
 			}
+		}
+		for _, p := range s.procs {
+			p.stop(15 * time.Second)
 		}
 	}
 }

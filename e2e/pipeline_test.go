@@ -64,7 +64,7 @@ func runPipeline(t testing.TB, d dataset, first uint64, o pipelineOpts) *stackUp
 		"networkToken":{"name":"Avalanche","symbol":"AVAX","decimals":18},"traces":true,"webhooks":true,"replay":true,"startBlock":%d}`,
 		d.chainID, d.name, rpcAddr, first)
 	s := startServices(t, chain, o)
-	s.pids["replay"] = replay.cmd.Process.Pid
+	s.procs["replay"], s.pids["replay"] = replay, replay.cmd.Process.Pid
 	return s
 }
 

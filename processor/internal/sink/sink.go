@@ -146,7 +146,8 @@ func NewWriter(conn driver.Conn, timeout time.Duration) *Writer {
 //
 // Splitting a large table's rows into several concurrent INSERTs was
 // measured (make bench, Gunzilla): no faster on 2 cores, and ClickHouse
-// spent a third more CPU merging the extra parts.
+// spent a third more CPU writing the extra parts (two files per column
+// each).
 func (w *Writer) Write(ctx context.Context, b *Batch) error {
 	ctx, cancel := context.WithTimeout(ctx, w.timeout)
 	defer cancel()
