@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/moraine-data/moraine/ingest/internal/jsonx"
 )
 
 // BenchmarkGunzilla converts the whole Gunzilla recording (1,001 blocks,
@@ -58,5 +60,33 @@ func BenchmarkGunzillaStdlib(b *testing.B) {
 				b.Fatal("decode")
 			}
 		}
+	}
+}
+
+// BenchmarkSplitGunzilla finds the end of every block, receipts and traces
+// value of the recording, as ingest's RPC client does to split a batch
+// answer into its results: Extent (what it uses) against Raw.
+func BenchmarkSplitGunzilla(b *testing.B) {
+	lines := readJSONL(b, "avalanche/gunzilla_14M/GUNZILLA_BLOCKS.jsonl.zst")
+	size := 0
+	for _, l := range lines {
+		size += len(l.Block) + len(l.Receipts) + len(l.Traces)
+	}
+	for _, bc := range []struct {
+		name string
+		skip func(*jsonx.Reader) ([]byte, error)
+	}{{"Extent", (*jsonx.Reader).Extent}, {"Raw", (*jsonx.Reader).Raw}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.SetBytes(int64(size))
+			for b.Loop() {
+				for _, l := range lines {
+					for _, v := range [][]byte{l.Block, l.Receipts, l.Traces} {
+						if _, err := bc.skip(jsonx.NewReader(v)); err != nil {
+							b.Fatal(err)
+						}
+					}
+				}
+			}
+		})
 	}
 }

@@ -207,3 +207,59 @@ func TestStringAcrossWords(t *testing.T) {
 		}
 	}
 }
+
+// extentCases are valid documents for Extent, with what trips a naive
+// splitter: escaped quotes after backslash runs, brackets in strings,
+// nesting deeper than Extent's fixed stack.
+var extentCases = []string{
+	`{}`, `[]`, `"x"`, `""`, `7`, `-1.5e3`, `true`, `null`,
+	`{"jsonrpc":"2.0","id":7,"result":{"number":"0x1","transactions":[],"uncles":[]}}`,
+	`{"s":"quote \" backslash \\ slash \/ tab \t nl \n \b \f \r"}`,
+	`{"a":"\\","b":"\\\\","c":"\\\"","d":"x\\\\\"y"}`,
+	`"\\"`, `"\"\\"`,
+	`{"a":"]}{[","b":["}"]}`,
+	" {\n\t\"a\" : [ 1 , 2.5e3 , -3 , true , false , null ] ,\r\n \"b\" : { \"c\" : { } } } ",
+	strings.Repeat(`[{"a":`, 70) + `"deep"` + strings.Repeat(`}]`, 70),
+}
+
+// TestExtentMatchesRaw: on valid JSON, Extent ends where Raw ends and
+// returns the same bytes, followed by more values in an array.
+func TestExtentMatchesRaw(t *testing.T) {
+	for _, doc := range extentCases {
+		for _, d := range []string{doc, "[" + doc + "," + doc + "]"} {
+			require.True(t, json.Valid([]byte(d)), "%s", d)
+			want, err := NewReader([]byte(d)).Raw()
+			require.NoError(t, err)
+			r := NewReader([]byte(d))
+			got, err := r.Extent()
+			require.NoError(t, err, "%s", d)
+			require.Equal(t, string(want), string(got))
+			require.NoError(t, r.End(), "%s", d)
+		}
+	}
+}
+
+// Extent still reports an unfinished or mismatched document.
+func TestExtentRejectsWhatHasNoEnd(t *testing.T) {
+	for _, doc := range []string{`{"a":"x`, `{"a":1`, `{"a":[1}`, `"\"`, `[`, `]`, `{"a":"\\\"}`} {
+		_, err := NewReader([]byte(doc)).Extent()
+		var se *SyntaxError
+		require.ErrorAs(t, err, &se, "%q", doc)
+	}
+}
+
+// FuzzExtent: whatever Raw accepts, Extent accepts with the same end.
+func FuzzExtent(f *testing.F) {
+	for _, s := range extentCases {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		want, err := NewReader(doc).Raw()
+		if err != nil {
+			return
+		}
+		got, err := NewReader(doc).Extent()
+		require.NoError(t, err, "%q", doc)
+		require.Equal(t, string(want), string(got), "%q", doc)
+	})
+}

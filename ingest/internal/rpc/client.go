@@ -100,7 +100,8 @@ func (c *Client) URL() string { return c.cfg.URL }
 type Request struct {
 	Method string
 	Params []any
-	// Result is the raw "result" of the answer (JSON null stays "null").
+	// Result is the raw "result" of the answer (JSON null stays "null"),
+	// checked only as far as finding its end: its reader checks the rest.
 	Result json.RawMessage
 	// Err is the call's error: an *Error for a JSON-RPC error answer, or the
 	// transport error that ended the batch.
@@ -382,7 +383,8 @@ func decodeBatch(buf []byte, reqs []*Request) error {
 			case "id":
 				id, err = r.Raw()
 			case "result":
-				result, err = r.Raw()
+				// Only its end is found here; its reader checks the rest.
+				result, err = r.Extent()
 				hasResult = true
 			case "error":
 				var raw []byte
