@@ -70,10 +70,13 @@ fmt: ## gofmt every module.
 	@gofmt -w $(MODULE_DIRS)
 
 .PHONY: generate
-generate: ## Regenerate the protobuf record types (needs protoc and protoc-gen-go) and golden files.
+generate: ## Regenerate the protobuf record types (needs protoc; installs protoc-gen-go and -go-vtproto) and golden files.
 	@command -v protoc >/dev/null || { echo "protoc missing: apt-get install -y protobuf-compiler"; exit 1; }
 	@command -v protoc-gen-go >/dev/null || PATH=$$PATH:$$(go env GOPATH)/bin command -v protoc-gen-go >/dev/null || go install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.10
-	@cd schemas && PATH=$$PATH:$$(go env GOPATH)/bin protoc --go_out=. --go_opt=module=github.com/moraine-data/moraine/schemas proto/moraine/v1/*.proto
+	@command -v protoc-gen-go-vtproto >/dev/null || PATH=$$PATH:$$(go env GOPATH)/bin command -v protoc-gen-go-vtproto >/dev/null || go install github.com/planetscale/vtprotobuf/cmd/protoc-gen-go-vtproto@v0.6.0
+	@cd schemas && PATH=$$PATH:$$(go env GOPATH)/bin protoc --go_out=. --go_opt=module=github.com/moraine-data/moraine/schemas \
+		--go-vtproto_out=. --go-vtproto_opt=module=github.com/moraine-data/moraine/schemas,features=marshal+unmarshal+size \
+		proto/moraine/v1/*.proto
 	@cd schemas && go test ./codec -run Golden -update >/dev/null && echo "regenerated schemas/record and schemas/testdata"
 
 .PHONY: tidy

@@ -8,7 +8,11 @@ require (
 	golang.org/x/sync v0.22.0
 )
 
-require go.yaml.in/yaml/v3 v3.0.5 // indirect
+require (
+	github.com/kylelemons/godebug v1.1.0 // indirect
+	github.com/planetscale/vtprotobuf v0.6.0 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
+)
 
 require (
 	github.com/ClickHouse/ch-go v0.74.0 // indirect

@@ -99,10 +99,12 @@ require (
 	golang.org/x/time v0.14.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/natefinch/lumberjack.v2 v2.2.1 // indirect
-	gopkg.in/yaml.v2 v2.4.0 // indirect
 )
 
-require github.com/moraine-data/moraine/pkg v0.0.0
+require (
+	github.com/moraine-data/moraine/pkg v0.0.0
+	gopkg.in/yaml.v2 v2.4.0
+)
 
 replace (
 	github.com/moraine-data/moraine/pkg => ../pkg

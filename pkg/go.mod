@@ -9,7 +9,10 @@ require (
 	github.com/twmb/franz-go/pkg/kadm v1.19.0
 )
 
-require go.yaml.in/yaml/v3 v3.0.5 // indirect
+require (
+	github.com/planetscale/vtprotobuf v0.6.0 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
+)
 
 require (
 	github.com/ClickHouse/ch-go v0.74.0 // indirect

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"strconv"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/moraine-data/moraine/schemas/record"
 )
 
@@ -16,7 +14,7 @@ const ActivitySchema = "moraine.v1.Activity"
 
 // EncodeActivity encodes an activity message deterministically.
 func EncodeActivity(a *record.Activity) ([]byte, error) {
-	b, err := marshal.Marshal(a)
+	b, err := a.MarshalVT()
 	if err != nil {
 		return nil, fmt.Errorf("encode activity: %w", err)
 	}
@@ -26,7 +24,7 @@ func EncodeActivity(a *record.Activity) ([]byte, error) {
 // DecodeActivity decodes an activity-topic value.
 func DecodeActivity(b []byte) (*record.Activity, error) {
 	a := new(record.Activity)
-	if err := proto.Unmarshal(b, a); err != nil {
+	if err := a.UnmarshalVT(b); err != nil {
 		return nil, fmt.Errorf("decode activity: %w", err)
 	}
 	if a.WebhookId == "" || a.MessageId == "" {

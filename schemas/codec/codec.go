@@ -7,8 +7,6 @@ package codec
 import (
 	"fmt"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/moraine-data/moraine/schemas/record"
 )
 
@@ -18,12 +16,18 @@ const SchemaHeader = "schema"
 // ChainEventSchema is the SchemaHeader value of blocks-topic records.
 const ChainEventSchema = "moraine.v1.ChainEvent"
 
-var marshal = proto.MarshalOptions{Deterministic: true}
-
 // EncodeChainEvent encodes e deterministically: the same event always gives
 // the same bytes (golden files rely on this).
+//
+// Encoding and decoding use the methods protoc-gen-go-vtproto generates
+// next to the record types (make generate): unrolled code per field instead
+// of the protobuf runtime's table walk, about twice as fast on block records
+// (BenchmarkEncode/Decode here), which ingest encodes and the processor
+// decodes by the hundred per second. The records have no map fields, so the
+// bytes are those of proto.Marshal with Deterministic set, field by field in
+// number order; the golden files check it.
 func EncodeChainEvent(e *record.ChainEvent) ([]byte, error) {
-	b, err := marshal.Marshal(e)
+	b, err := e.MarshalVT()
 	if err != nil {
 		return nil, fmt.Errorf("encode chain event: %w", err)
 	}
@@ -33,7 +37,7 @@ func EncodeChainEvent(e *record.ChainEvent) ([]byte, error) {
 // DecodeChainEvent decodes a blocks-topic value.
 func DecodeChainEvent(b []byte) (*record.ChainEvent, error) {
 	e := new(record.ChainEvent)
-	if err := proto.Unmarshal(b, e); err != nil {
+	if err := e.UnmarshalVT(b); err != nil {
 		return nil, fmt.Errorf("decode chain event: %w", err)
 	}
 	if e.GetEvent() == nil {

@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/moraine-data/moraine/schemas/record"
 )
 
@@ -105,7 +103,7 @@ func EncodeWatchEntry(e *record.WatchEntry) ([]byte, error) {
 	if e.GetEntry() == nil {
 		return nil, errors.New("encode watch entry: empty entry")
 	}
-	b, err := marshal.Marshal(e)
+	b, err := e.MarshalVT()
 	if err != nil {
 		return nil, fmt.Errorf("encode watch entry: %w", err)
 	}
@@ -116,7 +114,7 @@ func EncodeWatchEntry(e *record.WatchEntry) ([]byte, error) {
 // (tombstones) before calling it.
 func DecodeWatchEntry(b []byte) (*record.WatchEntry, error) {
 	e := new(record.WatchEntry)
-	if err := proto.Unmarshal(b, e); err != nil {
+	if err := e.UnmarshalVT(b); err != nil {
 		return nil, fmt.Errorf("decode watch entry: %w", err)
 	}
 	if e.GetEntry() == nil {
