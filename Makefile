@@ -75,7 +75,7 @@ generate: ## Regenerate the protobuf record types (needs protoc; installs protoc
 	@command -v protoc-gen-go >/dev/null || PATH=$$PATH:$$(go env GOPATH)/bin command -v protoc-gen-go >/dev/null || go install google.golang.org/protobuf/cmd/protoc-gen-go@v1.36.10
 	@command -v protoc-gen-go-vtproto >/dev/null || PATH=$$PATH:$$(go env GOPATH)/bin command -v protoc-gen-go-vtproto >/dev/null || go install github.com/planetscale/vtprotobuf/cmd/protoc-gen-go-vtproto@v0.6.0
 	@cd schemas && PATH=$$PATH:$$(go env GOPATH)/bin protoc --go_out=. --go_opt=module=github.com/moraine-data/moraine/schemas \
-		--go-vtproto_out=. --go-vtproto_opt=module=github.com/moraine-data/moraine/schemas,features=marshal+unmarshal+size \
+		--go-vtproto_out=. --go-vtproto_opt=module=github.com/moraine-data/moraine/schemas,features=marshal+unmarshal+unmarshal_unsafe+size \
 		proto/moraine/v1/*.proto
 	@cd schemas && go test ./codec -run Golden -update >/dev/null && echo "regenerated schemas/record and schemas/testdata"
 

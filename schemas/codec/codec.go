@@ -34,10 +34,16 @@ func EncodeChainEvent(e *record.ChainEvent) ([]byte, error) {
 	return b, nil
 }
 
-// DecodeChainEvent decodes a blocks-topic value.
+// DecodeChainEvent decodes a blocks-topic value. The event aliases b: its
+// bytes and strings point into b instead of being copied (every hash,
+// address, input and output of a block; decoding the Gunzilla recording
+// takes half the time and a fifth of the allocations). So b must not change
+// while the event is in use, and keeping the event keeps b: copy what is
+// kept longer than the record, as the processor's sink and matcher (which
+// hold events for one batch) need not.
 func DecodeChainEvent(b []byte) (*record.ChainEvent, error) {
 	e := new(record.ChainEvent)
-	if err := e.UnmarshalVT(b); err != nil {
+	if err := e.UnmarshalVTUnsafe(b); err != nil {
 		return nil, fmt.Errorf("decode chain event: %w", err)
 	}
 	if e.GetEvent() == nil {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"google.golang.org/protobuf/proto"
 
@@ -275,5 +276,27 @@ func TestActivityMessageID(t *testing.T) {
 		if other == id {
 			t.Errorf("another %s gives the same id", name)
 		}
+	}
+}
+
+// DecodeChainEvent's result points into its input instead of copying it
+// (its documented contract: callers must leave the input alone).
+func TestDecodeChainEventAliasesItsInput(t *testing.T) {
+	ev := samples()["chain_event_block"]
+	b, err := EncodeChainEvent(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := DecodeChainEvent(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !proto.Equal(got, ev) {
+		t.Fatalf("round trip: got %v, want %v", got, ev)
+	}
+	hash := got.GetBlock().GetHash()
+	start, end := uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(unsafe.Pointer(unsafe.SliceData(b)))+uintptr(len(b))
+	if p := uintptr(unsafe.Pointer(unsafe.SliceData(hash))); len(hash) != 32 || p < start || p >= end {
+		t.Fatalf("block hash %x is a copy, not a view of the input", hash)
 	}
 }

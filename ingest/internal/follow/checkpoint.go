@@ -1,6 +1,7 @@
 package follow
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -214,7 +215,9 @@ func (f *Follower) readRange(ctx context.Context, p int32, from, end int64) (*wi
 						win.truncateAbove(b.Number - 1)
 					}
 				}
-				win.push(produced{Number: b.Number, Hash: b.Hash, Cumulative: b.CumulativeTransactions})
+				// A copy: the decoded hash points into the fetched record,
+				// which the window would otherwise keep alive.
+				win.push(produced{Number: b.Number, Hash: bytes.Clone(b.Hash), Cumulative: b.CumulativeTransactions})
 				blocks++
 			case *record.ChainEvent_Reorg:
 				win.truncateAbove(e.Reorg.ForkNumber - 1)
