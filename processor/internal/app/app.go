@@ -281,7 +281,7 @@ func rowsEstimate(rs []*kgo.Record) int {
 
 func (c *consumer) process(ctx context.Context, records []*kgo.Record) error {
 	start := time.Now()
-	batch := sink.NewBatch()
+	events := make([]sink.Event, 0, len(records))
 	last := map[uint64]uint64{}
 	for _, r := range records {
 		c.m.consumed.WithLabelValues(r.Topic).Inc()
@@ -293,11 +293,12 @@ func (c *consumer) process(ctx context.Context, records []*kgo.Record) error {
 			c.logger.Error("skipping undecodable record", "topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "err", err)
 			continue
 		}
-		batch.Add(sink.Event{Offset: r.Offset, Event: ev})
+		events = append(events, sink.Event{Offset: r.Offset, Event: ev})
 		if b, ok := ev.GetEvent().(*record.ChainEvent_Block); ok && b.Block.Number >= last[b.Block.ChainId] {
 			last[b.Block.ChainId] = b.Block.Number
 		}
 	}
+	batch := sink.NewBatch(events)
 	c.m.stage.WithLabelValues("decode").Observe(time.Since(start).Seconds())
 	c.m.rows.Observe(float64(batch.Len()))
 
