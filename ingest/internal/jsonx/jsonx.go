@@ -316,7 +316,7 @@ func (r *Reader) Raw() ([]byte, error) {
 		}
 		return r.buf[start:r.pos], nil
 	case '{', '[':
-		return r.rawContainer()
+		return r.container(true)
 	case 0:
 		return nil, r.fail("unexpected end of input")
 	default:
@@ -357,102 +357,31 @@ func (r *Reader) rawString() (int, error) {
 	return end, nil
 }
 
-// rawContainer skips an object or array by tracking nesting and strings. It
+// container skips an object or array by tracking nesting and strings. It
 // checks that brackets match; the grammar inside is checked only as far as
-// that goes, which is enough to find the end of a value a node sent.
-func (r *Reader) rawContainer() ([]byte, error) {
+// that goes, which is enough to find the end of a value a node sent. With
+// checkStrings false (Extent), strings are skipped without checking what is
+// inside them.
+func (r *Reader) container(checkStrings bool) ([]byte, error) {
 	start := r.pos
 	var stack [64]byte
+	var deep []byte // nesting beyond the stack array
 	depth := 0
-	deep := []byte(nil)
-	push := func(c byte) {
-		if depth < len(stack) {
-			stack[depth] = c
-		} else {
-			deep = append(deep, c)
-		}
-		depth++
-	}
-	top := func() byte {
-		if depth <= len(stack) {
-			return stack[depth-1]
-		}
-		return deep[depth-1-len(stack)]
-	}
-	pop := func() {
-		depth--
-		if depth >= len(stack) {
-			deep = deep[:len(deep)-1]
-		}
-	}
 	for r.pos < len(r.buf) {
-		switch c := r.buf[r.pos]; c {
-		case '"':
-			if _, err := r.rawString(); err != nil {
-				return nil, err
-			}
+		c := r.buf[r.pos]
+		if !structural[c] {
+			r.pos++
 			continue
-		case '{', '[':
-			push(c)
-		case '}', ']':
-			want := byte('{')
-			if c == ']' {
-				want = '['
-			}
-			if depth == 0 || top() != want {
-				return nil, r.fail("mismatched bracket")
-			}
-			pop()
-			if depth == 0 {
-				r.pos++
-				return r.buf[start:r.pos], nil
-			}
 		}
-		r.pos++
-	}
-	return nil, r.fail("unterminated container")
-}
-
-// Extent consumes the next value and returns its bytes, aliasing the input,
-// like Raw, but checks only what finding its end needs: brackets match and
-// strings end. What is inside the strings is not checked (control
-// characters, escapes), so use it to split a document whose parts are
-// parsed, and so checked, afterwards: a JSON-RPC batch answer whose results
-// go to their own readers. Strings are skipped with bytes.IndexByte, which
-// scans many bytes per instruction: the results are mostly long hex
-// strings, and Raw's byte-class checks made the split cost as much as a
-// fifth of ingest's CPU.
-func (r *Reader) Extent() ([]byte, error) {
-	switch r.Peek() {
-	case '"':
-		start := r.pos
-		end, err := r.skipString(r.pos + 1)
-		if err != nil {
-			return nil, err
-		}
-		r.pos = end + 1
-		return r.buf[start:r.pos], nil
-	case '{', '[':
-	default:
-		return r.Raw()
-	}
-	start := r.pos
-	var stack [64]byte
-	var deep []byte
-	depth := 0
-	for r.pos < len(r.buf) {
-		// Jump to the next byte that matters here.
-		i := r.pos
-		for i < len(r.buf) && !structural[r.buf[i]] {
-			i++
-		}
-		if i >= len(r.buf) {
-			break
-		}
-		r.pos = i
-		switch c := r.buf[i]; c {
+		switch c {
 		case '"':
-			end, err := r.skipString(i + 1)
+			var end int
+			var err error
+			if checkStrings {
+				end, _, err = r.stringEnd(r.pos + 1)
+			} else {
+				end, err = r.skipString(r.pos + 1)
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -490,12 +419,37 @@ func (r *Reader) Extent() ([]byte, error) {
 		}
 		r.pos++
 	}
-	r.pos = len(r.buf)
 	return nil, r.fail("unterminated container")
 }
 
-// structural marks the bytes Extent stops at inside a container.
+// structural marks the bytes container stops at.
 var structural = [256]bool{'"': true, '{': true, '}': true, '[': true, ']': true}
+
+// Extent consumes the next value and returns its bytes, aliasing the input,
+// like Raw, but checks only what finding its end needs: brackets match and
+// strings end. What is inside the strings is not checked (control
+// characters, escapes), so use it to split a document whose parts are
+// parsed, and so checked, afterwards: a JSON-RPC batch answer whose results
+// go to their own readers. Strings are skipped with bytes.IndexByte, which
+// scans many bytes per instruction: the results are mostly long hex
+// strings, and Raw's byte-class checks made the split cost as much as a
+// fifth of ingest's CPU.
+func (r *Reader) Extent() ([]byte, error) {
+	switch r.Peek() {
+	case '"':
+		start := r.pos
+		end, err := r.skipString(r.pos + 1)
+		if err != nil {
+			return nil, err
+		}
+		r.pos = end + 1
+		return r.buf[start:r.pos], nil
+	case '{', '[':
+		return r.container(false)
+	default:
+		return r.Raw()
+	}
+}
 
 // skipString returns the index of the quote that ends a string whose
 // content starts at start: the first quote not escaped, that is, not
