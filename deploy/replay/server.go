@@ -310,21 +310,21 @@ func (s *Server) handleMessage(ctx context.Context, msg []byte, ws *wsConn, writ
 	if i < len(msg) && msg[i] == '[' {
 		var batch []json.RawMessage
 		if err := json.Unmarshal(msg, &batch); err != nil {
-			write(errorResponse(nullJSON, &jsonError{Code: -32700, Message: "parse error"}))
+			answer{id: nullJSON, err: &jsonError{Code: -32700, Message: "parse error"}}.writeTo(write)
 			return
 		}
 		if len(batch) == 0 {
-			write(errorResponse(nullJSON, &jsonError{Code: -32600, Message: "empty batch"}))
+			answer{id: nullJSON, err: &jsonError{Code: -32600, Message: "empty batch"}}.writeTo(write)
 			return
 		}
 		if len(batch) > maxBatch {
-			write(errorResponse(nullJSON, &jsonError{Code: -32600, Message: "batch too large"}))
+			answer{id: nullJSON, err: &jsonError{Code: -32600, Message: "batch too large"}}.writeTo(write)
 			return
 		}
 		first := true
 		for _, m := range batch {
-			resp := s.handleCall(ctx, m, ws)
-			if resp == nil {
+			a, ok := s.handleCall(ctx, m, ws)
+			if !ok {
 				continue
 			}
 			if first {
@@ -333,35 +333,60 @@ func (s *Server) handleMessage(ctx context.Context, msg []byte, ws *wsConn, writ
 			} else {
 				write([]byte{','})
 			}
-			write(resp)
+			a.writeTo(write)
 		}
 		if !first {
 			write([]byte{']'})
 		}
 		return
 	}
-	if resp := s.handleCall(ctx, msg, ws); resp != nil {
-		write(resp)
+	if a, ok := s.handleCall(ctx, msg, ws); ok {
+		a.writeTo(write)
 	}
 }
 
-// handleCall answers one call; nil for a notification (no id).
-func (s *Server) handleCall(ctx context.Context, msg []byte, ws *wsConn) []byte {
+// answer is one call's answer: its id and either its result (a JSON value)
+// or its error.
+type answer struct {
+	id, result []byte
+	err        *jsonError
+}
+
+// writeTo writes the answer in pieces: results are up to megabytes of
+// recorded JSON, written as they are stored rather than copied into an
+// answer first.
+func (a answer) writeTo(write func([]byte)) {
+	write([]byte(`{"jsonrpc":"2.0","id":`))
+	write(a.id)
+	if a.err != nil {
+		msg, _ := json.Marshal(a.err)
+		write([]byte(`,"error":`))
+		write(msg)
+	} else {
+		write([]byte(`,"result":`))
+		write(a.result)
+	}
+	write([]byte{'}'})
+}
+
+// handleCall answers one call; ok is false for a notification (no id),
+// which gets no answer.
+func (s *Server) handleCall(ctx context.Context, msg []byte, ws *wsConn) (a answer, ok bool) {
 	var req request
 	if err := json.Unmarshal(msg, &req); err != nil {
-		return errorResponse(nullJSON, &jsonError{Code: -32700, Message: "parse error"})
+		return answer{id: nullJSON, err: &jsonError{Code: -32700, Message: "parse error"}}, true
 	}
 	if req.ID == nil {
 		// A notification: run nothing that answers.
-		return nil
+		return answer{}, false
 	}
 	if req.Method == "" {
-		return errorResponse(req.ID, &jsonError{Code: -32600, Message: "invalid request"})
+		return answer{id: req.ID, err: &jsonError{Code: -32600, Message: "invalid request"}}, true
 	}
 	var params []json.RawMessage
 	if len(req.Params) > 0 && !bytes.Equal(req.Params, nullJSON) {
 		if err := json.Unmarshal(req.Params, &params); err != nil {
-			return errorResponse(req.ID, errInvalidParams("non-array args"))
+			return answer{id: req.ID, err: errInvalidParams("non-array args")}, true
 		}
 	}
 	result, err := s.call(ctx, req.Method, params, ws)
@@ -370,28 +395,9 @@ func (s *Server) handleCall(ctx context.Context, msg []byte, ws *wsConn) []byte 
 		if !errors.As(err, &je) {
 			je = &jsonError{Code: -32000, Message: err.Error()}
 		}
-		return errorResponse(req.ID, je)
+		return answer{id: req.ID, err: je}, true
 	}
-	return resultResponse(req.ID, result)
-}
-
-func resultResponse(id, result []byte) []byte {
-	out := make([]byte, 0, len(id)+len(result)+36)
-	out = append(out, `{"jsonrpc":"2.0","id":`...)
-	out = append(out, id...)
-	out = append(out, `,"result":`...)
-	out = append(out, result...)
-	return append(out, '}')
-}
-
-func errorResponse(id []byte, e *jsonError) []byte {
-	msg, _ := json.Marshal(e)
-	out := make([]byte, 0, len(id)+len(msg)+36)
-	out = append(out, `{"jsonrpc":"2.0","id":`...)
-	out = append(out, id...)
-	out = append(out, `,"error":`...)
-	out = append(out, msg...)
-	return append(out, '}')
+	return answer{id: req.ID, result: result}, true
 }
 
 // call dispatches a method. The returned bytes are a JSON value.
