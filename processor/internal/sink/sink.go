@@ -196,7 +196,21 @@ func (w *Writer) Write(ctx context.Context, b *Batch) error {
 	return w.insertHeads(ctx, b.heads)
 }
 
+// send inserts n rows into table, appendRow appending row i.
 func (w *Writer) send(ctx context.Context, table, columns string, n int, appendRow func(batch driver.Batch, i int) error) error {
+	return w.sendBlocks(ctx, table, columns, n, func(batch driver.Batch, lo, hi int) error {
+		for i := lo; i < hi; i++ {
+			if err := appendRow(batch, i); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// sendBlocks inserts n rows into table as one INSERT sent in blocks of
+// flushRows, appendBlock appending rows [lo, hi) before each block goes.
+func (w *Writer) sendBlocks(ctx context.Context, table, columns string, n int, appendBlock func(batch driver.Batch, lo, hi int) error) error {
 	if n == 0 {
 		return nil
 	}
@@ -204,12 +218,13 @@ func (w *Writer) send(ctx context.Context, table, columns string, n int, appendR
 	if err != nil {
 		return fmt.Errorf("prepare insert %s: %w", table, err)
 	}
-	for i := 0; i < n; i++ {
-		if err := appendRow(batch, i); err != nil {
+	for lo := 0; lo < n; lo += flushRows {
+		hi := min(lo+flushRows, n)
+		if err := appendBlock(batch, lo, hi); err != nil {
 			_ = batch.Abort()
-			return fmt.Errorf("append %s row: %w", table, err)
+			return fmt.Errorf("append %s rows: %w", table, err)
 		}
-		if (i+1)%flushRows == 0 && i+1 < n {
+		if hi < n {
 			if err := batch.Flush(); err != nil {
 				_ = batch.Abort()
 				return fmt.Errorf("insert %d rows into %s: %w", n, table, err)
@@ -296,9 +311,6 @@ const flushRows = 16384
 // reused for every block of flushRows, instead of boxing every value of
 // every row.
 func (w *Writer) insertInternal(ctx context.Context, rows []internalRow) error {
-	if len(rows) == 0 {
-		return nil
-	}
 	n := min(len(rows), flushRows)
 	var (
 		chainID, blockNumber, blockTimestamp, gas, gasUsed, version = make([]uint64, n), make([]uint64, n), make([]uint64, n), make([]uint64, n), make([]uint64, n), make([]uint64, n)
@@ -306,12 +318,8 @@ func (w *Writer) insertInternal(ctx context.Context, rows []internalRow) error {
 		blockHash, txHash, callIndex, typ, from, to, value          = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		errs, revertReason, input, output                           = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	)
-	batch, err := w.conn.PrepareBatch(ctx, "INSERT INTO internal_transactions ("+internalColumns+")")
-	if err != nil {
-		return fmt.Errorf("prepare insert internal_transactions: %w", err)
-	}
-	for lo := 0; lo < len(rows); lo += n {
-		block := rows[lo:min(lo+n, len(rows))]
+	return w.sendBlocks(ctx, "internal_transactions", internalColumns, len(rows), func(batch driver.Batch, lo, hi int) error {
+		block := rows[lo:hi]
 		k := len(block)
 		for i, r := range block {
 			b, tx, it := r.tx.b, r.tx.tx, r.it
@@ -325,21 +333,11 @@ func (w *Writer) insertInternal(ctx context.Context, rows []internalRow) error {
 			tracePosition[:k], callIndex[:k], depth[:k], typ[:k], from[:k], to[:k], value[:k], gas[:k], gasUsed[:k], errs[:k],
 			revertReason[:k], input[:k], output[:k], version[:k]} {
 			if err := batch.Column(i).Append(col); err != nil {
-				_ = batch.Abort()
-				return fmt.Errorf("append internal_transactions column %d: %w", i, err)
+				return fmt.Errorf("column %d: %w", i, err)
 			}
 		}
-		if lo+n < len(rows) {
-			if err := batch.Flush(); err != nil {
-				_ = batch.Abort()
-				return fmt.Errorf("insert %d rows into internal_transactions: %w", len(rows), err)
-			}
-		}
-	}
-	if err := batch.Send(); err != nil {
-		return fmt.Errorf("insert %d rows into internal_transactions: %w", len(rows), err)
-	}
-	return nil
+		return nil
+	})
 }
 
 // view is b as a string without a copy. The sink only reads the decoded
