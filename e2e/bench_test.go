@@ -42,7 +42,7 @@ func BenchmarkPipelineGunzilla(b *testing.B) {
 	d := gunzilla
 	blocks, txs, frames := recordingCounts(b, d)
 	first, last := uint64(14000000), uint64(14100000)
-	for b.Loop() {
+	for run := 1; b.Loop(); run++ {
 		// The decoded recording (about 1 GB of Go maps) is garbage now:
 		// collect it before the measured window, so that this process's
 		// garbage collector does not take a core from the pipeline.
@@ -54,7 +54,7 @@ func BenchmarkPipelineGunzilla(b *testing.B) {
 		for name, pid := range s.pids {
 			cpuBefore[name] = procCPU(pid)
 		}
-		profiles := profileServices(b, s, "ingest", "processor")
+		profiles := profileServices(b, s, run, "ingest", "processor")
 		busyBefore, stealBefore := machineCPU(b)
 		chBefore := clickhouseEvents(b, s.conn)
 		// Timeline, polled every 10 ms: when ingest's metrics first show a
@@ -150,10 +150,11 @@ func BenchmarkPipelineGunzilla(b *testing.B) {
 
 // profileServices fetches a CPU profile of each named service while the
 // benchmark runs when MORAINE_BENCH_PROFILE_DIR is set, writing
-// <dir>/<service>.pprof (read them with go tool pprof). The profile lasts
+// <dir>/<service>-<run>.pprof (read them with go tool pprof; it merges the
+// runs' files when given several). The profile lasts
 // MORAINE_BENCH_PROFILE_SECONDS (default 4), from the moment the service's
 // admin server answers. Wait for the returned group before stopping them.
-func profileServices(tb testing.TB, s *stackUp, names ...string) *sync.WaitGroup {
+func profileServices(tb testing.TB, s *stackUp, run int, names ...string) *sync.WaitGroup {
 	var wg sync.WaitGroup
 	dir := os.Getenv("MORAINE_BENCH_PROFILE_DIR")
 	if dir == "" {
@@ -172,7 +173,7 @@ func profileServices(tb testing.TB, s *stackUp, names ...string) *sync.WaitGroup
 					continue // not listening yet
 				}
 				defer resp.Body.Close()
-				f, err := os.Create(filepath.Join(dir, name+".pprof"))
+				f, err := os.Create(filepath.Join(dir, fmt.Sprintf("%s-%d.pprof", name, run)))
 				if err == nil {
 					_, err = io.Copy(f, resp.Body)
 					err = errors.Join(err, f.Close())

@@ -70,6 +70,7 @@ func (c Config) BaseOpts(logger *slog.Logger, clientID string) []kgo.Opt {
 		// Fail a request that hangs rather than wedge the pipeline.
 		kgo.RequestTimeoutOverhead(10 * time.Second),
 		kgo.RetryTimeout(30 * time.Second),
+		kgo.WithDecompressor(newLZ4Decompressor(maxDecompressedBatch)),
 	}
 }
 
