@@ -82,7 +82,9 @@ func startServices(t testing.TB, chainJSON string, o pipelineOpts) *stackUp {
 		t.Fatalf("chain id: %v", err)
 	}
 	common := []string{"--kafka.brokers", kcfg.Brokers, "--kafka.topic-prefix", kcfg.TopicPrefix}
-	chArgs := []string{"--clickhouse.addr", ccfg.Addr, "--clickhouse.database", ccfg.Database}
+	// The stack's ClickHouse is on this host: no wire compression, as
+	// `stack.sh env` sets for make run.
+	chArgs := []string{"--clickhouse.addr", ccfg.Addr, "--clickhouse.database", ccfg.Database, "--clickhouse.compression", "none"}
 	args := func(parts ...[]string) []string {
 		var out []string
 		for _, p := range parts {

@@ -575,6 +575,8 @@ kafka_reset() {
 
 print_env() {
     printf 'export MORAINE_CLICKHOUSE_ADDR=%q\n' "127.0.0.1:$CH_TCP_PORT"
+    # ClickHouse runs on this host: lz4 on the wire would cost CPU on both ends to save loopback bandwidth.
+    printf 'export MORAINE_CLICKHOUSE_COMPRESSION=none\n'
     printf 'export MORAINE_KAFKA_BROKERS=%q\n' "127.0.0.1:$KAFKA_PORT"
     printf 'export MORAINE_STATE_DIR=%q\n' "$STATE_DIR"
 }

@@ -2,11 +2,13 @@ package chdb_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	schema "github.com/moraine-data/moraine/schemas/clickhouse"
 
+	"github.com/moraine-data/moraine/pkg/chdb"
 	"github.com/moraine-data/moraine/pkg/testenv"
 )
 
@@ -44,5 +46,51 @@ func TestMigrationsApplyOnRealClickHouse(t *testing.T) {
 		if n != 1 {
 			t.Errorf("table %s missing", table)
 		}
+	}
+}
+
+// TestCompressionSettings inserts and reads back a block of strings with
+// each wire compression on the real server, and rejects unknown ones.
+func TestCompressionSettings(t *testing.T) {
+	cfg, _ := testenv.ClickHouse(t) // a fresh, migrated database
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for _, compression := range []string{"lz4", "none"} {
+		c := cfg
+		c.Compression = compression
+		conn, err := chdb.Open(ctx, c, testenv.Logger(t))
+		if err != nil {
+			t.Fatalf("%s: %v", compression, err)
+		}
+		table := "compression_" + compression
+		if err := conn.Exec(ctx, "CREATE TABLE "+table+" (s String) ENGINE = Memory"); err != nil {
+			t.Fatal(err)
+		}
+		batch, err := conn.PrepareBatch(ctx, "INSERT INTO "+table+" (s)")
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := strings.Repeat("0xabcdef", 1000)
+		for range 100 {
+			if err := batch.Append(want); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := batch.Send(); err != nil {
+			t.Fatalf("%s: insert: %v", compression, err)
+		}
+		var n, same uint64
+		if err := conn.QueryRow(ctx, "SELECT count(), countIf(s = ?) FROM "+table, want).Scan(&n, &same); err != nil {
+			t.Fatalf("%s: read: %v", compression, err)
+		}
+		if n != 100 || same != 100 {
+			t.Errorf("%s: read back %d rows, %d intact, want 100", compression, n, same)
+		}
+		conn.Close()
+	}
+	bad := cfg
+	bad.Compression = "zstd9"
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "--clickhouse.compression") {
+		t.Errorf("compression %q: err %v, want one naming the flag", bad.Compression, err)
 	}
 }
