@@ -271,29 +271,61 @@ func (w *Writer) insertHeads(ctx context.Context, heads map[uint64]headRow) erro
 
 const txColumns = "chain_id, block_number, block_hash, block_timestamp, tx_index, hash, type, from_address, to_address, value, gas, gas_price, max_fee_per_gas, max_priority_fee_per_gas, nonce, input, status, gas_used, cumulative_gas_used, effective_gas_price, contract_address, version"
 
+// The three large inserts (transactions, logs, call frames) append column
+// by column: one typed slice per column, reused for every block of
+// flushRows, instead of boxing every value of every row into the driver's
+// row Append. The small ones (blocks, hashes, heads) go row by row.
+
 func (w *Writer) insertTxs(ctx context.Context, rows []*txRow) error {
-	return w.send(ctx, "transactions", txColumns, len(rows), func(batch driver.Batch, i int) error {
-		r := rows[i]
-		b, tx := r.b, r.tx
-		return batch.Append(b.ChainId, b.Number, fixed32(b.Hash), b.Timestamp, tx.Index, fixed32(tx.Hash),
-			uint8(tx.Type), view(tx.From), view(tx.To), tx.Value, tx.Gas, tx.GasPrice, tx.MaxFeePerGas,
-			tx.MaxPriorityFeePerGas, tx.Nonce, view(tx.Input), uint8(tx.Status), tx.GasUsed,
-			tx.CumulativeGasUsed, tx.EffectiveGasPrice, view(tx.ContractAddress), r.version)
+	n := min(len(rows), flushRows)
+	var (
+		chainID, blockNumber, blockTimestamp, gas, nonce, gasUsed, cumulativeGasUsed, version = make([]uint64, n), make([]uint64, n), make([]uint64, n), make([]uint64, n), make([]uint64, n), make([]uint64, n), make([]uint64, n), make([]uint64, n)
+		txIndex                                                                               = make([]uint32, n)
+		typ, status                                                                           = make([]uint8, n), make([]uint8, n)
+		blockHash, hash, from, to, value, gasPrice, maxFee, maxPriorityFee, input             = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		effectiveGasPrice, contractAddress                                                    = make([]string, n), make([]string, n)
+	)
+	return w.sendBlocks(ctx, "transactions", txColumns, len(rows), func(batch driver.Batch, lo, hi int) error {
+		for i, r := range rows[lo:hi] {
+			b, tx := r.b, r.tx
+			chainID[i], blockNumber[i], blockHash[i], blockTimestamp[i] = b.ChainId, b.Number, fixed32(b.Hash), b.Timestamp
+			txIndex[i], hash[i], typ[i], from[i], to[i], value[i] = tx.Index, fixed32(tx.Hash), uint8(tx.Type), view(tx.From), view(tx.To), tx.Value
+			gas[i], gasPrice[i], maxFee[i], maxPriorityFee[i], nonce[i] = tx.Gas, tx.GasPrice, tx.MaxFeePerGas, tx.MaxPriorityFeePerGas, tx.Nonce
+			input[i], status[i], gasUsed[i], cumulativeGasUsed[i] = view(tx.Input), uint8(tx.Status), tx.GasUsed, tx.CumulativeGasUsed
+			effectiveGasPrice[i], contractAddress[i], version[i] = tx.EffectiveGasPrice, view(tx.ContractAddress), r.version
+		}
+		// The order matches txColumns.
+		return appendColumns(batch, hi-lo, chainID, blockNumber, blockHash, blockTimestamp, txIndex, hash, typ, from, to,
+			value, gas, gasPrice, maxFee, maxPriorityFee, nonce, input, status, gasUsed, cumulativeGasUsed,
+			effectiveGasPrice, contractAddress, version)
 	})
 }
 
 const logColumns = "chain_id, block_number, block_hash, block_timestamp, tx_index, tx_hash, log_index, address, topic0, topic1, topic2, topic3, data, version"
 
 func (w *Writer) insertLogs(ctx context.Context, rows []logRow) error {
-	return w.send(ctx, "logs", logColumns, len(rows), func(batch driver.Batch, i int) error {
-		r := rows[i]
-		b, tx, l := r.tx.b, r.tx.tx, r.l
-		var topics [4]string
-		for j := 0; j < len(l.Topics) && j < 4; j++ {
-			topics[j] = view(l.Topics[j])
+	n := min(len(rows), flushRows)
+	var (
+		chainID, blockNumber, blockTimestamp, version = make([]uint64, n), make([]uint64, n), make([]uint64, n), make([]uint64, n)
+		txIndex, logIndex                             = make([]uint32, n), make([]uint32, n)
+		blockHash, txHash, address, data              = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		topics                                        = [4][]string{make([]string, n), make([]string, n), make([]string, n), make([]string, n)}
+	)
+	return w.sendBlocks(ctx, "logs", logColumns, len(rows), func(batch driver.Batch, lo, hi int) error {
+		for i, r := range rows[lo:hi] {
+			b, tx, l := r.tx.b, r.tx.tx, r.l
+			chainID[i], blockNumber[i], blockHash[i], blockTimestamp[i] = b.ChainId, b.Number, fixed32(b.Hash), b.Timestamp
+			txIndex[i], txHash[i], logIndex[i], address[i], data[i], version[i] = tx.Index, fixed32(tx.Hash), l.LogIndex, view(l.Address), view(l.Data), r.version
+			for j := range topics {
+				topics[j][i] = ""
+				if j < len(l.Topics) {
+					topics[j][i] = view(l.Topics[j])
+				}
+			}
 		}
-		return batch.Append(b.ChainId, b.Number, fixed32(b.Hash), b.Timestamp, tx.Index, fixed32(tx.Hash),
-			l.LogIndex, view(l.Address), topics[0], topics[1], topics[2], topics[3], view(l.Data), r.version)
+		// The order matches logColumns.
+		return appendColumns(batch, hi-lo, chainID, blockNumber, blockHash, blockTimestamp, txIndex, txHash, logIndex,
+			address, topics[0], topics[1], topics[2], topics[3], data, version)
 	})
 }
 
@@ -309,10 +341,8 @@ const internalColumns = "chain_id, block_number, block_hash, block_timestamp, tx
 // in make bench's pipeline run; with 4,096 it is about 4%.
 const flushRows = 4096
 
-// insertInternal is the largest insert (about 20 frames per transaction on
-// busy chains), so it appends column by column: one typed slice per column,
-// reused for every block of flushRows, instead of boxing every value of
-// every row.
+// insertInternal is the largest insert: about 20 frames per transaction on
+// busy chains.
 func (w *Writer) insertInternal(ctx context.Context, rows []internalRow) error {
 	n := min(len(rows), flushRows)
 	var (
@@ -322,9 +352,7 @@ func (w *Writer) insertInternal(ctx context.Context, rows []internalRow) error {
 		errs, revertReason, input, output                           = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	)
 	return w.sendBlocks(ctx, "internal_transactions", internalColumns, len(rows), func(batch driver.Batch, lo, hi int) error {
-		block := rows[lo:hi]
-		k := len(block)
-		for i, r := range block {
+		for i, r := range rows[lo:hi] {
 			b, tx, it := r.tx.b, r.tx.tx, r.it
 			chainID[i], blockNumber[i], blockHash[i], blockTimestamp[i] = b.ChainId, b.Number, fixed32(b.Hash), b.Timestamp
 			txIndex[i], txHash[i], tracePosition[i], callIndex[i], depth[i] = tx.Index, fixed32(tx.Hash), it.TracePosition, it.CallIndex, it.Depth
@@ -332,15 +360,32 @@ func (w *Writer) insertInternal(ctx context.Context, rows []internalRow) error {
 			errs[i], revertReason[i], input[i], output[i], version[i] = it.Error, it.RevertReason, view(it.Input), view(it.Output), r.version
 		}
 		// The order matches internalColumns.
-		for i, col := range []any{chainID[:k], blockNumber[:k], blockHash[:k], blockTimestamp[:k], txIndex[:k], txHash[:k],
-			tracePosition[:k], callIndex[:k], depth[:k], typ[:k], from[:k], to[:k], value[:k], gas[:k], gasUsed[:k], errs[:k],
-			revertReason[:k], input[:k], output[:k], version[:k]} {
-			if err := batch.Column(i).Append(col); err != nil {
-				return fmt.Errorf("column %d: %w", i, err)
-			}
-		}
-		return nil
+		return appendColumns(batch, hi-lo, chainID, blockNumber, blockHash, blockTimestamp, txIndex, txHash,
+			tracePosition, callIndex, depth, typ, from, to, value, gas, gasUsed, errs, revertReason, input, output, version)
 	})
+}
+
+// appendColumns appends the first k values of each column slice to the
+// batch's columns, in order.
+func appendColumns(batch driver.Batch, k int, columns ...any) error {
+	for i, c := range columns {
+		switch v := c.(type) {
+		case []uint64:
+			c = v[:k]
+		case []uint32:
+			c = v[:k]
+		case []uint8:
+			c = v[:k]
+		case []string:
+			c = v[:k]
+		default:
+			return fmt.Errorf("column %d: unsupported %T", i, c)
+		}
+		if err := batch.Column(i).Append(c); err != nil {
+			return fmt.Errorf("column %d: %w", i, err)
+		}
+	}
+	return nil
 }
 
 // view is b as a string without a copy. The sink only reads the decoded
