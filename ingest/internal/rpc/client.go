@@ -332,7 +332,7 @@ func readAll(resp *http.Response, hint int) ([]byte, error) {
 	// Grown by hand rather than by bytes.Buffer, which zeroes the whole
 	// new capacity (not only the part beyond the copied bytes) and doubles
 	// it, when an answer outgrows the hint.
-	buf := make([]byte, max(hint, 64<<10))
+	buf := make([]byte, max(hint, 4<<10))
 	n := 0
 	for {
 		if n == len(buf) {
