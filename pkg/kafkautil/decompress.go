@@ -2,13 +2,14 @@ package kafkautil
 
 import (
 	"bytes"
-	"io"
-	"slices"
+	"errors"
 	"sync"
 	"sync/atomic"
 
 	"github.com/pierrec/lz4/v4"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/moraine-data/moraine/pkg/iox"
 )
 
 // maxDecompressedBatch bounds what one fetched batch may decompress to, as
@@ -62,33 +63,18 @@ func (d *lz4Decompressor) Decompress(src []byte, codec kgo.CompressionCodecType)
 	r.inner.Reset(&r.src)
 
 	// An eighth over the estimate: consecutive batches of block records
-	// (about 10:1) differ by up to a tenth in how well they compress.
-	size := min(len(src)*int(d.ratio.Load())/16*9/8+4096, d.max+1)
-	dst := make([]byte, size)
-	n := 0
-	for {
-		if n == len(dst) {
-			if n > d.max {
-				return nil, kgo.ErrMaxDecompress
-			}
-			// A quarter more: the estimate is rarely far off.
-			dst = slices.Grow(dst, min(max(n/4, 64<<10), d.max+1-n))
-			dst = dst[:cap(dst)]
-		}
-		m, err := r.inner.Read(dst[n:])
-		n += m
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	if n > d.max {
+	// (about 10:1) differ by up to a tenth in how well they compress. Each
+	// batch gets a fresh slice, never a reused one: its records, and the
+	// events decoded from them, alias it.
+	dst, err := iox.ReadAll(r.inner, len(src)*int(d.ratio.Load())/16*9/8, d.max)
+	if errors.Is(err, iox.ErrTooLarge) {
 		return nil, kgo.ErrMaxDecompress
 	}
-	if len(src) > 0 {
-		d.ratio.Store(int64(n) * 16 / int64(len(src)))
+	if err != nil {
+		return nil, err
 	}
-	return dst[:n:n], nil
+	if len(src) > 0 {
+		d.ratio.Store(int64(len(dst)) * 16 / int64(len(src)))
+	}
+	return dst, nil
 }

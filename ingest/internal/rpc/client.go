@@ -23,9 +23,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/moraine-data/moraine/ingest/internal/jsonx"
+	"github.com/moraine-data/moraine/pkg/iox"
 	"github.com/moraine-data/moraine/pkg/obs"
 )
 
@@ -329,25 +330,7 @@ func readAll(resp *http.Response, hint int) ([]byte, error) {
 		_, err := io.ReadFull(resp.Body, buf)
 		return buf, err
 	}
-	// Grown by hand rather than by bytes.Buffer, which zeroes the whole
-	// new capacity (not only the part beyond the copied bytes) and doubles
-	// it, when an answer outgrows the hint.
-	buf := make([]byte, max(hint, 4<<10))
-	n := 0
-	for {
-		if n == len(buf) {
-			buf = slices.Grow(buf, n/2)
-			buf = buf[:cap(buf)]
-		}
-		m, err := resp.Body.Read(buf[n:])
-		n += m
-		if err == io.EOF {
-			return buf[:n], nil
-		}
-		if err != nil {
-			return buf[:n], err
-		}
-	}
+	return iox.ReadAll(resp.Body, hint, math.MaxInt)
 }
 
 func encodeBatch(reqs []*Request) ([]byte, error) {
