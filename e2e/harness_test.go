@@ -25,6 +25,16 @@ var (
 	buildErr  error
 )
 
+// TestMain removes the binaries the tests built: about 200 MB per run,
+// which piled up in the temporary directory when each run left its own.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
 // repoRoot is the directory holding go.work.
 func repoRoot(t testing.TB) string {
 	t.Helper()
@@ -68,10 +78,15 @@ type proc struct {
 }
 
 // start runs bin with args; the process is stopped (SIGTERM, then SIGKILL)
-// at cleanup, and its log tail is printed when the test failed.
+// at cleanup, and its log tail is printed when the test failed. With
+// MORAINE_E2E_LOG_DIR set, the whole log is kept there, one file per
+// process (<name>-<start time in ns>.log).
 func start(t testing.TB, name string, args ...string) *proc {
 	t.Helper()
 	logPath := filepath.Join(t.TempDir(), name+".log")
+	if d := os.Getenv("MORAINE_E2E_LOG_DIR"); d != "" {
+		logPath = filepath.Join(d, fmt.Sprintf("%s-%d.log", name, time.Now().UnixNano()))
+	}
 	f, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
