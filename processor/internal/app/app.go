@@ -223,9 +223,52 @@ type consumer struct {
 	logger *slog.Logger
 }
 
-// run polls, writes and commits until ctx ends. A batch already polled is
-// finished on a detached context so shutdown does not waste it.
+// A written batch has its child rows in ClickHouse; its blocks, hashes and
+// heads, then its offsets, are still to go.
+type written struct {
+	records []*kgo.Record
+	batch   *sink.Batch
+	// last is the highest block number of each chain in the batch.
+	last  map[uint64]uint64
+	start time.Time
+}
+
+// run polls, decodes and writes each batch's child rows, and hands the
+// batch to a second goroutine that writes its blocks, hashes and heads and
+// commits its offsets, in batch order: the blocks of one batch go in while
+// the children of the next do. Measured on the Gunzilla replay (make
+// bench), the three small INSERTs of a batch took 30 to 130 ms while the
+// machine was busy, time in which the children's INSERTs now proceed.
+//
+// The hand-over is unbuffered, so at most two batches are in memory: one
+// being finished, and one whose children are written (or being written). A batch already
+// polled is finished on a detached context, so shutdown does not waste it.
+//
+// Rebalances are allowed once a batch is handed over. Should the batch's
+// partitions move before its offsets are committed, the commit fails (a
+// warning) and the new owner writes the batch again: every row is versioned
+// by its offset, so the repeat changes nothing.
 func (c *consumer) run(ctx context.Context) error {
+	toFinish := make(chan *written)
+	finisherDone := make(chan struct{})
+	var finishErr error
+	go func() {
+		defer close(finisherDone)
+		for w := range toFinish {
+			if finishErr = c.finish(ctx, w); finishErr != nil {
+				return // the poll loop sees finisherDone and stops
+			}
+		}
+	}()
+	err := c.poll(ctx, toFinish, finisherDone)
+	close(toFinish)
+	<-finisherDone
+	return errors.Join(err, finishErr)
+}
+
+// poll polls and writes child rows until ctx ends, an insert fails for
+// good, or the finisher stops.
+func (c *consumer) poll(ctx context.Context, toFinish chan<- *written, finisherDone <-chan struct{}) error {
 	for {
 		fetches := c.cl.PollRecords(ctx, 10000)
 		if ctx.Err() != nil {
@@ -258,12 +301,16 @@ func (c *consumer) run(ctx context.Context) error {
 			records = append(records, more.Records()...)
 		}
 		if len(records) > 0 {
-			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.InsertTimeout+c.cfg.ShutdownTimeout)
-			err := c.process(wctx, records)
-			cancel()
+			w, err := c.writeChildren(ctx, records)
 			if err != nil {
 				c.cl.AllowRebalance()
 				return err
+			}
+			select {
+			case toFinish <- w:
+			case <-finisherDone:
+				c.cl.AllowRebalance()
+				return nil // the finisher's error is the one to report
 			}
 		}
 		c.cl.AllowRebalance()
@@ -279,10 +326,10 @@ func rowsEstimate(rs []*kgo.Record) int {
 	return n
 }
 
-func (c *consumer) process(ctx context.Context, records []*kgo.Record) error {
-	start := time.Now()
+// writeChildren decodes records into a batch and inserts its child rows.
+func (c *consumer) writeChildren(ctx context.Context, records []*kgo.Record) (*written, error) {
+	w := &written{records: records, last: map[uint64]uint64{}, start: time.Now()}
 	events := make([]sink.Event, 0, len(records))
-	last := map[uint64]uint64{}
 	for _, r := range records {
 		c.m.consumed.WithLabelValues(r.Topic).Inc()
 		ev, err := codec.DecodeChainEvent(r.Value)
@@ -294,43 +341,65 @@ func (c *consumer) process(ctx context.Context, records []*kgo.Record) error {
 			continue
 		}
 		events = append(events, sink.Event{Offset: r.Offset, Event: ev})
-		if b, ok := ev.GetEvent().(*record.ChainEvent_Block); ok && b.Block.Number >= last[b.Block.ChainId] {
-			last[b.Block.ChainId] = b.Block.Number
+		if b, ok := ev.GetEvent().(*record.ChainEvent_Block); ok && b.Block.Number >= w.last[b.Block.ChainId] {
+			w.last[b.Block.ChainId] = b.Block.Number
 		}
 	}
-	batch := sink.NewBatch(events)
-	c.m.stage.WithLabelValues("decode").Observe(time.Since(start).Seconds())
-	c.m.rows.Observe(float64(batch.Len()))
+	w.batch = sink.NewBatch(events)
+	c.m.stage.WithLabelValues("decode").Observe(time.Since(w.start).Seconds())
+	c.m.rows.Observe(float64(w.batch.Len()))
+	return w, c.retry(ctx, "insert", func(ctx context.Context) error { return c.writer.WriteChildren(ctx, w.batch) })
+}
 
-	insertStart := time.Now()
-	for attempt := 0; ; attempt++ {
-		err := c.writer.Write(ctx, batch)
-		if err == nil {
-			break
-		}
-		if ctx.Err() != nil {
-			return fmt.Errorf("processor: write batch: %w", err)
-		}
-		// ClickHouse restarts are survivable: keep the batch (and the
-		// uncommitted offsets) and retry until it is back.
-		c.logger.Warn("clickhouse insert failed, retrying", "attempt", attempt+1, "err", err)
-		if !obs.Sleep(ctx, obs.Backoff(attempt, 200*time.Millisecond, 10*time.Second)) {
-			return fmt.Errorf("processor: write batch: %w", err)
-		}
+// finish inserts w's blocks, hashes and heads, then commits its offsets.
+func (c *consumer) finish(ctx context.Context, w *written) error {
+	if err := c.retry(ctx, "insert_blocks", func(ctx context.Context) error { return c.writer.WriteBlocks(ctx, w.batch) }); err != nil {
+		return err
 	}
-	c.m.stage.WithLabelValues("insert").Observe(time.Since(insertStart).Seconds())
-
 	commitStart := time.Now()
-	if err := c.cl.CommitRecords(ctx, records...); err != nil {
+	wctx, cancel := c.detached(ctx)
+	defer cancel()
+	if err := c.cl.CommitRecords(wctx, w.records...); err != nil {
 		// Not fatal: the batch is written; a redelivery is idempotent.
 		c.logger.Warn("offset commit failed; records may be redelivered", "err", err)
 	}
 	c.m.stage.WithLabelValues("commit").Observe(time.Since(commitStart).Seconds())
-	c.m.blocks.Add(float64(batch.Blocks))
-	c.m.txs.Add(float64(batch.Txs))
-	for chain, n := range last {
+	c.m.blocks.Add(float64(w.batch.Blocks))
+	c.m.txs.Add(float64(w.batch.Txs))
+	for chain, n := range w.last {
 		c.m.lastWritten.WithLabelValues(strconv.FormatUint(chain, 10)).Set(float64(n))
 	}
-	c.logger.Debug("batch written", "records", len(records), "blocks", batch.Blocks, "txs", batch.Txs, "rows", batch.Len(), "took", time.Since(start))
+	c.logger.Debug("batch written", "records", len(w.records), "blocks", w.batch.Blocks, "txs", w.batch.Txs, "rows", w.batch.Len(), "took", time.Since(w.start))
+	return nil
+}
+
+// detached is ctx without its cancellation, bounded by the insert and
+// shutdown timeouts: a polled batch is finished even when shutdown begins.
+func (c *consumer) detached(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), c.cfg.InsertTimeout+c.cfg.ShutdownTimeout)
+}
+
+// retry runs write until it succeeds, observing its time as stage.
+// ClickHouse restarts are survivable: the batch (and its uncommitted
+// offsets) is kept and written again, with backoff, until ClickHouse is
+// back or the detached deadline passes.
+func (c *consumer) retry(ctx context.Context, stage string, write func(context.Context) error) error {
+	start := time.Now()
+	wctx, cancel := c.detached(ctx)
+	defer cancel()
+	for attempt := 0; ; attempt++ {
+		err := write(wctx)
+		if err == nil {
+			break
+		}
+		if wctx.Err() != nil {
+			return fmt.Errorf("processor: write batch: %w", err)
+		}
+		c.logger.Warn("clickhouse insert failed, retrying", "stage", stage, "attempt", attempt+1, "err", err)
+		if !obs.Sleep(wctx, obs.Backoff(attempt, 200*time.Millisecond, 10*time.Second)) {
+			return fmt.Errorf("processor: write batch: %w", err)
+		}
+	}
+	c.m.stage.WithLabelValues(stage).Observe(time.Since(start).Seconds())
 	return nil
 }

@@ -16,6 +16,12 @@
 // crash in between redelivers the batch, and the sink's idempotent rows
 // absorb the repeat.
 //
+// A batch goes in two steps: its child rows (transactions, logs, call
+// frames), then its blocks, hashes and chain head, written by a second
+// goroutine while the next batch's children go in. Readers never see a
+// block without its children, nor a head ahead of its blocks
+// (TestSinkCrashIntegration checks both while it kills the sink).
+//
 // # Matcher: exactly-once into the activity topic
 //
 // The matcher is a kgo.GroupTransactSession: for each polled batch it
@@ -86,7 +92,7 @@
 //	moraine_processor_records_consumed_total{topic}
 //	moraine_processor_blocks_written_total
 //	moraine_processor_transactions_written_total
-//	moraine_processor_batch_duration_seconds{stage}       decode|insert|commit
+//	moraine_processor_batch_duration_seconds{stage}       decode|insert (children)|insert_blocks (blocks, hashes, heads)|commit
 //	moraine_processor_batch_rows
 //	moraine_processor_decode_errors_total
 //	moraine_processor_last_written_block{chain}
