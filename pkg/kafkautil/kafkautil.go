@@ -128,11 +128,12 @@ func NewClient(ctx context.Context, logger *slog.Logger, opts ...kgo.Opt) (*kgo.
 	}
 }
 
-// EnsureTopics creates or updates every topic (idempotent), then waits
-// until the broker's metadata shows them all, so a client started next
-// does not find a topic missing.
+// EnsureTopics creates the missing topics and aligns the configs of the
+// others (idempotent), then waits until the broker's metadata shows the
+// ones it created, so a client started next does not find a topic missing.
 func (c Config) EnsureTopics(ctx context.Context, cl *kgo.Client) error {
-	if err := topics.Ensure(ctx, kadm.NewClient(cl), c.Topics(), -1); err != nil {
+	created, err := topics.Ensure(ctx, kadm.NewClient(cl), c.Topics(), -1)
+	if err != nil || len(created) == 0 {
 		return err
 	}
 	// A client of its own with a short metadata cache: cl's would answer

@@ -17,7 +17,9 @@ import (
 )
 
 // TestTopicsOnRealBroker creates the topics twice (idempotent) and checks
-// partitions and that the address-watch topic is compacted.
+// partitions and that the address-watch topic is compacted; a config
+// changed by hand is set back to its spec, and an ensure with nothing to
+// do creates nothing.
 func TestTopicsOnRealBroker(t *testing.T) {
 	cfg := testenv.Kafka(t) // creates the topics once
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -62,6 +64,51 @@ func TestTopicsOnRealBroker(t *testing.T) {
 	if policy != "compact" {
 		t.Fatalf("address-watch cleanup.policy = %q, want compact", policy)
 	}
+
+	blocks := cfg.Topic(topics.Blocks)
+	changed := "3600000"
+	if _, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "retention.ms", Value: &changed}}, blocks); err != nil {
+		t.Fatal(err)
+	}
+	// The broker applies an alteration a moment after acknowledging it.
+	for deadline := time.Now().Add(10 * time.Second); topicConfig(ctx, t, adm, blocks, "retention.ms") != changed; {
+		if time.Now().After(deadline) {
+			t.Fatal("the altered retention.ms never showed")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	created, err := topics.Ensure(ctx, adm, cfg.Topics(), -1)
+	if err != nil || len(created) != 0 {
+		t.Fatalf("ensure with every topic present: created %v, err %v", created, err)
+	}
+	spec, _ := topics.Lookup(cfg.Topics(), topics.Blocks)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		got := topicConfig(ctx, t, adm, blocks, "retention.ms")
+		if got == spec.Configs["retention.ms"] {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("blocks retention.ms = %s after ensure, want the spec's %s", got, spec.Configs["retention.ms"])
+		}
+	}
+}
+
+func topicConfig(ctx context.Context, t *testing.T, adm *kadm.Client, topic, key string) string {
+	t.Helper()
+	rcs, err := adm.DescribeTopicConfigs(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := rcs.On(topic, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range rc.Configs {
+		if c.Key == key {
+			return c.MaybeValue()
+		}
+	}
+	return ""
 }
 
 // TestRecordRoundTripOnRealBroker produces encoded chain events through the
