@@ -79,7 +79,7 @@ func (c Config) BaseOpts(logger *slog.Logger, clientID string) []kgo.Opt {
 func (c Config) ProducerOpts(logger *slog.Logger, clientID string) []kgo.Opt {
 	return append(c.BaseOpts(logger, clientID),
 		kgo.ProducerBatchMaxBytes(maxRecordBytes),
-		kgo.ProducerBatchCompression(kgo.Lz4Compression(), kgo.NoCompression()),
+		kgo.WithCompressor(newLZ4Compressor()),
 		// Small linger: batch what arrives together, but keep latency low.
 		kgo.ProducerLinger(5*time.Millisecond),
 		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
