@@ -21,7 +21,22 @@ var ErrTooLarge = errors.New("iox: more data than the limit")
 // each step; here a good guess costs one allocation and a wrong one a
 // regrowth that zeroes only what was not copied.
 func ReadAll(r io.Reader, size, limit int) ([]byte, error) {
-	buf := make([]byte, min(max(size, 4<<10), limit))
+	b, err := ReadAllInto(nil, r, size, limit)
+	return b[:len(b):len(b)], err
+}
+
+// ReadAllInto is ReadAll reusing buf's memory when it holds size bytes
+// (its contents are overwritten), and keeping any spare capacity, so that
+// the result can serve as the next buf: a caller that has finished with
+// the last answer reads the next into it instead of allocating, and
+// zeroing, another.
+func ReadAllInto(buf []byte, r io.Reader, size, limit int) ([]byte, error) {
+	want := min(max(size, 4<<10), limit)
+	if cap(buf) >= want {
+		buf = buf[:min(cap(buf), limit)]
+	} else {
+		buf = make([]byte, want)
+	}
 	n := 0
 	for {
 		if n == len(buf) {
@@ -33,7 +48,7 @@ func ReadAll(r io.Reader, size, limit int) ([]byte, error) {
 					return nil, ErrTooLarge
 				}
 				if err == io.EOF {
-					return buf[:n:n], nil
+					return buf[:n], nil
 				}
 				return nil, err
 			}
@@ -43,7 +58,7 @@ func ReadAll(r io.Reader, size, limit int) ([]byte, error) {
 		m, err := r.Read(buf[n:])
 		n += m
 		if err == io.EOF {
-			return buf[:n:n], nil
+			return buf[:n], nil
 		}
 		if err != nil {
 			return nil, err

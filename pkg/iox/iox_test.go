@@ -49,3 +49,25 @@ func TestReadAllError(t *testing.T) {
 		t.Fatalf("err %v, want boom", err)
 	}
 }
+
+// ReadAllInto reads into buf's memory when it is large enough, and
+// allocates otherwise; either way the result is the whole stream.
+func TestReadAllInto(t *testing.T) {
+	want := bytes.Repeat([]byte("0123456789abcdef"), 1<<12) // 64 KiB
+	buf := make([]byte, 0, 100<<10)
+	got, err := ReadAllInto(buf, bytes.NewReader(want), len(want), 1<<30)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("%d bytes, err %v", len(got), err)
+	}
+	if &got[0] != &buf[:1][0] {
+		t.Errorf("a large enough buf was not reused")
+	}
+	small := make([]byte, 10)
+	got, err = ReadAllInto(small, iotest.OneByteReader(bytes.NewReader(want)), len(want), 1<<30)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("small buf: %d bytes, err %v", len(got), err)
+	}
+	if _, err := ReadAllInto(buf, bytes.NewReader(want), len(want), 1000); !errors.Is(err, ErrTooLarge) {
+		t.Errorf("over the limit: err %v, want ErrTooLarge", err)
+	}
+}

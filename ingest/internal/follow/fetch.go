@@ -205,6 +205,9 @@ func (f *Follower) fetchBlocks(ctx context.Context, numbers []uint64) ([]*record
 				lastErr = err
 			}
 		}
+		// The blocks are converted (copied out of the answers): the next
+		// batch can read into this one's memory.
+		f.deps.RPC.Release(reqs)
 		if len(again) > 0 {
 			if attempt < 9 {
 				// Usual at the head: the node announced a block that the

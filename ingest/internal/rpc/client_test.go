@@ -276,3 +276,34 @@ func TestChunkedAnswersUseTheLastSizeAsHint(t *testing.T) {
 	require.Less(t, c.sizeHint("debug_traceBlockByNumber", 2), 3*len(pad), "the hint follows the last answer")
 	require.Zero(t, c.sizeHint("eth_getBlockByNumber", 10), "hints are per method")
 }
+
+// Released answers are read into again: the second batch's results sit in
+// the first batch's memory once every result of the first was released,
+// and not before; results are nil after Release.
+func TestReleaseReusesAnswerMemory(t *testing.T) {
+	srv, _ := server(t, func(_ int, calls []rpcCall, w http.ResponseWriter) { echo(calls, w) })
+	c, _ := newClient(srv.URL, prometheus.NewRegistry())
+	batch := func(tag string) []*Request {
+		var reqs []*Request
+		for i := range 20 {
+			reqs = append(reqs, &Request{Method: "eth_getBlockByNumber", Params: []any{fmt.Sprintf("%s-%d", tag, i)}})
+		}
+		require.NoError(t, c.Batch(t.Context(), reqs))
+		for i, r := range reqs {
+			require.Equal(t, fmt.Sprintf(`"%s-%d"`, tag, i), string(r.Result))
+		}
+		return reqs
+	}
+	first := batch("a")
+	body := first[0].answer.body
+	c.Release(first[:10])
+	require.Nil(t, first[0].Result)
+	second := batch("b") // half of the first is still in use: fresh memory
+	require.NotSame(t, &body[0], &second[0].answer.body[0])
+	require.Equal(t, `"a-15"`, string(first[15].Result), "unreleased results stay intact")
+	c.Release(first[10:])
+	third := batch("c")
+	require.Same(t, &body[0], &third[0].answer.body[0], "the first answer's memory is read into again")
+	c.Release(second)
+	c.Release(third)
+}
