@@ -24,10 +24,15 @@
 //
 // # Matcher: exactly-once into the activity topic
 //
-// The matcher is a kgo.GroupTransactSession: for each polled batch it
-// begins a Kafka transaction, produces the batch's activity records (key:
-// webhook id, value: codec.EncodeActivity, header schema=moraine.v1.Activity)
-// and commits the consumed offsets inside the same transaction. Consumers
+// The matcher is a kgo.GroupTransactSession: it begins a Kafka transaction,
+// produces each polled batch's activity records (key: webhook id, value:
+// codec.EncodeActivity, header schema=moraine.v1.Activity) and commits the
+// consumed offsets inside the same transaction. A batch that produced
+// activity ends its transaction at once; batches that matched nothing keep
+// it open (nothing is sent to Kafka for it until it ends) for up to
+// --matcher.idle-commit-interval (1 s), so that a backfill of unwatched
+// blocks, polled in one small batch per produce of ingest, costs a few
+// transactions instead of one per batch. Consumers
 // reading the activity topic read_committed (delivery does) therefore see
 // a batch's messages exactly when its offsets are committed: a matcher
 // killed mid-batch neither loses activity (the offsets did not move; the

@@ -38,6 +38,9 @@ type MatcherConfig struct {
 	SessionTimeout     time.Duration
 	CatchUpTimeout     time.Duration
 	MaxPollRecords     int
+	// IdleCommitInterval bounds how long batches that produced no activity
+	// wait for their offsets to be committed (session).
+	IdleCommitInterval time.Duration
 	// StartOffset is where a group without committed offsets starts:
 	// "start" (every retained block) or "end" (new blocks only).
 	StartOffset    string
@@ -66,7 +69,9 @@ func (c *MatcherConfig) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.SessionTimeout, "matcher.session-timeout", 15*time.Second, "consumer group session timeout (static membership: how long a dead instance keeps its partitions)")
 	fs.DurationVar(&c.CatchUpTimeout, "matcher.catchup-timeout", 2*time.Second,
 		"how long a batch waits for the watch table to apply address changes acknowledged before it (then it goes on, logged)")
-	fs.IntVar(&c.MaxPollRecords, "matcher.max-poll-records", 1000, "block records per matcher batch (one Kafka transaction)")
+	fs.IntVar(&c.MaxPollRecords, "matcher.max-poll-records", 1000, "block records per matcher batch")
+	fs.DurationVar(&c.IdleCommitInterval, "matcher.idle-commit-interval", time.Second,
+		"how long batches that matched nothing may keep their offsets uncommitted: their transaction stays open (nothing is sent for it) until a batch produces activity or this passes; a restart reads at most this much again")
 	fs.StringVar(&c.StartOffset, "matcher.start-offset", "start", "where a matcher group without committed offsets starts: start (all retained blocks) or end (new blocks only)")
 	fs.IntVar(&c.TokenCacheSize, "matcher.token-cache-size", 100000, "token metadata (name, symbol, decimals) cache entries, per (chain, token)")
 	fs.DurationVar(&c.EthCallTimeout, "matcher.eth-call-timeout", 2*time.Second, "deadline of the eth_call lookups of token metadata for one batch")
@@ -89,6 +94,9 @@ func (c MatcherConfig) Validate() error {
 	}
 	if c.CatchUpTimeout <= 0 || c.EthCallTimeout <= 0 || c.SessionTimeout <= 0 {
 		errs = append(errs, errors.New("matcher: --matcher.catchup-timeout, --matcher.eth-call-timeout and --matcher.session-timeout must be positive"))
+	}
+	if c.IdleCommitInterval <= 0 || c.IdleCommitInterval >= c.TransactionTimeout {
+		errs = append(errs, errors.New("matcher: --matcher.idle-commit-interval must be positive and shorter than --matcher.transaction-timeout"))
 	}
 	if c.TokenCacheSize <= 0 {
 		errs = append(errs, errors.New("matcher: --matcher.token-cache-size must be positive"))
@@ -288,70 +296,113 @@ func (m *matcher) session(ctx context.Context) error {
 		return fmt.Errorf("matcher: init producer id: %w", err)
 	}
 	m.logger.Info("matcher consuming", "topic", m.blocks, "group", m.group(), "transactional_id", m.txnID())
+	var txn *openTxn
+	// A transaction still open is finished even when shutdown begins, so it
+	// ends cleanly instead of timing out.
+	defer func() {
+		if txn != nil {
+			_ = m.end(ctx, sess, txn)
+		}
+	}()
 	for {
-		fetches := sess.PollRecords(ctx, m.cfg.Matcher.MaxPollRecords)
+		pctx, cancel := ctx, context.CancelFunc(func() {})
+		if txn != nil {
+			// Wake up to commit the open transaction in time.
+			pctx, cancel = context.WithDeadline(ctx, txn.started.Add(m.cfg.Matcher.IdleCommitInterval))
+		}
+		fetches := sess.PollRecords(pctx, m.cfg.Matcher.MaxPollRecords)
+		cancel()
 		if ctx.Err() != nil || fetches.IsClientClosed() {
 			return nil
 		}
 		fetches.EachError(func(t string, p int32, err error) {
-			if !errors.Is(err, context.Canceled) {
+			if !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 				m.logger.Warn("fetch error, retrying", "topic", t, "partition", p, "err", err)
 			}
 		})
-		records := fetches.Records()
-		if len(records) == 0 {
-			continue
+		if records := fetches.Records(); len(records) > 0 {
+			if txn == nil {
+				if err := sess.Begin(); err != nil {
+					return fmt.Errorf("matcher: begin transaction: %w", err)
+				}
+				txn = &openTxn{started: time.Now(), counts: newBatchCounts()}
+			}
+			m.batch(ctx, sess, txn, records)
 		}
-		// A batch already polled is finished even when shutdown begins, so
-		// its transaction ends cleanly instead of timing out.
-		bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.Matcher.TransactionTimeout+m.cfg.ShutdownTimeout)
-		err := m.batch(bctx, sess, records)
-		cancel()
-		if err != nil {
-			return err
+		if txn != nil && (txn.produced > 0 || txn.produceErr != nil || time.Since(txn.started) >= m.cfg.Matcher.IdleCommitInterval) {
+			err := m.end(ctx, sess, txn)
+			txn = nil
+			if err != nil {
+				return err
+			}
 		}
 	}
 }
 
-// batch matches records and produces their activity in one transaction
-// with the consumed offsets.
-func (m *matcher) batch(ctx context.Context, sess *kgo.GroupTransactSession, records []*kgo.Record) error {
-	start := m.now()
-	out, counts := m.prepare(ctx, records)
+// openTxn is the transaction the batches polled since it began belong to.
+// Its offsets go to Kafka only when it ends: until a batch produces
+// activity, nothing at all is sent for it, so batches that match nothing
+// (blocks of chains nobody watches, during a backfill: one batch per
+// produce of ingest) share one transaction instead of costing the broker
+// an offset commit, two transaction-log writes and a marker each. A batch
+// that produced activity ends it at once: its messages become visible to
+// delivery only then.
+type openTxn struct {
+	started    time.Time
+	records    int
+	produced   int
+	produceErr error
+	counts     batchCounts
+}
 
-	tStart := time.Now()
-	if err := sess.Begin(); err != nil {
-		return fmt.Errorf("matcher: begin transaction: %w", err)
+// batch matches records and produces their activity into txn.
+func (m *matcher) batch(ctx context.Context, sess *kgo.GroupTransactSession, txn *openTxn, records []*kgo.Record) {
+	defer func(start time.Time) { m.m.stage.WithLabelValues("total").Observe(time.Since(start).Seconds()) }(time.Now())
+	// A batch already polled is finished even when shutdown begins.
+	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.Matcher.TransactionTimeout+m.cfg.ShutdownTimeout)
+	defer cancel()
+	out, counts := m.prepare(bctx, records)
+	txn.records += len(records)
+	txn.counts.merge(counts)
+	if len(out) == 0 {
+		return
 	}
 	promise := kgo.AbortingFirstErrPromise(sess.Client())
 	for _, r := range out {
-		sess.Produce(ctx, r, promise.Promise())
+		sess.Produce(bctx, r, promise.Promise())
 	}
-	produceErr := promise.Err()
-	if produceErr != nil {
-		m.logger.Warn("producing activity failed; aborting the transaction", "err", produceErr)
+	if err := promise.Err(); err != nil {
+		m.logger.Warn("producing activity failed; aborting the transaction", "err", err)
+		txn.produceErr = err
 	}
-	tryCommit := produceErr == nil
+	txn.produced += len(out)
+}
+
+// end commits txn, or aborts it after a failed produce or a rebalance.
+func (m *matcher) end(ctx context.Context, sess *kgo.GroupTransactSession, txn *openTxn) error {
+	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.Matcher.TransactionTimeout+m.cfg.ShutdownTimeout)
+	defer cancel()
+	tStart := time.Now()
+	tryCommit := txn.produceErr == nil
 	if testHookBeforeEnd != nil && testHookBeforeEnd() {
 		tryCommit = false
 	}
-	committed, err := sess.End(ctx, kgo.TransactionEndTry(tryCommit))
+	committed, err := sess.End(ectx, kgo.TransactionEndTry(tryCommit))
 	m.m.stage.WithLabelValues("transaction").Observe(time.Since(tStart).Seconds())
 	if err != nil {
 		return fmt.Errorf("matcher: end transaction: %w", err)
 	}
 	if !committed {
-		// A rebalance or a produce failure: nothing of the batch is visible
-		// and the session rewound to the committed offsets, so the batch is
-		// read and matched again.
+		// A rebalance or a produce failure: nothing of the transaction is
+		// visible and the session rewound to the committed offsets, so its
+		// batches are read and matched again.
 		m.m.transactions.WithLabelValues("aborted").Inc()
-		m.logger.Info("matcher transaction aborted; the batch will be reprocessed", "records", len(records))
+		m.logger.Info("matcher transaction aborted; its batches will be reprocessed", "records", txn.records)
 		return nil
 	}
 	m.m.transactions.WithLabelValues("committed").Inc()
-	counts.add(m.m)
-	m.m.stage.WithLabelValues("total").Observe(time.Since(start).Seconds())
-	m.logger.Debug("matcher batch committed", "records", len(records), "activities", len(out), "took", time.Since(start))
+	txn.counts.add(m.m)
+	m.logger.Debug("matcher transaction committed", "records", txn.records, "activities", txn.produced, "open_for", time.Since(txn.started))
 	return nil
 }
 
@@ -362,6 +413,19 @@ func (m *matcher) batch(ctx context.Context, sess *kgo.GroupTransactSession, rec
 type batchCounts struct {
 	records  map[string]int // block|reorg|unwatched|undecodable
 	perChain map[uint64]int // activity messages
+}
+
+func newBatchCounts() batchCounts {
+	return batchCounts{records: map[string]int{}, perChain: map[uint64]int{}}
+}
+
+func (c batchCounts) merge(o batchCounts) {
+	for kind, n := range o.records {
+		c.records[kind] += n
+	}
+	for chain, n := range o.perChain {
+		c.perChain[chain] += n
+	}
 }
 
 func (c batchCounts) add(m *matcherMetrics) {
@@ -399,7 +463,7 @@ type matched struct {
 // records, with their counts.
 func (m *matcher) build(ctx context.Context, records []*kgo.Record) ([]*kgo.Record, batchCounts) {
 	mStart := time.Now()
-	counts := batchCounts{records: map[string]int{}, perChain: map[uint64]int{}}
+	counts := newBatchCounts()
 	var all []matched
 	var ms []match.Match
 	for _, r := range records {

@@ -636,3 +636,38 @@ func TestBatchCatchesUpBeforeMatching(t *testing.T) {
 		})
 	}
 }
+
+// TestIdleBatchesShareATransaction: blocks that match nothing, arriving one
+// by one, are committed together once --matcher.idle-commit-interval has
+// passed (far fewer transactions than batches), and a block that matches
+// ends the transaction at once, its message visible without waiting out
+// the interval.
+func TestIdleBatchesShareATransaction(t *testing.T) {
+	kcfg := testenv.Kafka(t)
+	X, U := testAddr("x"), testAddr("u")
+	const hook = "aaaaaaaa-0000-4000-8000-0000000000dd"
+	produceRecords(t, kcfg, webhookRec(kcfg, hook, true, false, false), addressRec(kcfg, hook, X))
+	cfg := matcherConfig(t, kcfg, chainsFile(t, "http://127.0.0.1:1"))
+	cfg.Matcher.IdleCommitInterval = 2 * time.Second
+	reg := prometheus.NewRegistry()
+	stop := startMatcher(t, cfg, reg)
+	defer stop()
+
+	const idle = 12
+	for n := uint64(1); n <= idle; n++ {
+		produce(t, kcfg, block(n, &record.Transaction{From: U, To: U}))
+		time.Sleep(50 * time.Millisecond)
+	}
+	eventually(t, "the idle blocks committed", func() bool {
+		return metricLabeled(t, reg, "moraine_processor_match_records_total", "kind", "block") == idle
+	})
+	if v := metricLabeled(t, reg, "moraine_processor_match_transactions_total", "result", "committed"); v > 3 {
+		t.Errorf("%v transactions for %d blocks polled one by one: idle batches did not share one", v, idle)
+	}
+	sent := time.Now()
+	produce(t, kcfg, block(idle+1, &record.Transaction{From: X, To: U}))
+	newActivityReader(t, kcfg, kgo.ReadCommitted()).waitFor(t, "the matching block's message", 30*time.Second, has(1))
+	if d := time.Since(sent); d >= cfg.Matcher.IdleCommitInterval {
+		t.Errorf("the message took %v: a batch with activity waited for the idle interval", d)
+	}
+}
