@@ -16,6 +16,9 @@ import (
 )
 
 func main() {
+	// A higher GC target than Go's default (see obs.DefaultGOGC); GOGC
+	// still overrides it.
+	obs.DefaultGOGC(300)
 	var cfg app.Config
 	os.Exit(obs.Main("processor", os.Args[1:], cfg.RegisterFlags, &cfg.Log,
 		func(ctx context.Context, logger *slog.Logger, reg *prometheus.Registry) error {

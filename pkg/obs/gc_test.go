@@ -1,0 +1,31 @@
+package obs
+
+import (
+	"os"
+	"runtime/debug"
+	"testing"
+)
+
+// DefaultGOGC applies its percentage when GOGC is not set, and leaves the
+// runtime's (GOGC's) setting alone when it is.
+func TestDefaultGOGC(t *testing.T) {
+	prev := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(prev) })
+
+	t.Setenv("GOGC", "50") // restored after the test
+	debug.SetGCPercent(50) // what the runtime read from GOGC at start-up
+	if got := DefaultGOGC(300); got != 50 {
+		t.Errorf("GOGC=50 set: DefaultGOGC returned %d", got)
+	}
+	if cur := debug.SetGCPercent(50); cur != 50 {
+		t.Errorf("GOGC=50 set: the percentage became %d", cur)
+	}
+
+	os.Unsetenv("GOGC")
+	if got := DefaultGOGC(300); got != 300 {
+		t.Errorf("GOGC unset: DefaultGOGC returned %d", got)
+	}
+	if cur := debug.SetGCPercent(100); cur != 300 {
+		t.Errorf("GOGC unset: the percentage is %d, want 300", cur)
+	}
+}
