@@ -142,6 +142,7 @@ func (f *Follower) probe(ctx context.Context, sp span) ([]uint64, error) {
 					out = append(out, sp.start+uint64(i))
 				}
 			}
+			f.deps.RPC.Release(reqs)
 			return out, nil
 		}
 		if ctx.Err() != nil {

@@ -554,6 +554,7 @@ func (f *Follower) canonicalHashes(ctx context.Context, lo, hi uint64) ([][]byte
 			out = append(out, h.Hash)
 		}
 		if err == nil {
+			f.deps.RPC.Release(reqs) // the hashes are copies (ParseHeader)
 			return out, nil
 		}
 		if ctx.Err() != nil {

@@ -72,8 +72,13 @@ type Client struct {
 }
 
 // spareBuffers bounds the response buffers kept for reuse: about one per
-// batch in flight (--ingest.concurrency, 4 by default).
-const spareBuffers = 8
+// batch in flight (--ingest.concurrency, 4 by default). Only answers to
+// Batch expected to be large are read into them: Call's results are kept
+// without Release, and a spare read into would be lost with them.
+const (
+	spareBuffers  = 8
+	minSpareBytes = 64 << 10
+)
 
 // New returns a client; metrics may be nil.
 func New(cfg Config, m *Metrics) *Client {
@@ -170,7 +175,8 @@ func (e *Error) rateLimited() bool {
 // the same way).
 func (c *Client) Call(ctx context.Context, method string, params ...any) (json.RawMessage, error) {
 	r := &Request{Method: method, Params: params}
-	if err := c.Batch(ctx, []*Request{r}); err != nil {
+	// Not into a spare buffer: callers keep the result without releasing it.
+	if err := c.batch(ctx, []*Request{r}, false); err != nil {
 		return nil, err
 	}
 	return r.Result, r.Err
@@ -181,7 +187,15 @@ func (c *Client) Call(ctx context.Context, method string, params ...any) (json.R
 // the calls that have no answer yet. The returned error is non-nil only when
 // the batch as a whole failed (every unanswered request then carries it
 // too); a JSON-RPC error of one call is only in that call's Err.
+//
+// The answer may be read into memory handed back by Release: callers should
+// Release reqs once they have finished with the results.
 func (c *Client) Batch(ctx context.Context, reqs []*Request) error {
+	return c.batch(ctx, reqs, true)
+}
+
+// batch is Batch, reading answers into spare buffers when reuse is set.
+func (c *Client) batch(ctx context.Context, reqs []*Request, reuse bool) error {
 	if len(reqs) == 0 {
 		return nil
 	}
@@ -199,7 +213,7 @@ func (c *Client) Batch(ctx context.Context, reqs []*Request) error {
 				break
 			}
 		}
-		err := c.send(ctx, pending)
+		err := c.send(ctx, pending, reuse)
 		if err != nil {
 			lastErr = err
 			if !retryable(ctx, err) {
@@ -272,7 +286,7 @@ func retryable(ctx context.Context, err error) bool {
 
 // send performs one HTTP round trip for reqs. A nil error means every
 // request got an answer (Result or a JSON-RPC Err).
-func (c *Client) send(ctx context.Context, reqs []*Request) (err error) {
+func (c *Client) send(ctx context.Context, reqs []*Request, reuse bool) (err error) {
 	method := reqs[0].Method
 	for _, r := range reqs[1:] {
 		if r.Method != method {
@@ -318,12 +332,15 @@ func (c *Client) send(ctx context.Context, reqs []*Request) (err error) {
 		}
 		return err
 	}
+	hint := c.sizeHint(method, len(reqs))
 	var spare []byte
-	select {
-	case spare = <-c.spare:
-	default:
+	if reuse && hint >= minSpareBytes {
+		select {
+		case spare = <-c.spare:
+		default:
+		}
 	}
-	buf, err := readAll(resp, c.sizeHint(method, len(reqs)), spare)
+	buf, err := readAll(resp, hint, spare)
 	if err != nil {
 		if cause := context.Cause(rctx); cause != nil && ctx.Err() == nil {
 			return cause

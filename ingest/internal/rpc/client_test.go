@@ -277,33 +277,41 @@ func TestChunkedAnswersUseTheLastSizeAsHint(t *testing.T) {
 	require.Zero(t, c.sizeHint("eth_getBlockByNumber", 10), "hints are per method")
 }
 
-// Released answers are read into again: the second batch's results sit in
-// the first batch's memory once every result of the first was released,
-// and not before; results are nil after Release.
+// Released answers to batches are read into again: the second batch's
+// results sit in the first batch's memory once every result of the first
+// was released, and not before; results are nil after Release; Call never
+// takes the spare memory (its results are kept without Release).
 func TestReleaseReusesAnswerMemory(t *testing.T) {
 	srv, _ := server(t, func(_ int, calls []rpcCall, w http.ResponseWriter) { echo(calls, w) })
 	c, _ := newClient(srv.URL, prometheus.NewRegistry())
+	pad := strings.Repeat("ab", 4<<10) // 20 results of 8 KiB: large enough to reuse memory for
 	batch := func(tag string) []*Request {
 		var reqs []*Request
 		for i := range 20 {
-			reqs = append(reqs, &Request{Method: "eth_getBlockByNumber", Params: []any{fmt.Sprintf("%s-%d", tag, i)}})
+			reqs = append(reqs, &Request{Method: "eth_getBlockByNumber", Params: []any{fmt.Sprintf("%s-%d-%s", tag, i, pad)}})
 		}
 		require.NoError(t, c.Batch(t.Context(), reqs))
 		for i, r := range reqs {
-			require.Equal(t, fmt.Sprintf(`"%s-%d"`, tag, i), string(r.Result))
+			require.Equal(t, fmt.Sprintf(`"%s-%d-%s"`, tag, i, pad), string(r.Result))
 		}
 		return reqs
 	}
+	batch("warm-up") // gives the size hint
 	first := batch("a")
 	body := first[0].answer.body
 	c.Release(first[:10])
 	require.Nil(t, first[0].Result)
 	second := batch("b") // half of the first is still in use: fresh memory
 	require.NotSame(t, &body[0], &second[0].answer.body[0])
-	require.Equal(t, `"a-15"`, string(first[15].Result), "unreleased results stay intact")
+	require.Equal(t, fmt.Sprintf(`"a-15-%s"`, pad), string(first[15].Result), "unreleased results stay intact")
+	big := strings.Repeat("cd", 50<<10)
+	_, err := c.Call(t.Context(), "debug_big", big) // its next answer is expected large
+	require.NoError(t, err)
 	c.Release(first[10:])
+	_, err = c.Call(t.Context(), "debug_big", big)
+	require.NoError(t, err)
 	third := batch("c")
-	require.Same(t, &body[0], &third[0].answer.body[0], "the first answer's memory is read into again")
+	require.Same(t, &body[0], &third[0].answer.body[0], "the first answer's memory is read into again, not taken by Call")
 	c.Release(second)
 	c.Release(third)
 }
