@@ -499,7 +499,7 @@ func (d *decoder) readTx(r *jsonx.Reader, t *rpcTx) error {
 		case "nonce":
 			t.Nonce, err = r.Bytes()
 		case "input":
-			t.Input, err = r.Bytes()
+			t.Input, err = r.HexBytes() // decoded as hex (d.b), which checks every byte
 		case "accessList":
 			err = r.Array(func() error {
 				at := &record.AccessTuple{}
@@ -559,18 +559,19 @@ func (d *decoder) readLog(r *jsonx.Reader, rc *rpcReceipt) error {
 	indexed := false
 	err := r.Object(func(k []byte) error {
 		switch string(k) {
+		// The hex fields go straight to d.b, which checks every byte.
 		case "address":
-			b, err := r.Bytes()
+			b, err := r.HexBytes()
 			lg.Address = d.b("log.address", b)
 			return err
 		case "topics":
 			return r.Array(func() error {
-				b, err := r.Bytes()
+				b, err := r.HexBytes()
 				lg.Topics = append(lg.Topics, d.b("log.topics", b))
 				return err
 			})
 		case "data":
-			b, err := r.Bytes()
+			b, err := r.HexBytes()
 			lg.Data = d.b("log.data", b)
 			return err
 		case "logIndex":
@@ -628,7 +629,15 @@ func (d *decoder) readFrame(r *jsonx.Reader, out *[]*record.InternalTransaction,
 		if r.Peek() != '"' {
 			return r.Skip()
 		}
-		b, err := r.Bytes()
+		var b []byte
+		var err error
+		switch string(k) {
+		case "from", "to", "input", "output":
+			// Decoded as hex right below, which checks every byte.
+			b, err = r.HexBytes()
+		default:
+			b, err = r.Bytes()
+		}
 		if err != nil {
 			return err
 		}

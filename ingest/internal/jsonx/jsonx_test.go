@@ -161,9 +161,9 @@ func FuzzReader(f *testing.F) {
 }
 
 // TestPlainRun checks the eight-at-a-time scan against a byte loop: it must
-// accept exactly the whole words before the first byte below 0x23 (control
-// characters, space, '!' and the quote) or backslash, for every byte value
-// at every offset.
+// stop exactly at the first byte below 0x23 (control characters, space, '!'
+// and the quote) or backslash when a whole word holds it, and otherwise
+// accept the whole words, for every byte value at every offset.
 func TestPlainRun(t *testing.T) {
 	special := func(c byte) bool { return c == '\\' || c <= '"' }
 	for _, fill := range []byte{'a', '0', ' ', 0x7f, 0x80, 0xc3, 0xff} {
@@ -179,7 +179,11 @@ func TestPlainRun(t *testing.T) {
 						for start+naive < n && !special(buf[start+naive]) {
 							naive++
 						}
-						if got, want := plainRun(buf, start), naive/8*8; got != want {
+						want := (n - start) / 8 * 8 // the whole words
+						if naive < want {
+							want = naive
+						}
+						if got := plainRun(buf, start); got != want {
 							t.Fatalf("plainRun(%q, %d) = %d, want %d", buf, start, got, want)
 						}
 					}
@@ -262,4 +266,39 @@ func FuzzExtent(f *testing.F) {
 		require.NoError(t, err, "%q", doc)
 		require.Equal(t, string(want), string(got), "%q", doc)
 	})
+}
+
+// HexBytes returns a string's content up to the next quote, aliasing the
+// input, null as nil; what is not a string, or has no end, is an error; an
+// escaped quote ends the content at its backslash (which no hex decoder
+// accepts), and the reader goes on after the string it read.
+func TestHexBytes(t *testing.T) {
+	r := NewReader([]byte(`["0xdeadbeef", "", null, "0x12\"34", 5, "0xab`))
+	var got []string
+	err := r.Array(func() error {
+		b, err := r.HexBytes()
+		if err != nil {
+			return err
+		}
+		if b == nil {
+			got = append(got, "<nil>")
+		} else {
+			got = append(got, string(b))
+		}
+		if string(b) == `0x12\` {
+			// The rest of the escaped string: skip it as the converter's
+			// failing block would.
+			r.pos += len(`34"`)
+		}
+		return nil
+	})
+	require.Error(t, err, "a number is not a string")
+	require.Equal(t, []string{"0xdeadbeef", "", "<nil>", `0x12\`}, got)
+
+	in := []byte(`"0xabc"`)
+	b, err := NewReader(in).HexBytes()
+	require.NoError(t, err)
+	require.Same(t, &in[1], &b[0], "aliases the input")
+	_, err = NewReader([]byte(`"0xab`)).HexBytes()
+	require.Error(t, err, "unterminated")
 }
