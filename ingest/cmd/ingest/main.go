@@ -18,9 +18,6 @@ import (
 )
 
 func main() {
-	// A higher GC target than Go's default (see obs.DefaultGOGC); GOGC
-	// still overrides it.
-	obs.DefaultGOGC(300)
 	cfg := app.DefaultConfig()
 	os.Exit(obs.Main("ingest", os.Args[1:], cfg.RegisterFlags, &cfg.Log,
 		func(ctx context.Context, logger *slog.Logger, reg *prometheus.Registry) error {
