@@ -157,6 +157,9 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, reg *prometheus.R
 		return nil
 	})
 
+	// The sink and the matcher both read every block batch: each batch is
+	// decompressed once for the two (64 MiB of recent batches kept).
+	blocks := kafkautil.NewSharedDecompressor(64 << 20)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return admin.Serve(gctx, 5*time.Second) })
 	g.Go(func() error {
@@ -176,11 +179,12 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, reg *prometheus.R
 			if err != nil {
 				return err
 			}
+			m.decompressor = blocks
 			matcherUp.Store(true)
 			g.Go(func() error { return m.Run(gctx) })
 		}
 		if cfg.SinkEnabled {
-			g.Go(func() error { return runSink(ctx, gctx, cfg, logger, reg, health, &sinkUp) })
+			g.Go(func() error { return runSink(ctx, gctx, cfg, logger, reg, health, &sinkUp, blocks) })
 		}
 		return nil
 	})
@@ -188,7 +192,8 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, reg *prometheus.R
 }
 
 // runSink runs the ClickHouse sink consumer group.
-func runSink(ctx, gctx context.Context, cfg Config, logger *slog.Logger, reg *prometheus.Registry, health *obs.Health, up *atomic.Bool) error {
+func runSink(ctx, gctx context.Context, cfg Config, logger *slog.Logger, reg *prometheus.Registry, health *obs.Health, up *atomic.Bool,
+	decompressor kgo.Decompressor) error {
 	conn, err := chdb.Open(gctx, cfg.ClickHouse, logger)
 	if err != nil {
 		return err
@@ -197,7 +202,8 @@ func runSink(ctx, gctx context.Context, cfg Config, logger *slog.Logger, reg *pr
 	blocksTopic := cfg.Kafka.Topic(topics.Blocks)
 	// The prefix keeps deployments (and tests) that share a broker apart.
 	group := cfg.Kafka.TopicPrefix + cfg.Group
-	cl, err := kafkautil.NewClient(gctx, logger, cfg.Kafka.ConsumerOpts(logger, "moraine-processor", group, blocksTopic)...)
+	cl, err := kafkautil.NewClient(gctx, logger, append(cfg.Kafka.ConsumerOpts(logger, "moraine-processor", group, blocksTopic),
+		kgo.WithDecompressor(decompressor))...)
 	if err != nil {
 		return err
 	}

@@ -181,6 +181,8 @@ type matcher struct {
 	activity string
 	blocks   string
 	now      func() time.Time
+	// decompressor, when set, is shared with the sink (Run).
+	decompressor kgo.Decompressor
 }
 
 func newMatcher(cfg Config, chainCfg *chains.Config, logger *slog.Logger, reg prometheus.Registerer, health *obs.Health) (*matcher, error) {
@@ -252,7 +254,7 @@ func (m *matcher) sessionOpts() []kgo.Opt {
 	if mc.StartOffset == "end" {
 		reset = kgo.NewOffset().AtEnd()
 	}
-	return append(m.cfg.Kafka.ProducerOpts(m.logger, "moraine-matcher"),
+	opts := append(m.cfg.Kafka.ProducerOpts(m.logger, "moraine-matcher"),
 		// No linger: a batch's records are flushed at the end of its
 		// transaction anyway, and every millisecond here is webhook latency.
 		kgo.ProducerLinger(0),
@@ -275,6 +277,10 @@ func (m *matcher) sessionOpts() []kgo.Opt {
 		kgo.FetchMaxWait(500*time.Millisecond),
 		kgo.ConsumeResetOffset(reset),
 	)
+	if m.decompressor != nil {
+		opts = append(opts, kgo.WithDecompressor(m.decompressor))
+	}
+	return opts
 }
 
 // session runs one GroupTransactSession until ctx ends (nil) or it fails.
