@@ -99,6 +99,27 @@ func startChild(t *testing.T, args []string) *child {
 	return c
 }
 
+// startCrashTest starts the child processor with args, and a producer for
+// the test's traffic. The children's output (the test appends each killed
+// run's) is logged if the test fails.
+func startCrashTest(t *testing.T, kcfg kafkautil.Config, args []string) (*child, *strings.Builder, *kgo.Client) {
+	logs := &strings.Builder{}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("child output:\n%s", logs.String())
+		}
+	})
+	cur := startChild(t, args)
+	logger := testenv.Logger(t)
+	prod, err := kafkautil.NewClient(t.Context(), logger, kcfg.ProducerOpts(logger, "test-blocks")...)
+	if err != nil {
+		cur.kill()
+		t.Fatal(err)
+	}
+	t.Cleanup(prod.Close)
+	return cur, logs, prod
+}
+
 func (c *child) kill() { _ = c.cmd.Process.Signal(syscall.SIGKILL); <-c.done }
 
 func (c *child) stop(t *testing.T) {
@@ -169,22 +190,10 @@ func TestMatcherCrashIntegration(t *testing.T) {
 		"--chains.file=" + chainsFile(t, "http://127.0.0.1:1"),
 		"--admin.listen-address=127.0.0.1:0", "--log.level=warn",
 	}
-	var logs strings.Builder
-	defer func() {
-		if t.Failed() {
-			t.Logf("child output:\n%s", logs.String())
-		}
-	}()
-	cur := startChild(t, args)
+	cur, logs, prod := startCrashTest(t, kcfg, args)
 
 	// Traffic: the blocks arrive over about 12 s, one ProduceSync each,
 	// while the killer below SIGKILLs the matcher every 1-2.5 s.
-	logger := testenv.Logger(t)
-	prod, err := kafkautil.NewClient(t.Context(), logger, kcfg.ProducerOpts(logger, "test-blocks")...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
 	trafficDone := make(chan struct{})
 	var trafficErr error
 	go func() {

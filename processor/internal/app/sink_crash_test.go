@@ -3,13 +3,11 @@ package app
 import (
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/moraine-data/moraine/pkg/kafkautil"
 	"github.com/moraine-data/moraine/pkg/testenv"
 	"github.com/moraine-data/moraine/schemas/codec"
 	"github.com/moraine-data/moraine/schemas/topics"
@@ -39,20 +37,7 @@ func TestSinkCrashIntegration(t *testing.T) {
 		"--processor.batch-rows=200", "--processor.flush-interval=20ms",
 		"--admin.listen-address=127.0.0.1:0", "--log.level=warn",
 	}
-	var logs strings.Builder
-	defer func() {
-		if t.Failed() {
-			t.Logf("child output:\n%s", logs.String())
-		}
-	}()
-	cur := startChild(t, args)
-
-	logger := testenv.Logger(t)
-	prod, err := kafkautil.NewClient(t.Context(), logger, kcfg.ProducerOpts(logger, "test-blocks")...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
+	cur, logs, prod := startCrashTest(t, kcfg, args)
 	// Traffic: about 6 s of blocks, in bursts of 10 so batches hold several.
 	trafficDone := make(chan struct{})
 	var trafficErr error
