@@ -247,8 +247,9 @@ type written struct {
 // machine was busy, time in which the children's INSERTs now proceed.
 //
 // The hand-over is unbuffered, so at most two batches are in memory: one
-// being finished, and one whose children are written (or being written). A batch already
-// polled is finished on a detached context, so shutdown does not waste it.
+// being finished, and one whose children are written (or being written).
+// A batch already polled is finished on a detached context, so shutdown
+// does not waste it.
 //
 // Rebalances are allowed once a batch is handed over. Should the batch's
 // partitions move before its offsets are committed, the commit fails (a
