@@ -57,7 +57,7 @@ last=$((BLOCKS - 1))
 QUERY_WARMUP=${MORAINE_BENCH_QUERY_WARMUP:-60s}
 echo "bench: warm-up, $QUERY_RATE req/s for $QUERY_WARMUP of random lookups"
 warmup=$(bin/querybench load --url http://127.0.0.1:18080 --rate "$QUERY_RATE" --duration "$QUERY_WARMUP" \
-    --path "/v1/chains/99999/blocks/{rand:0:$last}" | grep '^all' || true)
+    --path "/v1/chains/99999/blocks/{rand:0:$last}" | grep '^all' | tr -s ' ' || true)
 echo "$warmup"
 query=""
 for path in "/v1/chains/99999/blocks" "/v1/chains/99999/blocks/{rand:0:$last}"; do
