@@ -395,13 +395,9 @@ func retryAfter(v string) time.Duration {
 // zero and copy them several times. It reuses spare when large enough.
 func readAll(resp *http.Response, hint int, spare []byte) ([]byte, error) {
 	if n := resp.ContentLength; n > 0 && n < 1<<31 {
-		buf := spare[:0]
-		if int64(cap(buf)) < n {
-			buf = make([]byte, n)
-		}
-		buf = buf[:n]
-		_, err := io.ReadFull(resp.Body, buf)
-		return buf, err
+		// Exactly n bytes: the size and the bound (a short body is
+		// io.ErrUnexpectedEOF from net/http).
+		return iox.ReadAllInto(spare, resp.Body, int(n), int(n))
 	}
 	return iox.ReadAllInto(spare, resp.Body, hint, math.MaxInt)
 }

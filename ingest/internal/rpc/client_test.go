@@ -119,6 +119,18 @@ func TestBatchRetries(t *testing.T) {
 			wantPosts: 2, wantResult: "transport_error",
 		},
 		{
+			name: "answer shorter than its Content-Length is retried",
+			respond: func(n int, calls []rpcCall, w http.ResponseWriter) {
+				if n == 0 {
+					w.Header().Set("Content-Length", "1000")
+					_, _ = w.Write([]byte(`[{"jsonrpc":"2.0","id":0,"result":"0x1"}]`))
+					return
+				}
+				echo(calls, w)
+			},
+			wantPosts: 2, wantResult: "transport_error",
+		},
+		{
 			name: "slow server times out per request, then answers",
 			respond: func(n int, calls []rpcCall, w http.ResponseWriter) {
 				if n == 0 {
