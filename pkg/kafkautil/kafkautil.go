@@ -20,24 +20,45 @@ import (
 	"github.com/moraine-data/moraine/schemas/topics"
 )
 
-// Config says where the brokers are and how topics are named.
+// Config says where the brokers are, how topics are named and how many
+// copies of them the cluster keeps.
 type Config struct {
 	Brokers     string
 	TopicPrefix string
+	// ReplicationFactor and MinInsyncReplicas apply to the topics the
+	// services create and align at start-up; 0 derives them from the number
+	// of brokers (topics.Replication).
+	ReplicationFactor int
+	MinInsyncReplicas int
 }
 
-// RegisterFlags adds --kafka.brokers and --kafka.topic-prefix.
+// RegisterFlags adds the --kafka.* flags.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Brokers, "kafka.brokers", "127.0.0.1:9092", "comma-separated Kafka seed brokers")
 	fs.StringVar(&c.TopicPrefix, "kafka.topic-prefix", "", "prefix for every topic name (lets several deployments or tests share a broker)")
+	fs.IntVar(&c.ReplicationFactor, "kafka.replication-factor", 0, "replication factor of the topics moraine creates (0: 3, or the number of brokers when fewer)")
+	fs.IntVar(&c.MinInsyncReplicas, "kafka.min-insync-replicas", 0, "min.insync.replicas of moraine's topics: acknowledged writes (acks=all) are on at least this many replicas (0: a majority of the replicas when the factor is 3 or more, else 1)")
 }
 
-// Validate rejects an empty broker list.
+// Validate rejects an empty broker list and impossible replication settings.
 func (c Config) Validate() error {
+	var errs []error
 	if len(c.SeedBrokers()) == 0 {
-		return errors.New("kafka: --kafka.brokers is required")
+		errs = append(errs, errors.New("kafka: --kafka.brokers is required"))
 	}
-	return nil
+	if c.ReplicationFactor < 0 || c.ReplicationFactor > 32767 {
+		errs = append(errs, fmt.Errorf("kafka: --kafka.replication-factor %d must be 0 (derived) or a positive number", c.ReplicationFactor))
+	}
+	if c.MinInsyncReplicas < 0 || c.ReplicationFactor > 0 && c.MinInsyncReplicas > c.ReplicationFactor {
+		errs = append(errs, fmt.Errorf("kafka: --kafka.min-insync-replicas %d must be 0 (derived) or at most the replication factor", c.MinInsyncReplicas))
+	}
+	return errors.Join(errs...)
+}
+
+// Replication is the topics' replication as configured (zeros derived at
+// topic creation).
+func (c Config) Replication() topics.Replication {
+	return topics.Replication{Factor: int16(c.ReplicationFactor), MinInsyncReplicas: c.MinInsyncReplicas}
 }
 
 // SeedBrokers splits Brokers.
@@ -75,9 +96,13 @@ func (c Config) BaseOpts(logger *slog.Logger, clientID string) []kgo.Opt {
 }
 
 // ProducerOpts are for producers of large, ordered records. Idempotent
-// production is franz-go's default, so a retried produce never duplicates.
+// production is franz-go's default, so a retried produce never duplicates;
+// acks=all (also the default, spelled out because every durability claim
+// rests on it) means an acknowledged record is on min.insync.replicas
+// brokers.
 func (c Config) ProducerOpts(logger *slog.Logger, clientID string) []kgo.Opt {
 	return append(c.BaseOpts(logger, clientID),
+		kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.ProducerBatchMaxBytes(maxRecordBytes),
 		kgo.WithCompressor(newLZ4Compressor()),
 		// Small linger: batch what arrives together, but keep latency low.
@@ -131,9 +156,16 @@ func NewClient(ctx context.Context, logger *slog.Logger, opts ...kgo.Opt) (*kgo.
 // EnsureTopics creates the missing topics and aligns the configs of the
 // others (idempotent), then waits until the broker's metadata shows the
 // ones it created, so a client started next does not find a topic missing.
-func (c Config) EnsureTopics(ctx context.Context, cl *kgo.Client) error {
-	created, err := topics.Ensure(ctx, kadm.NewClient(cl), c.Topics(), -1)
-	if err != nil || len(created) == 0 {
+// Existing topics with fewer replicas than the replication factor are
+// logged: moving partitions is left to the operator
+// (docs/operating-a-cluster.md).
+func (c Config) EnsureTopics(ctx context.Context, cl *kgo.Client, logger *slog.Logger) error {
+	res, err := topics.Ensure(ctx, kadm.NewClient(cl), c.Topics(), c.Replication())
+	if len(res.UnderReplicated) > 0 {
+		logger.Warn("topics have fewer replicas than the replication factor; reassign their partitions to add replicas",
+			"topics", res.UnderReplicated, "replication_factor", res.Replication.Factor)
+	}
+	if err != nil || len(res.Created) == 0 {
 		return err
 	}
 	// A client of its own with a short metadata cache: cl's would answer

@@ -30,7 +30,7 @@ func TestTopicsOnRealBroker(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	if err := cfg.EnsureTopics(ctx, cl); err != nil {
+	if err := cfg.EnsureTopics(ctx, cl, logger); err != nil {
 		t.Fatalf("second ensure: %v", err)
 	}
 	adm := kadm.NewClient(cl)
@@ -77,9 +77,16 @@ func TestTopicsOnRealBroker(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	created, err := topics.Ensure(ctx, adm, cfg.Topics(), -1)
-	if err != nil || len(created) != 0 {
-		t.Fatalf("ensure with every topic present: created %v, err %v", created, err)
+	res, err := topics.Ensure(ctx, adm, cfg.Topics(), cfg.Replication())
+	if err != nil || len(res.Created) != 0 || len(res.UnderReplicated) != 0 {
+		t.Fatalf("ensure with every topic present: %+v, err %v", res, err)
+	}
+	// One broker: the derived replication is one copy, one in sync.
+	if res.Replication != (topics.Replication{Factor: 1, MinInsyncReplicas: 1}) {
+		t.Fatalf("replication derived for one broker = %+v", res.Replication)
+	}
+	if got := topicConfig(ctx, t, adm, blocks, "min.insync.replicas"); got != "1" {
+		t.Fatalf("blocks min.insync.replicas = %q, want 1", got)
 	}
 	spec, _ := topics.Lookup(cfg.Topics(), topics.Blocks)
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {

@@ -67,7 +67,7 @@ func Kafka(t testing.TB) kafkautil.Config {
 		t.Fatalf("kafka: %v", err)
 	}
 	defer cl.Close()
-	if err := cfg.EnsureTopics(ctx, cl); err != nil {
+	if err := cfg.EnsureTopics(ctx, cl, Logger(t)); err != nil {
 		t.Fatalf("kafka: create topics: %v", err)
 	}
 	// Delete the test's topics afterwards: a broker that keeps thousands of
@@ -93,33 +93,50 @@ func Kafka(t testing.TB) kafkautil.Config {
 // dropped when the test ends unless MORAINE_TEST_KEEP_DB is set.
 func ClickHouse(t testing.TB) (chdb.Config, driver.Conn) {
 	t.Helper()
-	cfg := chdb.Config{
-		Addr:        need(t, "MORAINE_CLICKHOUSE_ADDR"),
-		Database:    "test_" + Suffix(),
-		User:        "default",
-		ReadTimeout: 60 * time.Second,
-	}
+	cfg := ClickHouseConfig(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	conn, err := chdb.Open(ctx, cfg, Logger(t))
 	if err != nil {
 		t.Fatalf("clickhouse: %v", err)
 	}
+	t.Cleanup(func() { conn.Close() })
+	return cfg, conn
+}
+
+// ClickHouseConfig returns a config naming a database that does not exist
+// yet on the real server (or cluster: MORAINE_CLICKHOUSE_CLUSTER names it,
+// and MORAINE_CLICKHOUSE_ADDR lists its replicas). The database is dropped
+// when the test ends unless MORAINE_TEST_KEEP_DB is set.
+func ClickHouseConfig(t testing.TB) chdb.Config {
+	t.Helper()
+	cfg := chdb.Config{
+		Addr:        need(t, "MORAINE_CLICKHOUSE_ADDR"),
+		Database:    "test_" + Suffix(),
+		User:        "default",
+		ReadTimeout: 60 * time.Second,
+		Cluster:     os.Getenv("MORAINE_CLICKHOUSE_CLUSTER"),
+		DDLTimeout:  30 * time.Second,
+	}
 	t.Cleanup(func() {
-		conn.Close()
 		if os.Getenv("MORAINE_TEST_KEEP_DB") != "" {
 			t.Logf("kept database %s", cfg.Database)
 			return
 		}
-		admin, err := clickhouse.Open(&clickhouse.Options{Addr: []string{cfg.Addr}})
-		if err == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-			_ = admin.Exec(ctx, "DROP DATABASE IF EXISTS "+cfg.Database)
-			cancel()
-			admin.Close()
+		admin, err := clickhouse.Open(&clickhouse.Options{Addr: cfg.Addrs()})
+		if err != nil {
+			return
 		}
+		defer admin.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		drop := "DROP DATABASE IF EXISTS " + cfg.Database
+		if cfg.Cluster != "" {
+			drop += " ON CLUSTER " + cfg.Cluster
+		}
+		_ = admin.Exec(ctx, drop)
 	})
-	return cfg, conn
+	return cfg
 }
 
 // Logger returns a logger that writes through t.Log.

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -25,6 +26,10 @@ const (
 	AddressWatch = "moraine.address-watch"
 	// Activity carries one matched (webhook, transaction) message, keyed by webhook id.
 	Activity = "moraine.activity"
+	// IngestLeases carries no records: ingest instances join a consumer
+	// group on it, and the instance assigned a partition writes the chains
+	// whose ids hash to it (ingest/internal/lease).
+	IngestLeases = "moraine.ingest-leases"
 )
 
 // DeliveryRetryLevels is the number of delivery retry topics: one per
@@ -75,6 +80,12 @@ var All = []Spec{
 		"retention.ms":      "259200000", // 3 days: longer than the 48 h retry window.
 		"max.message.bytes": maxRecordBytes,
 	}},
+	// 16 leases: enough for the chains of a deployment to spread over its
+	// ingest instances; chains sharing a lease move together.
+	{Name: IngestLeases, Partitions: 16, Configs: map[string]string{
+		"cleanup.policy": "delete",
+		"retention.ms":   "3600000",
+	}},
 }
 
 func init() {
@@ -87,28 +98,80 @@ func init() {
 	}
 }
 
-// Ensure creates the missing topics of specs and sets the configs of
-// existing ones that differ from their spec. It is idempotent: running it
-// again changes nothing. replicationFactor -1 uses the broker default. It
-// returns the names of the topics it created (or found created by someone
-// else meanwhile), which may not be visible in every broker's metadata yet.
+// Replication says how many copies of each partition the cluster keeps.
+// Zero values are derived from the cluster's size by Ensure, so one default
+// is right both for a single development broker and for a production
+// cluster of three or more.
+type Replication struct {
+	// Factor is the replication factor of the topics Ensure creates; 0
+	// means min(3, number of brokers).
+	Factor int16
+	// MinInsyncReplicas is every topic's min.insync.replicas: with acks=all
+	// (every moraine producer), a write is acknowledged only once this many
+	// replicas have it. 0 means a majority of the replicas for a factor of
+	// 3 or more (2 of 3: one broker may be down without stopping writes,
+	// and an acknowledged write survives the loss of any one), else 1.
+	MinInsyncReplicas int
+}
+
+// resolve fills the zero values from the number of brokers.
+func (r Replication) resolve(brokers int) Replication {
+	if r.Factor <= 0 {
+		r.Factor = int16(min(3, max(brokers, 1)))
+	}
+	if r.MinInsyncReplicas <= 0 {
+		r.MinInsyncReplicas = 1
+		if r.Factor >= 3 {
+			r.MinInsyncReplicas = int(r.Factor)/2 + 1
+		}
+	}
+	return r
+}
+
+// EnsureResult says what Ensure did and found.
+type EnsureResult struct {
+	// Created names the topics Ensure created (or found created by someone
+	// else meanwhile); they may not be visible in every broker's metadata
+	// yet.
+	Created []string
+	// UnderReplicated names existing topics with fewer replicas than the
+	// replication factor: Ensure never moves partitions (that is a
+	// reassignment, an operator's decision), so the operator is told.
+	UnderReplicated []string
+	// Replication is the resolved replication.
+	Replication Replication
+}
+
+// Ensure creates the missing topics of specs with the replication factor
+// and sets the configs of existing ones that differ from their spec (with
+// min.insync.replicas added to every spec). It is idempotent: running it
+// again changes nothing.
 //
 // Every service runs it at start-up, so the usual case (all topics there,
-// configs as specified) costs two requests, a metadata request and one
-// DescribeConfigs, and writes nothing: creating and altering each of the
-// twelve topics in turn took ingest 30-40 ms before it could start, and
-// every alteration is a write to the cluster's metadata log.
-func Ensure(ctx context.Context, adm *kadm.Client, specs []Spec, replicationFactor int16) (created []string, err error) {
-	details, err := adm.ListTopics(ctx, Names(specs)...)
+// configs as specified) costs two requests, a metadata request (which also
+// counts the brokers) and one DescribeConfigs, and writes nothing: every
+// alteration is a write to the cluster's metadata log.
+func Ensure(ctx context.Context, adm *kadm.Client, specs []Spec, repl Replication) (EnsureResult, error) {
+	meta, err := adm.Metadata(ctx, Names(specs)...)
 	if err != nil {
-		return nil, fmt.Errorf("list topics: %w", err)
+		return EnsureResult{}, fmt.Errorf("list topics: %w", err)
 	}
+	res := EnsureResult{Replication: repl.resolve(len(meta.Brokers))}
+	minISR := strconv.Itoa(res.Replication.MinInsyncReplicas)
+	specs = withConfig(specs, "min.insync.replicas", minISR)
 	var missing, existing []Spec
 	for _, s := range specs {
-		if d, ok := details[s.Name]; ok && d.Err == nil {
-			existing = append(existing, s)
-		} else {
+		d, ok := meta.Topics[s.Name]
+		if !ok || d.Err != nil {
 			missing = append(missing, s)
+			continue
+		}
+		existing = append(existing, s)
+		for _, p := range d.Partitions {
+			if len(p.Replicas) < int(res.Replication.Factor) {
+				res.UnderReplicated = append(res.UnderReplicated, s.Name)
+				break
+			}
 		}
 	}
 	// Create the missing topics concurrently: each is a round trip to the
@@ -119,7 +182,7 @@ func Ensure(ctx context.Context, adm *kadm.Client, specs []Spec, replicationFact
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			resp, err := adm.CreateTopic(ctx, s.Partitions, replicationFactor, ptrs(s.Configs), s.Name)
+			resp, err := adm.CreateTopic(ctx, s.Partitions, res.Replication.Factor, ptrs(s.Configs), s.Name)
 			if err == nil {
 				err = resp.Err
 			}
@@ -131,10 +194,10 @@ func Ensure(ctx context.Context, adm *kadm.Client, specs []Spec, replicationFact
 	for i, s := range missing {
 		switch err := results[i]; {
 		case err == nil:
-			created = append(created, s.Name)
+			res.Created = append(res.Created, s.Name)
 		case errors.Is(err, kerr.TopicAlreadyExists):
 			// Created by another service meanwhile: check its configs.
-			created = append(created, s.Name)
+			res.Created = append(res.Created, s.Name)
 			existing = append(existing, s)
 		default:
 			errs = append(errs, fmt.Errorf("create topic %s: %w", s.Name, err))
@@ -143,7 +206,22 @@ func Ensure(ctx context.Context, adm *kadm.Client, specs []Spec, replicationFact
 	if err := alignConfigs(ctx, adm, existing); err != nil {
 		errs = append(errs, err)
 	}
-	return created, errors.Join(errs...)
+	return res, errors.Join(errs...)
+}
+
+// withConfig returns copies of specs with config key set to value.
+func withConfig(specs []Spec, key, value string) []Spec {
+	out := make([]Spec, len(specs))
+	for i, s := range specs {
+		cfg := make(map[string]string, len(s.Configs)+1)
+		for k, v := range s.Configs {
+			cfg[k] = v
+		}
+		cfg[key] = value
+		s.Configs = cfg
+		out[i] = s
+	}
+	return out
 }
 
 // alignConfigs sets the configs of existing topics that differ from their

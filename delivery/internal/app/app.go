@@ -141,7 +141,7 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, reg prometheus.Re
 		return err
 	}
 	defer cl.Close()
-	if err := cfg.Kafka.EnsureTopics(ctx, cl); err != nil {
+	if err := cfg.Kafka.EnsureTopics(ctx, cl, logger); err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}

@@ -165,7 +165,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, reg *prometheus.R
 	g.Go(func() error {
 		admCl, err := kafkautil.NewClient(gctx, logger, cfg.Kafka.BaseOpts(logger, "moraine-processor-admin")...)
 		if err == nil {
-			err = cfg.Kafka.EnsureTopics(gctx, admCl)
+			err = cfg.Kafka.EnsureTopics(gctx, admCl, logger)
 			admCl.Close()
 		}
 		if err != nil {

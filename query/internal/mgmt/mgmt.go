@@ -196,7 +196,7 @@ func (m *Mgmt) ensureTopics(ctx context.Context) error {
 	}
 	defer cl.Close()
 	for attempt := 0; ; attempt++ {
-		err = m.cfg.Kafka.EnsureTopics(ctx, cl)
+		err = m.cfg.Kafka.EnsureTopics(ctx, cl, m.logger)
 		if err == nil {
 			return nil
 		}
