@@ -1,6 +1,24 @@
 // Package chdb opens ClickHouse over the native protocol (the only one that
 // works on 18.16, see FIELD-NOTES), creates moraine's database and applies
-// the embedded migrations.
+// the embedded migrations, on one server or on a cluster of replicas.
+//
+// # Several servers
+//
+// --clickhouse.addr takes the replicas of a cluster as a list. Connections
+// are opened to the first address that answers, in the order given
+// (clickhouse-go's ConnOpenInOrder): while the first replica is up every
+// read and write of the process goes to it, and when it is down new
+// connections go to the next. Preferring one replica is deliberate: a
+// replica fetches the parts of the other's inserts asynchronously and
+// table by table, so reading from the replica that received the inserts is
+// what keeps two guarantees (a webhook just created is readable at once,
+// readers never see a block's head before its transactions); with every
+// service listing the replicas in the same order, they share that
+// replica. Pooled connections live at most --clickhouse.conn-max-lifetime,
+// so traffic returns to the first replica after it comes back.
+//
+// With --clickhouse.cluster the migrations run ON CLUSTER with Replicated
+// engines (schemas/clickhouse.OnCluster; docs/operating-a-cluster.md).
 package chdb
 
 import (
@@ -10,6 +28,7 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
@@ -19,35 +38,63 @@ import (
 	schema "github.com/moraine-data/moraine/schemas/clickhouse"
 )
 
-// Config locates the server.
+// Config locates the server or the cluster.
 type Config struct {
+	// Addr is one address or a comma-separated list of replicas, in the
+	// order they are preferred.
 	Addr        string
 	Database    string
 	User        string
 	Password    string
 	ReadTimeout time.Duration
 	MaxConns    int
+	// ConnMaxLifetime bounds how long a pooled connection is reused, so
+	// connections move back to a preferred replica once it returns.
+	ConnMaxLifetime time.Duration
 	// Compression is the wire compression of data blocks: "lz4" or "none".
 	Compression string
+	// Cluster names the ClickHouse cluster (remote_servers) whose servers
+	// replicate moraine's tables; empty for a single server.
+	Cluster string
+	// DDLTimeout bounds how long a migration statement waits for every
+	// server of the cluster.
+	DDLTimeout time.Duration
 }
 
 // RegisterFlags adds the --clickhouse.* flags.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
-	fs.StringVar(&c.Addr, "clickhouse.addr", "127.0.0.1:9000", "ClickHouse native-protocol address")
+	fs.StringVar(&c.Addr, "clickhouse.addr", "127.0.0.1:9000", "ClickHouse native-protocol address, or a comma-separated list of a cluster's replicas in order of preference")
 	fs.StringVar(&c.Database, "clickhouse.database", "moraine", "ClickHouse database")
 	fs.StringVar(&c.User, "clickhouse.user", "default", "ClickHouse user")
 	fs.StringVar(&c.Password, "clickhouse.password", "", "ClickHouse password")
 	fs.DurationVar(&c.ReadTimeout, "clickhouse.read-timeout", 30*time.Second, "ClickHouse read timeout")
 	fs.IntVar(&c.MaxConns, "clickhouse.max-conns", 16, "ClickHouse connection pool size")
 	fs.StringVar(&c.Compression, "clickhouse.compression", "lz4", "compression of data blocks on the wire: lz4, or none (cheaper in CPU when ClickHouse is on the same host)")
+	fs.DurationVar(&c.ConnMaxLifetime, "clickhouse.conn-max-lifetime", 5*time.Minute, "reuse a pooled connection at most this long (connections return to the first replica after it comes back)")
+	fs.StringVar(&c.Cluster, "clickhouse.cluster", "", "ClickHouse cluster (remote_servers) that replicates moraine's tables: migrations run ON CLUSTER with Replicated engines; empty for a single server")
+	fs.DurationVar(&c.DDLTimeout, "clickhouse.ddl-timeout", 30*time.Second, "with --clickhouse.cluster, how long a migration statement waits for every server (one that is down applies it when it returns)")
+}
+
+// Addrs splits Addr.
+func (c Config) Addrs() []string {
+	var out []string
+	for _, a := range strings.Split(c.Addr, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 var dbName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // Validate checks the database name, which is spliced into DDL.
 func (c Config) Validate() error {
-	if c.Addr == "" {
+	if len(c.Addrs()) == 0 {
 		return errors.New("chdb: --clickhouse.addr is required")
+	}
+	if c.Cluster != "" && !dbName.MatchString(c.Cluster) {
+		return fmt.Errorf("chdb: --clickhouse.cluster %q must be an identifier", c.Cluster)
 	}
 	if c.Compression != "" && c.Compression != "lz4" && c.Compression != "none" {
 		return fmt.Errorf("chdb: --clickhouse.compression %q must be lz4 or none", c.Compression)
@@ -69,13 +116,15 @@ func (c Config) open(database string) (driver.Conn, error) {
 		compression = &clickhouse.Compression{Method: clickhouse.CompressionLZ4}
 	}
 	return clickhouse.Open(&clickhouse.Options{
-		Addr:         []string{c.Addr},
-		Auth:         clickhouse.Auth{Database: database, Username: c.User, Password: c.Password},
-		DialTimeout:  5 * time.Second,
-		ReadTimeout:  c.ReadTimeout,
-		MaxOpenConns: maxConns,
-		MaxIdleConns: maxConns,
-		Compression:  compression,
+		Addr:             c.Addrs(),
+		ConnOpenStrategy: clickhouse.ConnOpenInOrder,
+		Auth:             clickhouse.Auth{Database: database, Username: c.User, Password: c.Password},
+		DialTimeout:      5 * time.Second,
+		ReadTimeout:      c.ReadTimeout,
+		MaxOpenConns:     maxConns,
+		MaxIdleConns:     maxConns,
+		ConnMaxLifetime:  c.ConnMaxLifetime,
+		Compression:      compression,
 	})
 }
 
@@ -105,22 +154,25 @@ func Open(ctx context.Context, c Config, logger *slog.Logger) (driver.Conn, erro
 			return nil, fmt.Errorf("chdb: clickhouse at %s did not answer: %w", c.Addr, err)
 		}
 	}
-	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	// Every statement waits at most the DDL timeout, and a migration has a
+	// few of them.
+	dctx, cancel := context.WithTimeout(ctx, 30*time.Second+10*max(c.DDLTimeout, 0))
 	defer cancel()
-	if err := boot.Exec(dctx, "CREATE DATABASE IF NOT EXISTS "+c.Database); err != nil {
+	opts := schema.Options{Cluster: c.Cluster, Database: c.Database, DDLTimeout: c.DDLTimeout, Logger: logger}
+	if err := schema.EnsureDatabase(dctx, boot, opts); err != nil {
 		return nil, fmt.Errorf("chdb: create database %s: %w", c.Database, err)
 	}
 	conn, err := c.open(c.Database)
 	if err != nil {
 		return nil, err
 	}
-	applied, err := schema.Apply(dctx, conn)
+	applied, err := schema.Apply(dctx, conn, opts)
 	if err != nil {
 		conn.Close()
 		return nil, fmt.Errorf("chdb: migrate: %w", err)
 	}
 	if len(applied) > 0 {
-		logger.Info("clickhouse migrations applied", "versions", applied, "database", c.Database)
+		logger.Info("clickhouse migrations applied", "versions", applied, "database", c.Database, "cluster", c.Cluster)
 	}
 	return conn, nil
 }

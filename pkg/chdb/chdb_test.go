@@ -3,8 +3,11 @@ package chdb_test
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	schema "github.com/moraine-data/moraine/schemas/clickhouse"
 
@@ -31,7 +34,7 @@ func TestMigrationsApplyOnRealClickHouse(t *testing.T) {
 	if int(recorded) != len(ms) {
 		t.Fatalf("schema_migrations has %d rows, want %d", recorded, len(ms))
 	}
-	again, err := schema.Apply(ctx, conn)
+	again, err := schema.Apply(ctx, conn, schema.Options{})
 	if err != nil {
 		t.Fatalf("second apply: %v", err)
 	}
@@ -92,5 +95,88 @@ func TestCompressionSettings(t *testing.T) {
 	bad.Compression = "zstd9"
 	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "--clickhouse.compression") {
 		t.Errorf("compression %q: err %v, want one naming the flag", bad.Compression, err)
+	}
+}
+
+// TestConcurrentApply starts several services' migrations on a database
+// that does not exist yet, all at once, as instances starting together do:
+// each succeeds and the schema is whole, each migration recorded.
+func TestConcurrentApply(t *testing.T) {
+	cfg := testenv.ClickHouseConfig(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const instances = 4
+	errs := make([]error, instances)
+	var wg sync.WaitGroup
+	for i := range instances {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			conn, err := chdb.Open(ctx, cfg, testenv.Logger(t))
+			if err == nil {
+				conn.Close()
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("instance %d: %v", i, err)
+		}
+	}
+	conn, err := chdb.Open(ctx, cfg, testenv.Logger(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	checkSchemaWhole(ctx, t, conn)
+}
+
+// TestApplyRecreatesMissingTables drops a table of a migrated database, as a
+// replica added to a cluster lacks them, and checks that Apply creates it
+// again without recording the migration twice.
+func TestApplyRecreatesMissingTables(t *testing.T) {
+	_, conn := testenv.ClickHouse(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := conn.Exec(ctx, "DROP TABLE logs"); err != nil {
+		t.Fatal(err)
+	}
+	applied, err := schema.Apply(ctx, conn, schema.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(applied) != 0 {
+		t.Errorf("Apply recorded %v again; only the table was missing", applied)
+	}
+	checkSchemaWhole(ctx, t, conn)
+}
+
+// checkSchemaWhole checks that every table and view of the migrations
+// exists once and every migration is recorded once.
+func checkSchemaWhole(ctx context.Context, t *testing.T, conn driver.Conn) {
+	t.Helper()
+	ms, err := schema.Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		var n uint64
+		if err := conn.QueryRow(ctx, "SELECT count() FROM schema_migrations FINAL WHERE version = ?", m.Version).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n != 1 {
+			t.Errorf("migration %d recorded %d times", m.Version, n)
+		}
+		for _, s := range m.Statements {
+			name := schema.ObjectName(s)
+			if err := conn.QueryRow(ctx, "SELECT count() FROM system.tables WHERE database = currentDatabase() AND name = ?", name).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			if n != 1 {
+				t.Errorf("%s (migration %d) missing", name, m.Version)
+			}
+		}
 	}
 }

@@ -22,3 +22,24 @@ func TestMigrationsRunOnCurrentClickHouse(t *testing.T) {
 	}
 	testenv.OnCurrentClickHouse(t, append(stmts, stmts...))
 }
+
+// TestClusterMigrationsParseOnCurrentClickHouse checks that the ON CLUSTER
+// form of every migration statement (Replicated engines) is valid SQL for
+// current ClickHouse; the 18.16 cluster runs them in the cluster suite.
+func TestClusterMigrationsParseOnCurrentClickHouse(t *testing.T) {
+	ms, err := schema.Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stmts []string
+	for _, m := range ms {
+		for _, s := range m.Statements {
+			c, err := schema.OnCluster(s, "moraine", "moraine")
+			if err != nil {
+				t.Fatal(err)
+			}
+			stmts = append(stmts, c)
+		}
+	}
+	testenv.ParsesOnCurrentClickHouse(t, stmts)
+}

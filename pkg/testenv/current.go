@@ -44,3 +44,16 @@ func OnCurrentClickHouse(t testing.TB, stmts []string) {
 		}
 	}
 }
+
+// ParsesOnCurrentClickHouse checks that current ClickHouse (chDB) parses
+// every statement, without running it: for statements that need what an
+// embedded engine has not (a cluster, ZooKeeper), such as the ON CLUSTER
+// form of the migrations.
+func ParsesOnCurrentClickHouse(t testing.TB, stmts []string) {
+	t.Helper()
+	explained := make([]string, len(stmts))
+	for i, s := range stmts {
+		explained[i] = "EXPLAIN AST " + s
+	}
+	OnCurrentClickHouse(t, explained)
+}

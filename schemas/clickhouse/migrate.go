@@ -6,19 +6,26 @@
 // (CREATE ... IF NOT EXISTS) and must run on ClickHouse 18.16 and current
 // releases alike: no Map, JSON, Bool, DateTime64, UInt256, skipping indices.
 // Several services may migrate at once; idempotent statements make that safe.
+//
+// On a cluster (Options.Cluster) each statement is rewritten to run ON
+// CLUSTER with replicated engines (OnCluster); migrations themselves are
+// written for one server.
 package clickhouse
 
 import (
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 )
 
@@ -80,47 +87,76 @@ func splitStatements(body string) []string {
 	return out
 }
 
-// Apply runs every migration newer than the newest one recorded in
-// schema_migrations, in order, and records each. conn must already use
-// moraine's database. It returns the versions it applied.
-func Apply(ctx context.Context, conn driver.Conn) ([]uint32, error) {
+// Options say where and how migrations are applied.
+type Options struct {
+	// Cluster, when set, runs every statement ON CLUSTER with replicated
+	// engines (OnCluster): the servers of the named cluster share the
+	// tables' contents through ZooKeeper.
+	Cluster string
+	// Database is moraine's database, the one conn uses (it names the
+	// replicated tables' ZooKeeper paths).
+	Database string
+	// DDLTimeout bounds how long an ON CLUSTER statement waits for every
+	// server (distributed_ddl_task_timeout). A server that is down applies
+	// the statement from the DDL queue when it returns, so a timeout is
+	// not an error once this server has it. Default 30 s.
+	DDLTimeout time.Duration
+	// Logger receives warnings (nil: none).
+	Logger *slog.Logger
+}
+
+// Apply brings the server conn is connected to up to the newest migration
+// and returns the versions it ran. conn must already use moraine's
+// database.
+//
+// A migration runs when schema_migrations does not record it, or when a
+// table or view it creates is missing on this server (a replica added to
+// the cluster after the migration ran). When nothing is pending it sends no
+// DDL at all: on a cluster, ON CLUSTER statements wait for every server,
+// and a service must start while a replica is down.
+//
+// Every statement is idempotent (IF NOT EXISTS), so several services
+// migrating at once, or a migration interrupted halfway and run again, end
+// in the same schema (TestConcurrentApply).
+func Apply(ctx context.Context, conn driver.Conn, opts Options) ([]uint32, error) {
 	ms, err := Migrations()
 	if err != nil {
 		return nil, err
 	}
-	// Migration 1 creates schema_migrations itself; it is idempotent, so run
-	// it unconditionally before reading the table.
-	for _, s := range ms[0].Statements {
-		if err := conn.Exec(ctx, s); err != nil {
-			return nil, fmt.Errorf("migration %d: %w", ms[0].Version, err)
-		}
+	if opts.Cluster != "" && opts.Database == "" {
+		return nil, errors.New("migrate: Options.Database is required with a cluster")
+	}
+	existing, err := localObjects(ctx, conn)
+	if err != nil {
+		return nil, err
 	}
 	done := map[uint32]bool{}
-	rows, err := conn.Query(ctx, "SELECT version FROM schema_migrations")
-	if err != nil {
-		return nil, fmt.Errorf("read schema_migrations: %w", err)
-	}
-	for rows.Next() {
-		var v uint32
-		if err := rows.Scan(&v); err != nil {
-			rows.Close()
+	if existing["schema_migrations"] {
+		if done, err = recorded(ctx, conn); err != nil {
 			return nil, err
 		}
-		done[v] = true
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return nil, err
 	}
 	var applied []uint32
 	for _, m := range ms {
-		if done[m.Version] {
+		pending := !done[m.Version]
+		for _, s := range m.Statements {
+			if name := ObjectName(s); name != "" && !existing[name] {
+				pending = true
+			}
+		}
+		if !pending {
 			continue
 		}
 		for i, s := range m.Statements {
-			if err := conn.Exec(ctx, s); err != nil {
+			if err := execDDL(ctx, conn, opts, s); err != nil {
 				return applied, fmt.Errorf("migration %d_%s statement %d: %w", m.Version, m.Name, i+1, err)
 			}
+			if name := ObjectName(s); name != "" {
+				existing[name] = true
+			}
+		}
+		if done[m.Version] {
+			continue // recorded already: only this server lacked its objects
 		}
 		batch, err := conn.PrepareBatch(ctx, "INSERT INTO schema_migrations (version, name, applied_at)")
 		if err != nil {
@@ -135,4 +171,117 @@ func Apply(ctx context.Context, conn driver.Conn) ([]uint32, error) {
 		applied = append(applied, m.Version)
 	}
 	return applied, nil
+}
+
+// EnsureDatabase creates opts.Database (on every server of opts.Cluster)
+// unless this server has it already; conn may use any database.
+func EnsureDatabase(ctx context.Context, conn driver.Conn, opts Options) error {
+	var n uint64
+	if err := conn.QueryRow(ctx, "SELECT count() FROM system.databases WHERE name = ?", opts.Database).Scan(&n); err != nil {
+		return fmt.Errorf("look up database %s: %w", opts.Database, err)
+	}
+	if n > 0 {
+		return nil
+	}
+	stmt := "CREATE DATABASE IF NOT EXISTS " + opts.Database
+	if opts.Cluster == "" {
+		return conn.Exec(ctx, stmt)
+	}
+	err := conn.Exec(ddlContext(ctx, opts), stmt+" ON CLUSTER "+opts.Cluster)
+	if !isDDLTimeout(err) {
+		return err
+	}
+	if err := conn.QueryRow(ctx, "SELECT count() FROM system.databases WHERE name = ?", opts.Database).Scan(&n); err != nil || n == 0 {
+		return fmt.Errorf("create database %s: %w", opts.Database, err)
+	}
+	opts.logger().Warn("a cluster server has not created the database yet; it will when it is back", "database", opts.Database, "cluster", opts.Cluster)
+	return nil
+}
+
+// clickHouseTimeoutExceeded is TIMEOUT_EXCEEDED: an ON CLUSTER statement
+// that some server has not executed within distributed_ddl_task_timeout.
+const clickHouseTimeoutExceeded = 159
+
+// execDDL runs one migration statement on this server, or on the cluster.
+func execDDL(ctx context.Context, conn driver.Conn, opts Options, stmt string) error {
+	if opts.Cluster == "" {
+		return conn.Exec(ctx, stmt)
+	}
+	rewritten, err := OnCluster(stmt, opts.Cluster, opts.Database)
+	if err != nil {
+		return err
+	}
+	err = conn.Exec(ddlContext(ctx, opts), rewritten)
+	if !isDDLTimeout(err) {
+		return err
+	}
+	// Some server has not run it yet (down, or slow): it will from the DDL
+	// queue. What matters here is that this server has the object.
+	name := ObjectName(stmt)
+	objects, lerr := localObjects(ctx, conn)
+	if lerr != nil || name == "" || !objects[name] {
+		return err
+	}
+	opts.logger().Warn("a cluster server has not applied a migration statement yet; it will when it is back",
+		"object", name, "cluster", opts.Cluster, "err", err)
+	return nil
+}
+
+func ddlContext(ctx context.Context, opts Options) context.Context {
+	timeout := opts.DDLTimeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	return clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{
+		"distributed_ddl_task_timeout": int(timeout.Seconds()),
+	}))
+}
+
+func isDDLTimeout(err error) bool {
+	var ex *clickhouse.Exception
+	return errors.As(err, &ex) && ex.Code == clickHouseTimeoutExceeded
+}
+
+func (o Options) logger() *slog.Logger {
+	if o.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return o.Logger
+}
+
+// localObjects lists the tables and views of conn's database on this
+// server.
+func localObjects(ctx context.Context, conn driver.Conn) (map[string]bool, error) {
+	rows, err := conn.Query(ctx, "SELECT name FROM system.tables WHERE database = currentDatabase()")
+	if err != nil {
+		return nil, fmt.Errorf("list tables: %w", err)
+	}
+	defer rows.Close()
+	out := map[string]bool{}
+	for rows.Next() {
+		var name string
+		if err := rows.Scan(&name); err != nil {
+			return nil, err
+		}
+		out[name] = true
+	}
+	return out, rows.Err()
+}
+
+// recorded reads the applied versions from schema_migrations.
+func recorded(ctx context.Context, conn driver.Conn) (map[uint32]bool, error) {
+	rows, err := conn.Query(ctx, "SELECT version FROM schema_migrations")
+	if err != nil {
+		return nil, fmt.Errorf("read schema_migrations: %w", err)
+	}
+	defer rows.Close()
+	done := map[uint32]bool{}
+	for rows.Next() {
+		var v uint32
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
+		}
+		done[v] = true
+	}
+	return done, rows.Err()
 }

@@ -39,3 +39,83 @@ func TestSplitStatements(t *testing.T) {
 		t.Fatalf("got %q", got)
 	}
 }
+
+// TestMigrationsRewriteForCluster checks that every migration statement has
+// a cluster form: ON CLUSTER, Replicated engines keyed by database and
+// table, views unchanged but for ON CLUSTER.
+func TestMigrationsRewriteForCluster(t *testing.T) {
+	ms, err := Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		for _, s := range m.Statements {
+			out, err := OnCluster(s, "moraine", "db1")
+			if err != nil {
+				t.Errorf("migration %d: %v", m.Version, err)
+				continue
+			}
+			name := ObjectName(s)
+			if name == "" || !strings.Contains(out, name+" ON CLUSTER moraine") {
+				t.Errorf("migration %d: no ON CLUSTER after %q in %.120s", m.Version, name, out)
+			}
+			if strings.Contains(s, "MergeTree") && !strings.Contains(out, "ENGINE = Replicated") {
+				t.Errorf("migration %d: engine of %s not replicated: %.200s", m.Version, name, out)
+			}
+			if strings.Contains(out, "ENGINE = Replicated") && !strings.Contains(out, "'/clickhouse/tables/{shard}/db1/"+name+"', '{replica}'") {
+				t.Errorf("migration %d: %s: ZooKeeper path not per database and table: %.300s", m.Version, name, out)
+			}
+		}
+	}
+}
+
+func TestOnCluster(t *testing.T) {
+	for _, tc := range []struct {
+		name, in, want, err string
+	}{
+		{
+			name: "versioned engine keeps its argument and settings",
+			in:   "CREATE TABLE IF NOT EXISTS blocks (\n n UInt64, version UInt64\n) ENGINE = ReplacingMergeTree(version)\nORDER BY n\nSETTINGS index_granularity = 1024",
+			want: "CREATE TABLE IF NOT EXISTS blocks ON CLUSTER c (\n n UInt64, version UInt64\n) ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/d/blocks', '{replica}', version)\nORDER BY n\nSETTINGS index_granularity = 1024",
+		},
+		{
+			name: "engine without parentheses",
+			in:   "CREATE TABLE IF NOT EXISTS deliveries (a String) ENGINE = MergeTree\nPARTITION BY a\nORDER BY a",
+			want: "CREATE TABLE IF NOT EXISTS deliveries ON CLUSTER c (a String) ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/d/deliveries', '{replica}')\nPARTITION BY a\nORDER BY a",
+		},
+		{
+			name: "empty parentheses",
+			in:   "CREATE TABLE IF NOT EXISTS t (a String) ENGINE = MergeTree() ORDER BY a",
+			want: "CREATE TABLE IF NOT EXISTS t ON CLUSTER c (a String) ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/d/t', '{replica}') ORDER BY a",
+		},
+		{
+			name: "materialized view",
+			in:   "CREATE MATERIALIZED VIEW IF NOT EXISTS v TO t AS\nSELECT a FROM s",
+			want: "CREATE MATERIALIZED VIEW IF NOT EXISTS v ON CLUSTER c TO t AS\nSELECT a FROM s",
+		},
+		{
+			name: "alter",
+			in:   "ALTER TABLE t ADD COLUMN IF NOT EXISTS b String",
+			want: "ALTER TABLE t ON CLUSTER c ADD COLUMN IF NOT EXISTS b String",
+		},
+		{name: "engine that cannot replicate", in: "CREATE TABLE IF NOT EXISTS t (a String) ENGINE = Memory", err: "MergeTree-family"},
+		{name: "already replicated", in: "CREATE TABLE IF NOT EXISTS t (a String) ENGINE = ReplicatedMergeTree('/x', 'r') ORDER BY a", err: "plain engine"},
+		{name: "other statement", in: "INSERT INTO t (a) VALUES ('x')", err: "cannot run on a cluster"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := OnCluster(tc.in, "c", "d")
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("err = %v, want one containing %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Fatalf("got\n%s\nwant\n%s", got, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,83 @@
+package clickhouse
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// ZooKeeperPath is where a replicated table keeps its replication log in
+// ZooKeeper (or ClickHouse Keeper): one path per shard, database and table.
+// {shard} and {replica} are the macros of each server's configuration; the
+// database name is spelled out (18.16 has no {database} macro), so several
+// moraine databases on one cluster (deployments, tests) never share a log.
+const ZooKeeperPath = "/clickhouse/tables/{shard}/%s/%s"
+
+var (
+	// createTable and createView capture the statement head up to and
+	// including the object's name.
+	createTable = regexp.MustCompile(`(?is)^(CREATE\s+TABLE\s+IF\s+NOT\s+EXISTS\s+([A-Za-z_][A-Za-z0-9_]*))\s*\(`)
+	createView  = regexp.MustCompile(`(?is)^(CREATE\s+MATERIALIZED\s+VIEW\s+IF\s+NOT\s+EXISTS\s+([A-Za-z_][A-Za-z0-9_]*))\s+TO\s`)
+	alterTable  = regexp.MustCompile(`(?is)^(ALTER\s+TABLE\s+([A-Za-z_][A-Za-z0-9_]*))\s`)
+	// engine matches a MergeTree-family engine with its optional arguments
+	// (no nested parentheses: the family's arguments are column names).
+	engine = regexp.MustCompile(`(?is)ENGINE\s*=\s*([A-Za-z]*MergeTree)(\s*\(([^()]*)\))?`)
+)
+
+// OnCluster rewrites one migration statement for a cluster: DDL runs on
+// every server of the cluster (ON CLUSTER, through the distributed DDL
+// queue, so a server that is down applies it when it returns), and
+// MergeTree-family engines become their Replicated form, keyed in
+// ZooKeeper by shard, database and table. Materialized views stay on each
+// server's local tables: a view fires on the inserts its server receives,
+// and the target table's replication carries the rows to the other
+// replicas.
+//
+// Migrations are written for a single server; the statement shapes this
+// understands are the ones migrations may use (TestMigrationsRewriteForCluster
+// keeps it so): CREATE TABLE IF NOT EXISTS t (...) ENGINE = <X>MergeTree...,
+// CREATE MATERIALIZED VIEW IF NOT EXISTS v TO t AS SELECT ..., and
+// ALTER TABLE t .... Anything else is an error rather than a statement that
+// silently reaches one server only.
+func OnCluster(stmt, cluster, database string) (string, error) {
+	stmt = strings.TrimSpace(stmt)
+	onCluster := " ON CLUSTER " + cluster
+	if m := createTable.FindStringSubmatchIndex(stmt); m != nil {
+		table := stmt[m[4]:m[5]]
+		e := engine.FindStringSubmatchIndex(stmt)
+		if e == nil {
+			return "", fmt.Errorf("table %s: only MergeTree-family engines can be replicated", table)
+		}
+		family := stmt[e[2]:e[3]]
+		if strings.HasPrefix(family, "Replicated") {
+			return "", fmt.Errorf("table %s: migrations name the plain engine; the cluster rewrite makes it Replicated", table)
+		}
+		args := []string{fmt.Sprintf("'"+ZooKeeperPath+"'", database, table), "'{replica}'"}
+		if e[6] >= 0 {
+			if a := strings.TrimSpace(stmt[e[6]:e[7]]); a != "" {
+				args = append(args, a)
+			}
+		}
+		replicated := "ENGINE = Replicated" + family + "(" + strings.Join(args, ", ") + ")"
+		out := stmt[:m[3]] + onCluster + stmt[m[3]:e[0]] + replicated + stmt[e[1]:]
+		return out, nil
+	}
+	for _, re := range []*regexp.Regexp{createView, alterTable} {
+		if m := re.FindStringSubmatchIndex(stmt); m != nil {
+			return stmt[:m[3]] + onCluster + stmt[m[3]:], nil
+		}
+	}
+	return "", fmt.Errorf("statement cannot run on a cluster (want CREATE TABLE/MATERIALIZED VIEW IF NOT EXISTS or ALTER TABLE): %.60s", stmt)
+}
+
+// ObjectName is the table or view a migration statement creates or
+// alters ("" for other statements).
+func ObjectName(stmt string) string {
+	stmt = strings.TrimSpace(stmt)
+	for _, re := range []*regexp.Regexp{createTable, createView, alterTable} {
+		if m := re.FindStringSubmatch(stmt); m != nil {
+			return m[2]
+		}
+	}
+	return ""
+}
