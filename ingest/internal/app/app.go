@@ -10,9 +10,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/moraine-data/moraine/ingest/internal/follow"
+	"github.com/moraine-data/moraine/ingest/internal/lease"
 	"github.com/moraine-data/moraine/ingest/internal/rpc"
 	"github.com/moraine-data/moraine/pkg/chains"
 	"github.com/moraine-data/moraine/pkg/kafkautil"
@@ -33,8 +33,7 @@ type App struct {
 	health *obs.Health
 
 	mu        sync.Mutex
-	followers []*follow.Follower
-	kafka     *kgo.Client
+	started   bool // the lease group is being joined
 	adminAddr string
 }
 
@@ -93,7 +92,7 @@ func (a *App) Run(ctx context.Context) error {
 	a.health.Add("startup", func(context.Context) error {
 		a.mu.Lock()
 		defer a.mu.Unlock()
-		if a.followers == nil {
+		if !a.started {
 			return errors.New("starting: connecting to Kafka")
 		}
 		return nil
@@ -126,75 +125,114 @@ func (a *App) Run(ctx context.Context) error {
 
 func (a *App) runFollowers(ctx context.Context) error {
 	kopts := a.cfg.Kafka.BaseOpts(a.logger, clientID)
-	popts := follow.ProducerOpts(a.cfg.Kafka, a.logger, clientID)
-	cl, err := kafkautil.NewClient(ctx, a.logger, popts...)
+	cl, err := kafkautil.NewClient(ctx, a.logger, kopts...)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
 		return err
 	}
-	defer func() {
-		// Followers already waited for their records; this catches the rest.
-		fctx, cancel := context.WithTimeout(context.Background(), a.cfg.ShutdownTimeout)
-		defer cancel()
-		if err := cl.Flush(fctx); err != nil {
-			a.logger.Warn("flushing the producer at shutdown", "err", err)
-		}
-		cl.Close()
-	}()
-	if err := a.cfg.Kafka.EnsureTopics(ctx, cl); err != nil {
+	defer cl.Close()
+	if err := a.cfg.Kafka.EnsureTopics(ctx, cl, a.logger); err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}
 		return fmt.Errorf("create topics: %w", err)
 	}
 	a.health.Add("kafka", kafkautil.Ping(cl))
+	leaseSpec, _ := topics.Lookup(a.cfg.Kafka.Topics(), topics.IngestLeases)
 
 	rpcMetrics := rpc.NewMetrics(a.reg)
 	followMetrics := follow.NewMetrics(a.reg)
-	var followers []*follow.Follower
+	byID := map[string]*chainRunner{}
+	var ids []string
 	for _, ch := range a.chains {
-		logger := a.logger.With("chain_id", ch.EVMChainID)
 		client := rpc.New(rpc.Config{URL: ch.RPCURLs[0], Chain: ch.EVMChainID, Timeout: a.cfg.RPCTimeout}, rpcMetrics)
 		rpcMetrics.Init(ch.EVMChainID, "eth_blockNumber", "eth_getBlockByNumber", "eth_getBlockReceipts")
-		heads := rpc.NewHeads(client, rpc.HeadsConfig{WSURL: ch.WSURL, PollInterval: a.cfg.PollInterval}, logger.With("component", "heads"))
-		f, err := follow.New(follow.Config{
-			Chain:           ch,
-			Topic:           a.cfg.Kafka.Topic(topics.Blocks),
-			Concurrency:     a.cfg.Concurrency,
-			BatchBlocks:     a.cfg.BatchBlocks,
-			Window:          a.cfg.Window,
-			ReadyLag:        a.cfg.ReadyLag,
-			ShutdownTimeout: a.cfg.ShutdownTimeout,
-		}, follow.Deps{
-			Logger:    a.logger,
-			Kafka:     cl,
-			KafkaOpts: kopts,
-			RPC:       client,
-			Heads:     heads,
-			Metrics:   followMetrics,
-		})
-		if err != nil {
-			return err
-		}
-		a.health.Add("chain "+ch.EVMChainID, f.Ready)
-		followers = append(followers, f)
-		a.logger.Info("following chain", "chain_id", ch.EVMChainID, "name", ch.Name, "rpc_url", rpc.Redact(ch.RPCURLs[0]),
+		r := &chainRunner{app: a, chain: ch, rpc: client, metrics: followMetrics, kafkaOpts: kopts}
+		byID[ch.EVMChainID] = r
+		ids = append(ids, ch.EVMChainID)
+		a.health.Add("chain "+ch.EVMChainID, r.ready)
+		a.logger.Info("configured chain", "chain_id", ch.EVMChainID, "name", ch.Name, "rpc_url", rpc.Redact(ch.RPCURLs[0]),
 			"ws_url", rpc.Redact(ch.WSURL), "traces", ch.Traces, "replay", ch.Replay, "start_block", ch.StartBlock)
 	}
-	a.mu.Lock()
-	a.followers, a.kafka = followers, cl
-	a.mu.Unlock()
-
-	g, gctx := errgroup.WithContext(ctx)
-	for _, f := range followers {
-		g.Go(func() error {
-			if err := f.Run(gctx); err != nil {
-				return fmt.Errorf("chain %s: %w", f.Chain(), err)
-			}
-			return nil
-		})
+	leases, err := lease.New(lease.Config{
+		Topic:          leaseSpec.Name,
+		Group:          a.cfg.Kafka.TopicPrefix + a.cfg.LeaseGroup,
+		SessionTimeout: a.cfg.LeaseSessionTimeout,
+		StopTimeout:    a.cfg.ShutdownTimeout,
+	}, lease.Deps{Logger: a.logger, KafkaOpts: kopts, Registerer: a.reg}, ids, int(leaseSpec.Partitions),
+		func(ctx context.Context, chain string) error { return byID[chain].run(ctx) })
+	if err != nil {
+		return err
 	}
-	return g.Wait()
+	a.mu.Lock()
+	a.started = true
+	a.mu.Unlock()
+	return leases.Run(ctx)
+}
+
+// chainRunner writes one chain while this instance holds its lease: each
+// term gets a new transactional producer (fencing the former writer) and a
+// new follower that resumes from the checkpoint in Kafka.
+type chainRunner struct {
+	app       *App
+	chain     chains.Chain
+	rpc       *rpc.Client
+	metrics   *follow.Metrics
+	kafkaOpts []kgo.Opt
+
+	mu       sync.Mutex
+	follower *follow.Follower // nil while another instance writes the chain
+}
+
+func (r *chainRunner) run(ctx context.Context) error {
+	a := r.app
+	logger := a.logger.With("chain_id", r.chain.EVMChainID)
+	cl, err := kgo.NewClient(follow.ProducerOpts(a.cfg.Kafka, a.logger, clientID, r.chain.EVMChainID)...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	heads := rpc.NewHeads(r.rpc, rpc.HeadsConfig{WSURL: r.chain.WSURL, PollInterval: a.cfg.PollInterval}, logger.With("component", "heads"))
+	f, err := follow.New(follow.Config{
+		Chain:           r.chain,
+		Topic:           a.cfg.Kafka.Topic(topics.Blocks),
+		Concurrency:     a.cfg.Concurrency,
+		BatchBlocks:     a.cfg.BatchBlocks,
+		Window:          a.cfg.Window,
+		ReadyLag:        a.cfg.ReadyLag,
+		ShutdownTimeout: a.cfg.ShutdownTimeout,
+	}, follow.Deps{
+		Logger:    a.logger,
+		Kafka:     cl,
+		KafkaOpts: r.kafkaOpts,
+		RPC:       r.rpc,
+		Heads:     heads,
+		Metrics:   r.metrics,
+	})
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	r.follower = f
+	r.mu.Unlock()
+	defer func() {
+		r.mu.Lock()
+		r.follower = nil
+		r.mu.Unlock()
+	}()
+	return f.Run(ctx)
+}
+
+// ready: the writer's readiness while this instance writes the chain; a
+// standby is ready (it has nothing to catch up).
+func (r *chainRunner) ready(ctx context.Context) error {
+	r.mu.Lock()
+	f := r.follower
+	r.mu.Unlock()
+	if f == nil {
+		return nil
+	}
+	return f.Ready(ctx)
 }

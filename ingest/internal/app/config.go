@@ -28,6 +28,10 @@ type Config struct {
 	Admin           obs.AdminConfig
 	ShutdownTimeout time.Duration
 	Log             obs.LogConfig
+	// LeaseGroup, LeaseSessionTimeout: the consumer group that decides which
+	// instance writes each chain (package lease).
+	LeaseGroup          string
+	LeaseSessionTimeout time.Duration
 }
 
 // DefaultConfig mirrors the flag defaults.
@@ -47,6 +51,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.Concurrency, "ingest.concurrency", 4, "JSON-RPC batches in flight per chain while backfilling")
 	fs.DurationVar(&c.PollInterval, "ingest.poll-interval", time.Second, "eth_blockNumber polling period when there is no newHeads subscription")
 	fs.Uint64Var(&c.ReadyLag, "ingest.ready-lag", 2, "ready once every chain's acknowledged blocks are within this many blocks of its head")
+	fs.StringVar(&c.LeaseGroup, "ingest.lease-group", "moraine-ingest", "consumer group of the ingest instances: the instance it assigns a chain's lease writes the chain, the others stand by (--kafka.topic-prefix is prepended)")
+	fs.DurationVar(&c.LeaseSessionTimeout, "ingest.lease-session-timeout", 6*time.Second, "how long a silent instance keeps its chains before a standby takes them over (at least the broker's group.min.session.timeout.ms, 6 s by default)")
 	fs.IntVar(&c.Window, "ingest.reorg-window", 256, "recent block hashes kept (and read back from Kafka at start) to find a reorg's common ancestor; at least 128")
 	c.Admin.RegisterFlags(fs, "127.0.0.1:9101")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown.timeout", 15*time.Second, "how long fetched blocks may take to be produced and acknowledged after a stop signal")
@@ -82,6 +88,12 @@ func (c *Config) Validate() error {
 	}
 	if c.ShutdownTimeout <= 0 {
 		errs = append(errs, errors.New("app: --shutdown.timeout must be positive"))
+	}
+	if c.LeaseGroup == "" {
+		errs = append(errs, errors.New("app: --ingest.lease-group is required"))
+	}
+	if c.LeaseSessionTimeout < 2*time.Second {
+		errs = append(errs, fmt.Errorf("app: --ingest.lease-session-timeout %s must be at least 2s (heartbeats are every second)", c.LeaseSessionTimeout))
 	}
 	return errors.Join(errs...)
 }

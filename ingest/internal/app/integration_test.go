@@ -242,3 +242,49 @@ func TestReorgIntegration(t *testing.T) {
 	// The new branch's counts start from the ancestor's.
 	require.Equal(t, chain[fork-2].CumulativeTransactions, chain[fork-1].CumulativeTransactions)
 }
+
+// TestStandbyTakesOverIntegration runs two ingest instances for the same
+// chain on the real broker: exactly one writes it; when that one stops, the
+// standby takes the chain over and resumes from the checkpoint, and the
+// blocks topic holds one contiguous chain with every block once.
+func TestStandbyTakesOverIntegration(t *testing.T) {
+	kcfg := testenv.Kafka(t)
+	blocksTopic := kcfg.Topic(topics.Blocks)
+	node := chaintest.NewNode(t, recording(t))
+	node.SetHead(50)
+	chainsFile := writeChains(t, node)
+	a := startService(t, kcfg, chainsFile)
+	b := startService(t, kcfg, chainsFile)
+	writer := func(s *service) bool { return s.metric(t, "moraine_ingest_chain_writer", "43114") == 1 }
+	var active, standby *service
+	require.Eventually(t, func() bool {
+		switch {
+		case writer(a) && !writer(b):
+			active, standby = a, b
+		case writer(b) && !writer(a):
+			active, standby = b, a
+		default:
+			return false
+		}
+		return true
+	}, 30*time.Second, 10*time.Millisecond, "exactly one instance writes the chain")
+	active.waitProduced(t, 50)
+	// Both are ready: the standby has nothing to catch up.
+	require.Eventually(t, func() bool { return a.app.Ready(t.Context()) == nil && b.app.Ready(t.Context()) == nil },
+		10*time.Second, 10*time.Millisecond)
+
+	stopped := time.Now()
+	active.stop(t)
+	node.SetHead(100)
+	standby.waitProduced(t, 51)
+	t.Logf("the standby produced the next block %s after the active instance stopped", time.Since(stopped).Round(time.Millisecond))
+	standby.waitProduced(t, 100)
+	require.True(t, writer(standby))
+	standby.stop(t)
+
+	all := chaintest.ReadEvents(t, kcfg, blocksTopic, "43114")
+	require.Len(t, all, 100, "no block produced twice")
+	chain, _ := chaintest.Validate(t, all, 0, true)
+	require.Equal(t, seq(1, 100), numbers(chain))
+	require.Equal(t, uint64(81), chain[99].CumulativeTransactions)
+}

@@ -30,8 +30,11 @@ func ReadEvents(t *testing.T, cfg kafkautil.Config, topicName, chain string) []*
 		if o.Offset == 0 {
 			return
 		}
+		// What consumers see: committed records only (the markers are kept
+		// so that reading reaches the end offset, and skipped).
 		rd, err := kgo.NewClient(append(cfg.BaseOpts(logger, "reader"),
-			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topicName: {o.Partition: kgo.NewOffset().AtStart()}}))...)
+			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topicName: {o.Partition: kgo.NewOffset().AtStart()}}),
+			kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.KeepControlRecords())...)
 		require.NoError(t, err)
 		defer rd.Close()
 		for next := int64(0); next < o.Offset; {
@@ -41,7 +44,7 @@ func ReadEvents(t *testing.T, cfg kafkautil.Config, topicName, chain string) []*
 			require.NoError(t, fs.Err0())
 			for _, r := range fs.Records() {
 				next = r.Offset + 1
-				if string(r.Key) != chain {
+				if r.Attrs.IsControl() || string(r.Key) != chain {
 					continue
 				}
 				require.Equal(t, codec.ChainEventSchema, schemaOf(r), "schema header")

@@ -43,7 +43,7 @@ func BenchmarkGunzillaIngest(b *testing.B) {
 	var total time.Duration
 	for b.Loop() {
 		kcfg := testenv.Kafka(b) // fresh topics each round
-		producer, err := kgo.NewClient(ProducerOpts(kcfg, logger, "bench")...)
+		producer, err := kgo.NewClient(ProducerOpts(kcfg, logger, "bench", "43419")...)
 		require.NoError(b, err)
 		reg := prometheus.NewRegistry()
 		m := NewMetrics(reg)

@@ -40,6 +40,11 @@ func partitionFor(topic string, key []byte, n int) int32 {
 // hashes. Nothing else stores ingest state.
 func (f *Follower) recoverCheckpoint(ctx context.Context) (*checkpoint, error) {
 	adm := kadm.NewClient(f.deps.Kafka)
+	// The high watermark, not the last stable offset: a transaction of
+	// another chain's writer still open on the partition holds the last
+	// stable offset back, and this chain's committed records may follow it.
+	// The read-committed reader waits for that transaction to end (it spans
+	// one batch) and passes its marker.
 	ends, err := adm.ListEndOffsets(ctx, f.cfg.Topic)
 	if err == nil {
 		err = ends.Error()
@@ -156,6 +161,11 @@ func (f *Follower) scanPartition(ctx context.Context, p int32, start, end int64,
 func (f *Follower) readRange(ctx context.Context, p int32, from, end int64) (*window, int, bool, error) {
 	opts := append(append([]kgo.Opt(nil), f.deps.KafkaOpts...),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{f.cfg.Topic: {p: kgo.NewOffset().At(from)}}),
+		// Only what consumers see: a fenced writer's aborted records never
+		// count. Transaction markers are kept so that reading advances over
+		// them to the end offset (they are skipped below).
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
+		kgo.KeepControlRecords(),
 		kgo.FetchMaxBytes(64<<20),
 		kgo.FetchMaxPartitionBytes(32<<20),
 		kgo.FetchMaxWait(200*time.Millisecond),
@@ -191,7 +201,7 @@ func (f *Follower) readRange(ctx context.Context, p int32, from, end int64) (*wi
 		for _, r := range fetches.Records() {
 			progressed = true
 			next = r.Offset + 1
-			if r.Offset >= end || string(r.Key) != string(f.key) {
+			if r.Offset >= end || r.Attrs.IsControl() || string(r.Key) != string(f.key) {
 				continue
 			}
 			if schemaOf(r) != codec.ChainEventSchema {

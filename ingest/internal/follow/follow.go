@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/moraine-data/moraine/ingest/internal/convert"
+	"github.com/moraine-data/moraine/ingest/internal/lease"
 	"github.com/moraine-data/moraine/ingest/internal/rpc"
 	"github.com/moraine-data/moraine/pkg/chains"
 	"github.com/moraine-data/moraine/pkg/obs"
@@ -61,11 +62,12 @@ func (c *Config) defaults() {
 // Deps are the follower's collaborators.
 type Deps struct {
 	Logger *slog.Logger
-	// Kafka is the producer client (kafkautil.ProducerOpts); it may be shared
-	// by the followers of several chains.
+	// Kafka is the chain's transactional producer client (ProducerOpts),
+	// used by this follower only.
 	Kafka *kgo.Client
 	// KafkaOpts are the base client options (seed brokers, logger) from
-	// which the follower builds the reader of its checkpoint.
+	// which the follower builds the reader of its checkpoint (committed
+	// records only).
 	KafkaOpts []kgo.Opt
 	RPC       *rpc.Client
 	// Heads tracks the chain head; the follower runs it.
@@ -175,6 +177,12 @@ func (f *Follower) Run(ctx context.Context) error {
 	stop := context.AfterFunc(ctx, func() { time.AfterFunc(f.cfg.ShutdownTimeout, pcancel) })
 	defer stop()
 
+	if err := f.fence(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
 	for attempt := 0; ; attempt++ {
 		st, err := f.start(ctx)
 		if err != nil {
@@ -187,6 +195,8 @@ func (f *Follower) Run(ctx context.Context) error {
 		switch {
 		case ctx.Err() != nil:
 			return nil
+		case errors.Is(err, lease.ErrFenced):
+			return err
 		case errors.Is(err, errProduceFailed):
 			f.logger.Warn("producing failed; recovering the checkpoint from Kafka", "err", err)
 			if !obs.Sleep(ctx, obs.Backoff(attempt, 500*time.Millisecond, 10*time.Second)) {
@@ -194,6 +204,27 @@ func (f *Follower) Run(ctx context.Context) error {
 			}
 		default:
 			return err
+		}
+	}
+}
+
+// fence registers the chain's transactional id before anything is read:
+// the broker aborts a former writer's open transaction and refuses that
+// writer's every later produce and commit, so the checkpoint read next is
+// final (package lease).
+func (f *Follower) fence(ctx context.Context) error {
+	for attempt := 0; ; attempt++ {
+		id, epoch, err := f.deps.Kafka.ProducerID(ctx)
+		if err == nil {
+			f.logger.Info("registered as the chain's writer", "producer_id", id, "producer_epoch", epoch)
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		f.logRetry(attempt, "registering the chain's transactional producer failed, retrying", 0, err)
+		if !obs.Sleep(ctx, obs.Backoff(attempt, 200*time.Millisecond, 5*time.Second)) {
+			return ctx.Err()
 		}
 	}
 }

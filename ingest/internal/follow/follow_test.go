@@ -18,6 +18,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/moraine-data/moraine/ingest/internal/chaintest"
+	"github.com/moraine-data/moraine/ingest/internal/lease"
 	"github.com/moraine-data/moraine/ingest/internal/rpc"
 	"github.com/moraine-data/moraine/pkg/chains"
 	"github.com/moraine-data/moraine/pkg/kafkautil"
@@ -51,11 +52,14 @@ func upTo(blocks []chaintest.Block, n uint64) []chaintest.Block {
 	return out
 }
 
-// kafka is an in-process kfake cluster and a producer built like ingest's.
+// kafka is an in-process kfake cluster, a producer built like ingest's
+// (transactional, for the follower) and a plain one for the tests' own
+// records.
 type kafka struct {
 	cluster  *kfake.Cluster
 	cfg      kafkautil.Config
 	producer *kgo.Client
+	plain    *kgo.Client
 }
 
 func newKafka(t *testing.T, partitions int32) *kafka {
@@ -64,10 +68,13 @@ func newKafka(t *testing.T, partitions int32) *kafka {
 	t.Cleanup(c.Close)
 	cfg := kafkautil.Config{Brokers: strings.Join(c.ListenAddrs(), ",")}
 	logger := testenv.Logger(t)
-	p, err := kgo.NewClient(ProducerOpts(cfg, logger, "test")...)
+	p, err := kgo.NewClient(ProducerOpts(cfg, logger, "test", "43114")...)
 	require.NoError(t, err)
 	t.Cleanup(p.Close)
-	return &kafka{cluster: c, cfg: cfg, producer: p}
+	plain, err := kgo.NewClient(cfg.ProducerOpts(logger, "test-plain")...)
+	require.NoError(t, err)
+	t.Cleanup(plain.Close)
+	return &kafka{cluster: c, cfg: cfg, producer: p, plain: plain}
 }
 
 func testChain(start uint64) chains.Chain {
@@ -83,6 +90,12 @@ type harness struct {
 // start runs a follower of chain against node and k.
 func start(t *testing.T, k *kafka, node *chaintest.Node, chain chains.Chain, mods ...func(*Config)) *harness {
 	t.Helper()
+	return startWith(t, k, k.producer, node, chain, mods...)
+}
+
+// startWith runs a follower that produces with producer.
+func startWith(t *testing.T, k *kafka, producer *kgo.Client, node *chaintest.Node, chain chains.Chain, mods ...func(*Config)) *harness {
+	t.Helper()
 	logger := testenv.Logger(t)
 	client := rpc.New(rpc.Config{URL: node.URL(), Chain: chain.EVMChainID, Timeout: 5 * time.Second}, nil)
 	heads := rpc.NewHeads(client, rpc.HeadsConfig{WSURL: node.WSURL(), PollInterval: 20 * time.Millisecond}, logger)
@@ -90,7 +103,7 @@ func start(t *testing.T, k *kafka, node *chaintest.Node, chain chains.Chain, mod
 	for _, m := range mods {
 		m(&cfg)
 	}
-	f, err := New(cfg, Deps{Logger: logger, Kafka: k.producer, KafkaOpts: k.cfg.BaseOpts(logger, "test"), RPC: client, Heads: heads})
+	f, err := New(cfg, Deps{Logger: logger, Kafka: producer, KafkaOpts: k.cfg.BaseOpts(logger, "test"), RPC: client, Heads: heads})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(t.Context())
 	h := &harness{f: f, cancel: cancel, done: make(chan error, 1)}
@@ -421,7 +434,7 @@ func TestRecoverAfterReorgEventAtTail(t *testing.T) {
 	rv, err := codec.EncodeChainEvent(reorg)
 	require.NoError(t, err)
 	hdr := []kgo.RecordHeader{{Key: codec.SchemaHeader, Value: []byte(codec.ChainEventSchema)}}
-	require.NoError(t, k.producer.ProduceSync(t.Context(),
+	require.NoError(t, k.plain.ProduceSync(t.Context(),
 		&kgo.Record{Topic: topic, Key: []byte("43114"), Value: rv, Headers: hdr},
 		&kgo.Record{Topic: topic, Key: []byte("1"), Value: ov, Headers: hdr}).FirstErr())
 
@@ -437,11 +450,46 @@ func TestRecoverAfterReorgEventAtTail(t *testing.T) {
 	require.Equal(t, hexHash(t, newBranch[2].Hash), chain[len(chain)-1].Hash)
 }
 
+// TestSecondWriterFencesTheFirst starts a second writer of a chain while
+// the first still runs, as a standby taking over from an instance that lost
+// its lease but has not noticed: the second registers the chain's
+// transactional id, the first's next commit fails as fenced and it stops
+// with lease.ErrFenced, and what consumers read is one contiguous chain
+// with every block once.
+func TestSecondWriterFencesTheFirst(t *testing.T) {
+	blocks := recording(t)
+	node := chaintest.NewNode(t, blocks)
+	node.SetHead(50)
+	k := newKafka(t, 4)
+	first := start(t, k, node, testChain(1))
+	first.waitAcked(t, 50)
+
+	second, err := kgo.NewClient(ProducerOpts(k.cfg, testenv.Logger(t), "test-second", "43114")...)
+	require.NoError(t, err)
+	t.Cleanup(second.Close)
+	other := startWith(t, k, second, node, testChain(1))
+	require.Eventually(t, func() bool { return other.f.recovered.Load() }, 10*time.Second, 5*time.Millisecond)
+	node.SetHead(100)
+	other.waitAcked(t, 100)
+
+	select {
+	case err := <-first.done:
+		require.ErrorIs(t, err, lease.ErrFenced)
+		first.cancel = nil // stopped by itself
+	case <-time.After(20 * time.Second):
+		t.Fatal("the fenced writer did not stop")
+	}
+	require.LessOrEqual(t, first.f.ackedNext.Load(), uint64(51), "the fenced writer acknowledged blocks after the second registered")
+	other.stop(t)
+	chain, _ := chaintest.Validate(t, chaintest.ReadEvents(t, k.cfg, topic, "43114"), 0, true)
+	require.Equal(t, wantNumbers(blocks), blockNumbers(chain))
+}
+
 func TestPartitionForMatchesTheProducer(t *testing.T) {
 	k := newKafka(t, 4)
 	for _, key := range []string{"1", "43114", "43112", "43419", "43113"} {
 		r := &kgo.Record{Topic: topic, Key: []byte(key), Value: []byte("x")}
-		require.NoError(t, k.producer.ProduceSync(t.Context(), r).FirstErr())
+		require.NoError(t, k.plain.ProduceSync(t.Context(), r).FirstErr())
 		require.Equal(t, r.Partition, partitionFor(topic, []byte(key), 4), "key %s", key)
 	}
 }

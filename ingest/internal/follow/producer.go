@@ -3,27 +3,36 @@ package follow
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/moraine-data/moraine/ingest/internal/lease"
 	"github.com/moraine-data/moraine/pkg/kafkautil"
 	"github.com/moraine-data/moraine/schemas/codec"
 )
 
 // producer sends a chain's records to Kafka strictly in order, one batch at
-// a time: a batch is produced (ProduceSync) only once the previous one is
-// fully acknowledged, and after a failure nothing more is sent.
+// a time, each batch one Kafka transaction: a batch is produced only once
+// the previous one is committed, and after a failure nothing more is sent.
 //
 // Why not fire-and-forget Produce with the idempotent producer's ordering:
 // when a batch fails for good, franz-go fails the records buffered behind it,
 // but a record handed over a moment later starts a fresh sequence and can
-// land, leaving a gap that a restart would then skip over. Here what lands is
-// always a prefix of what was queued, so the checkpoint read back from Kafka
+// land, leaving a gap that a restart would then skip over. Here what
+// consumers can see (they read committed records only) is always a prefix
+// of what was queued, whole batches, so the checkpoint read back from Kafka
 // after a failure is exact. Batches take everything queued meanwhile, so the
 // pipeline keeps fetching and converting while a batch is in flight.
+//
+// The transactions are what fence a former writer of the chain (package
+// lease): once another instance registered the chain's transactional id,
+// this producer's next commit fails with a fencing error, and its open
+// transaction has already been aborted.
 type producer struct {
 	f    *Follower
 	pctx context.Context
@@ -152,7 +161,7 @@ func (p *producer) loop() {
 			recs[i] = q.rec
 		}
 		start := time.Now()
-		res := p.f.deps.Kafka.ProduceSync(p.pctx, recs...)
+		err := p.commit(recs)
 		p.f.deps.Metrics.stage.WithLabelValues(p.f.chain, stageProduce).Observe(time.Since(start).Seconds())
 
 		p.mu.Lock()
@@ -160,17 +169,55 @@ func (p *producer) loop() {
 		p.mu.Unlock()
 		p.f.deps.Metrics.bufferedBytes.WithLabelValues(p.f.chain).Sub(float64(size))
 		signal(p.room)
-		// Results are in record order; records of one partition fail
-		// together from the first failure on, so the acknowledged ones are
-		// a prefix.
-		for i, r := range res {
-			if r.Err != nil {
-				p.fail(r.Err)
-				return
-			}
-			batch[i].onAck()
+		if err != nil {
+			p.fail(err)
+			return
+		}
+		for _, q := range batch {
+			q.onAck()
 		}
 	}
+}
+
+// commit produces recs in one transaction and commits it. On any failure
+// the transaction is aborted (a commit that failed ambiguously may still
+// have landed: the checkpoint read after the failure tells).
+func (p *producer) commit(recs []*kgo.Record) error {
+	cl := p.f.deps.Kafka
+	if err := cl.BeginTransaction(); err != nil {
+		return classifyProduceError(err)
+	}
+	err := cl.ProduceSync(p.pctx, recs...).FirstErr()
+	if err == nil {
+		err = cl.EndTransaction(p.pctx, kgo.TryCommit)
+		if err == nil {
+			return nil
+		}
+	}
+	// Drop what is buffered and end the transaction, so that the client
+	// can begin a new one when the follower resumes from its checkpoint.
+	actx, cancel := context.WithTimeout(context.WithoutCancel(p.pctx), 10*time.Second)
+	defer cancel()
+	if aerr := cl.AbortBufferedRecords(actx); aerr == nil {
+		_ = cl.EndTransaction(actx, kgo.TryAbort)
+	}
+	return classifyProduceError(err)
+}
+
+// classifyProduceError marks the errors that mean another instance took
+// the chain over.
+func classifyProduceError(err error) error {
+	if isFenced(err) {
+		return fmt.Errorf("%w: %w", lease.ErrFenced, err)
+	}
+	return err
+}
+
+// isFenced reports whether err says this producer's transactional id was
+// taken over by a newer producer.
+func isFenced(err error) bool {
+	return errors.Is(err, kerr.ProducerFenced) || errors.Is(err, kerr.InvalidProducerEpoch) ||
+		errors.Is(err, kerr.TransactionalIDAuthorizationFailed)
 }
 
 // fail records the first error and drops what is queued: it must not be
@@ -192,10 +239,24 @@ func (p *producer) fail(err error) {
 	close(p.failed)
 }
 
-// ProducerOpts are the Kafka client options for the followers' producer:
-// kafkautil's (idempotent, lz4, sticky key partitioner) without linger. The
+// ProducerOpts are the Kafka client options for a chain's producer:
+// kafkautil's (idempotent, acks=all, lz4, sticky key partitioner) without
+// linger, and transactional with the chain's own id (TransactionalID). The
 // producer sends synchronous batches of everything queued, so lingering
 // would only add its delay to every batch.
-func ProducerOpts(cfg kafkautil.Config, logger *slog.Logger, clientID string) []kgo.Opt {
-	return append(cfg.ProducerOpts(logger, clientID), kgo.ProducerLinger(0))
+func ProducerOpts(cfg kafkautil.Config, logger *slog.Logger, clientID, chain string) []kgo.Opt {
+	return append(cfg.ProducerOpts(logger, clientID),
+		kgo.ProducerLinger(0),
+		kgo.TransactionalID(TransactionalID(cfg, chain)),
+		// A transaction holds back every consumer of its partition until it
+		// ends, and spans one batch (a few seconds at worst): a writer that
+		// hangs is aborted by the broker after this long.
+		kgo.TransactionTimeout(20*time.Second),
+	)
+}
+
+// TransactionalID is the chain's transactional id: the identity that
+// fences a former writer of the chain (package lease).
+func TransactionalID(cfg kafkautil.Config, chain string) string {
+	return cfg.TopicPrefix + "moraine-ingest." + chain
 }
