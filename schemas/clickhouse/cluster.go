@@ -19,6 +19,10 @@ var (
 	createTable = regexp.MustCompile(`(?is)^(CREATE\s+TABLE\s+IF\s+NOT\s+EXISTS\s+([A-Za-z_][A-Za-z0-9_]*))\s*\(`)
 	createView  = regexp.MustCompile(`(?is)^(CREATE\s+MATERIALIZED\s+VIEW\s+IF\s+NOT\s+EXISTS\s+([A-Za-z_][A-Za-z0-9_]*))\s+TO\s`)
 	alterTable  = regexp.MustCompile(`(?is)^(ALTER\s+TABLE\s+([A-Za-z_][A-Za-z0-9_]*))\s`)
+	// viewTarget is the TO table of a view, after its name.
+	viewTarget = regexp.MustCompile(`(?i)^(\s+TO\s+)([A-Za-z_][A-Za-z0-9_]*)\b`)
+	// tableRef is a table a view's SELECT reads.
+	tableRef = regexp.MustCompile(`(?i)\b(FROM|JOIN)\s+([A-Za-z_][A-Za-z0-9_]*)\b`)
 	// engine matches a MergeTree-family engine with its optional arguments
 	// (no nested parentheses: the family's arguments are column names).
 	engine = regexp.MustCompile(`(?is)ENGINE\s*=\s*([A-Za-z]*MergeTree)(\s*\(([^()]*)\))?`)
@@ -39,9 +43,14 @@ var (
 // CREATE MATERIALIZED VIEW IF NOT EXISTS v TO t AS SELECT ..., and
 // ALTER TABLE t .... Anything else is an error rather than a statement that
 // silently reaches one server only.
+//
+// Every table name is qualified with the database: each server runs the
+// statement from the DDL queue in its default database, not the one the
+// statement was sent in.
 func OnCluster(stmt, cluster, database string) (string, error) {
 	stmt = strings.TrimSpace(stmt)
 	onCluster := " ON CLUSTER " + cluster
+	qualified := func(m []int) string { return stmt[:m[4]] + database + "." + stmt[m[4]:m[3]] }
 	if m := createTable.FindStringSubmatchIndex(stmt); m != nil {
 		table := stmt[m[4]:m[5]]
 		e := engine.FindStringSubmatchIndex(stmt)
@@ -59,13 +68,15 @@ func OnCluster(stmt, cluster, database string) (string, error) {
 			}
 		}
 		replicated := "ENGINE = Replicated" + family + "(" + strings.Join(args, ", ") + ")"
-		out := stmt[:m[3]] + onCluster + stmt[m[3]:e[0]] + replicated + stmt[e[1]:]
+		out := qualified(m) + onCluster + stmt[m[3]:e[0]] + replicated + stmt[e[1]:]
 		return out, nil
 	}
-	for _, re := range []*regexp.Regexp{createView, alterTable} {
-		if m := re.FindStringSubmatchIndex(stmt); m != nil {
-			return stmt[:m[3]] + onCluster + stmt[m[3]:], nil
-		}
+	if m := createView.FindStringSubmatchIndex(stmt); m != nil {
+		// "... v TO t AS SELECT ... FROM s": qualify t and every table read.
+		return qualified(m) + onCluster + qualifyTables(stmt[m[3]:], database), nil
+	}
+	if m := alterTable.FindStringSubmatchIndex(stmt); m != nil {
+		return qualified(m) + onCluster + stmt[m[3]:], nil
 	}
 	return "", fmt.Errorf("statement cannot run on a cluster (want CREATE TABLE/MATERIALIZED VIEW IF NOT EXISTS or ALTER TABLE): %.60s", stmt)
 }
@@ -80,4 +91,24 @@ func ObjectName(stmt string) string {
 		}
 	}
 	return ""
+}
+
+// qualifyTables prefixes the database to the target of TO and to every
+// table after FROM or JOIN that is not qualified already or a table
+// function.
+func qualifyTables(sql, database string) string {
+	sql = viewTarget.ReplaceAllString(sql, "${1}"+database+".${2}")
+	var b strings.Builder
+	last := 0
+	for _, m := range tableRef.FindAllStringSubmatchIndex(sql, -1) {
+		end := m[5]
+		if end < len(sql) && (sql[end] == '.' || sql[end] == '(') {
+			continue
+		}
+		b.WriteString(sql[last:m[4]])
+		b.WriteString(database + ".")
+		last = m[4]
+	}
+	b.WriteString(sql[last:])
+	return b.String()
 }

@@ -56,7 +56,7 @@ func TestMigrationsRewriteForCluster(t *testing.T) {
 				continue
 			}
 			name := ObjectName(s)
-			if name == "" || !strings.Contains(out, name+" ON CLUSTER moraine") {
+			if name == "" || !strings.Contains(out, "db1."+name+" ON CLUSTER moraine") {
 				t.Errorf("migration %d: no ON CLUSTER after %q in %.120s", m.Version, name, out)
 			}
 			if strings.Contains(s, "MergeTree") && !strings.Contains(out, "ENGINE = Replicated") {
@@ -76,27 +76,27 @@ func TestOnCluster(t *testing.T) {
 		{
 			name: "versioned engine keeps its argument and settings",
 			in:   "CREATE TABLE IF NOT EXISTS blocks (\n n UInt64, version UInt64\n) ENGINE = ReplacingMergeTree(version)\nORDER BY n\nSETTINGS index_granularity = 1024",
-			want: "CREATE TABLE IF NOT EXISTS blocks ON CLUSTER c (\n n UInt64, version UInt64\n) ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/d/blocks', '{replica}', version)\nORDER BY n\nSETTINGS index_granularity = 1024",
+			want: "CREATE TABLE IF NOT EXISTS d.blocks ON CLUSTER c (\n n UInt64, version UInt64\n) ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/d/blocks', '{replica}', version)\nORDER BY n\nSETTINGS index_granularity = 1024",
 		},
 		{
 			name: "engine without parentheses",
 			in:   "CREATE TABLE IF NOT EXISTS deliveries (a String) ENGINE = MergeTree\nPARTITION BY a\nORDER BY a",
-			want: "CREATE TABLE IF NOT EXISTS deliveries ON CLUSTER c (a String) ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/d/deliveries', '{replica}')\nPARTITION BY a\nORDER BY a",
+			want: "CREATE TABLE IF NOT EXISTS d.deliveries ON CLUSTER c (a String) ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/d/deliveries', '{replica}')\nPARTITION BY a\nORDER BY a",
 		},
 		{
 			name: "empty parentheses",
 			in:   "CREATE TABLE IF NOT EXISTS t (a String) ENGINE = MergeTree() ORDER BY a",
-			want: "CREATE TABLE IF NOT EXISTS t ON CLUSTER c (a String) ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/d/t', '{replica}') ORDER BY a",
+			want: "CREATE TABLE IF NOT EXISTS d.t ON CLUSTER c (a String) ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/d/t', '{replica}') ORDER BY a",
 		},
 		{
-			name: "materialized view",
-			in:   "CREATE MATERIALIZED VIEW IF NOT EXISTS v TO t AS\nSELECT a FROM s",
-			want: "CREATE MATERIALIZED VIEW IF NOT EXISTS v ON CLUSTER c TO t AS\nSELECT a FROM s",
+			name: "materialized view: target and sources qualified, table functions and qualified names kept",
+			in:   "CREATE MATERIALIZED VIEW IF NOT EXISTS v TO t AS\nSELECT a FROM s JOIN u USING a JOIN other.w USING a WHERE a IN (SELECT a FROM numbers(3))",
+			want: "CREATE MATERIALIZED VIEW IF NOT EXISTS d.v ON CLUSTER c TO d.t AS\nSELECT a FROM d.s JOIN d.u USING a JOIN other.w USING a WHERE a IN (SELECT a FROM numbers(3))",
 		},
 		{
 			name: "alter",
 			in:   "ALTER TABLE t ADD COLUMN IF NOT EXISTS b String",
-			want: "ALTER TABLE t ON CLUSTER c ADD COLUMN IF NOT EXISTS b String",
+			want: "ALTER TABLE d.t ON CLUSTER c ADD COLUMN IF NOT EXISTS b String",
 		},
 		{name: "engine that cannot replicate", in: "CREATE TABLE IF NOT EXISTS t (a String) ENGINE = Memory", err: "MergeTree-family"},
 		{name: "already replicated", in: "CREATE TABLE IF NOT EXISTS t (a String) ENGINE = ReplicatedMergeTree('/x', 'r') ORDER BY a", err: "plain engine"},
