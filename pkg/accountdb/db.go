@@ -12,6 +12,8 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/moraine-data/moraine/pkg/chdb"
 )
 
 var (
@@ -197,19 +199,13 @@ func (db *DB) observe(name string, start time.Time) {
 	db.duration.WithLabelValues(name).Observe(time.Since(start).Seconds())
 }
 
-// classify wraps err with ErrUnavailable unless it is a server exception
-// about the statement itself (a bug, not an outage).
+// classify wraps err with ErrUnavailable when it is an outage
+// (chdb.Unavailable), else names the statement.
 func classify(name string, err error) error {
-	var ex *clickhouse.Exception
-	if errors.As(err, &ex) {
-		switch ex.Code {
-		case 159, 160, 202, 203, 209, 210, 241, 279, 394:
-			// Timeouts, overload, network and memory: outages.
-			return fmt.Errorf("%w: %s: %w", ErrUnavailable, name, err)
-		}
-		return fmt.Errorf("accountdb: %s: %w", name, err)
+	if chdb.Unavailable(err) {
+		return fmt.Errorf("%w: %s: %w", ErrUnavailable, name, err)
 	}
-	return fmt.Errorf("%w: %s: %w", ErrUnavailable, name, err)
+	return fmt.Errorf("accountdb: %s: %w", name, err)
 }
 
 // Ping reports whether ClickHouse answers.

@@ -12,6 +12,7 @@ var queryNames = []string{"heads", "blocks_range", "block_by_number", "block_has
 
 type metrics struct {
 	duration *prometheus.HistogramVec
+	retries  *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -21,9 +22,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help:    "Time until ClickHouse answered a query (first block of the result), by named query.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
 		}, []string{"query"}),
+		retries: promauto.With(reg).NewCounterVec(prometheus.CounterOpts{
+			Namespace: "moraine", Subsystem: "query", Name: "clickhouse_connection_retries_total",
+			Help: "Reads sent again on a new connection after theirs failed without an answer (a replica went away).",
+		}, []string{"query"}),
 	}
 	for _, q := range queryNames {
 		m.duration.WithLabelValues(q)
+		m.retries.WithLabelValues(q)
 	}
 	return m
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/moraine-data/moraine/pkg/chdb"
 	schema "github.com/moraine-data/moraine/schemas/clickhouse"
 )
 
@@ -168,7 +169,16 @@ func (s *ClickHouse) query(ctx context.Context, name, q string, args ...any) (ro
 		s.metrics.observe(name, start)
 		cancel()
 	}
-	rows, err = conn.Query(ctx, q, args...)
+	// A connection that fails without an answer (a replica that died with
+	// it open) is dropped by the pool, and the next one is dialed to the
+	// first replica that answers: a read is retried on it at once.
+	for attempt := 0; ; attempt++ {
+		rows, err = conn.Query(ctx, q, args...)
+		if err == nil || attempt == maxConnRetries || ctx.Err() != nil || !chdb.ConnectionFailed(err) {
+			break
+		}
+		s.metrics.retries.WithLabelValues(name).Inc()
+	}
 	if err != nil {
 		done()
 		return nil, func() {}, classify(name, err)
@@ -176,29 +186,17 @@ func (s *ClickHouse) query(ctx context.Context, name, q string, args ...any) (ro
 	return rows, done, nil
 }
 
-// classify wraps err with ErrUnavailable unless it is a server exception
-// about the query itself (a bug, not an outage).
+// maxConnRetries bounds the immediate retries of a read whose connection
+// failed: the pool may hold a few connections to a replica that died.
+const maxConnRetries = 3
+
+// classify wraps err with ErrUnavailable when it is an outage
+// (chdb.Unavailable), else names the query.
 func classify(name string, err error) error {
-	var ex *clickhouse.Exception
-	if errors.As(err, &ex) {
-		switch ex.Code {
-		case 159, // TIMEOUT_EXCEEDED
-			160, // TOO_SLOW
-			202, // TOO_MANY_SIMULTANEOUS_QUERIES
-			203, // NO_FREE_CONNECTION
-			209, // SOCKET_TIMEOUT
-			210, // NETWORK_ERROR
-			241, // MEMORY_LIMIT_EXCEEDED
-			279, // ALL_CONNECTION_TRIES_FAILED
-			394: // QUERY_WAS_CANCELLED
-			return fmt.Errorf("%w: %s: %w", ErrUnavailable, name, err)
-		}
-		return fmt.Errorf("store: %s: %w", name, err)
+	if chdb.Unavailable(err) {
+		return fmt.Errorf("%w: %s: %w", ErrUnavailable, name, err)
 	}
-	// Everything else is transport: refused or reset connections, EOF,
-	// deadlines, an exhausted pool. The queries are fixed and tested, so
-	// a failure that is not a server exception is an outage, not a bug.
-	return fmt.Errorf("%w: %s: %w", ErrUnavailable, name, err)
+	return fmt.Errorf("store: %s: %w", name, err)
 }
 
 // Ready reports whether ClickHouse answers and every embedded migration has

@@ -1,0 +1,44 @@
+package chdb
+
+import (
+	"errors"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+)
+
+// Unavailable reports whether err means that ClickHouse could not answer
+// right now (an outage: the request may succeed later or on another
+// replica), as opposed to a server exception about the statement itself (a
+// bug, which retrying repeats). The statements are fixed and tested, so
+// every failure that is not such an exception is an outage: refused or
+// reset connections, EOF, deadlines, an exhausted pool, and the server
+// exceptions that report timeouts, overload, network trouble and memory.
+func Unavailable(err error) bool {
+	var ex *clickhouse.Exception
+	if !errors.As(err, &ex) {
+		return err != nil
+	}
+	switch ex.Code {
+	case 159, // TIMEOUT_EXCEEDED
+		160, // TOO_SLOW
+		202, // TOO_MANY_SIMULTANEOUS_QUERIES
+		203, // NO_FREE_CONNECTION
+		209, // SOCKET_TIMEOUT
+		210, // NETWORK_ERROR
+		241, // MEMORY_LIMIT_EXCEEDED
+		242, // TABLE_IS_READ_ONLY: a replica without its ZooKeeper session
+		279, // ALL_CONNECTION_TRIES_FAILED
+		394: // QUERY_WAS_CANCELLED
+		return true
+	}
+	return false
+}
+
+// ConnectionFailed reports whether err is a failure of the connection
+// itself (no answer from the server at all), which a read may retry at once
+// on a new connection: the pool dials the replicas again in order, so a
+// replica that died mid-query is skipped.
+func ConnectionFailed(err error) bool {
+	var ex *clickhouse.Exception
+	return err != nil && !errors.As(err, &ex)
+}
