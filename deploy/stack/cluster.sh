@@ -408,6 +408,30 @@ node_stop() {
     stop_service "$1" current_node_pid "$(node_pidfile "$1")"
 }
 
+# cluster_stop NODE...: stop in reverse start order. The Kafka nodes stop together: one by one, the last
+# would lose its controller quorum (two of three voters gone) halfway through its controlled shutdown and
+# hang until SIGKILL.
+cluster_stop() {
+    local node kafka=()
+    for node in $(reversed "$@"); do
+        case $node in
+        kafka-*) kafka+=("$node") ;;
+        *)
+            stop_together ${kafka[@]+"${kafka[@]}"}
+            kafka=()
+            node_stop "$node"
+            ;;
+        esac
+    done
+    stop_together ${kafka[@]+"${kafka[@]}"}
+}
+
+stop_together() {
+    local n
+    for n in "$@"; do node_stop "$n" & done
+    wait
+}
+
 # node_kill NAME: SIGKILL, as a crash would. The whole process group goes (launch made the node a session
 # leader), so nginx's worker does not outlive its master and keep serving.
 node_kill() {
@@ -505,7 +529,7 @@ cluster_main() {
         for node in "${nodes[@]}"; do node_wait "$node"; done
         ;;
     stop)
-        for node in $(reversed "${nodes[@]}"); do node_stop "$node"; done
+        cluster_stop "${nodes[@]}"
         ;;
     kill)
         (($#)) || die "kill needs node names (stack.sh cluster kill kafka-2): it never kills the whole cluster by default"
@@ -513,7 +537,7 @@ cluster_main() {
         ;;
     reset)
         (($#)) && die "reset takes no node: it deletes the whole cluster's data (replicas and ZooKeeper belong together)"
-        for node in $(reversed "${nodes[@]}"); do node_stop "$node"; done
+        cluster_stop "${nodes[@]}"
         # Keeps the ZooKeeper jars (the Kafka jars are the single-node stack's).
         find "$CLUSTER_DIR" -mindepth 1 -maxdepth 1 ! -name zookeeper ! -name .stack.lock -exec rm -rf {} +
         find "$ZK_DIR" -mindepth 1 -maxdepth 1 ! -name libs -exec rm -rf {} + 2>/dev/null || true
