@@ -814,8 +814,11 @@ type k8sObject struct {
 				} `yaml:"volumes"`
 			} `yaml:"spec"`
 		} `yaml:"template"`
-		// A Service's selector is a label map; a workload's holds matchLabels.
+		// A Service's selector is a label map; a workload's and a PodDisruptionBudget's hold matchLabels.
 		Selector map[string]any `yaml:"selector"`
+		// PodDisruptionBudget: an int or a percentage.
+		MaxUnavailable any `yaml:"maxUnavailable"`
+		MinAvailable   any `yaml:"minAvailable"`
 	} `yaml:"spec"`
 }
 
@@ -1067,6 +1070,22 @@ func TestOpsKubernetes(t *testing.T) {
 				t.Errorf("terminationGracePeriodSeconds unset (30s), want it explicit and more than %s", need)
 			} else if time.Duration(*g)*time.Second <= need {
 				t.Errorf("terminationGracePeriodSeconds %d, want more than %s", *g, need)
+			}
+
+			// A PodDisruptionBudget lets a drain take only some of the pods at once.
+			podName := w.Spec.Template.Metadata.Labels["app.kubernetes.io/name"]
+			pdbs := 0
+			for _, o := range byKind["PodDisruptionBudget"] {
+				ml, _ := o.Spec.Selector["matchLabels"].(map[any]any)
+				if ml["app.kubernetes.io/name"] == podName {
+					pdbs++
+					if (o.Spec.MaxUnavailable == nil) == (o.Spec.MinAvailable == nil) {
+						t.Errorf("PodDisruptionBudget %s: want exactly one of maxUnavailable and minAvailable", o.Metadata.Name)
+					}
+				}
+			}
+			if pdbs != 1 {
+				t.Errorf("%d PodDisruptionBudgets select the %s pods, want 1", pdbs, podName)
 			}
 
 			switch svc {
