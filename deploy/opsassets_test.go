@@ -1090,9 +1090,10 @@ func TestOpsKubernetes(t *testing.T) {
 
 			switch svc {
 			case "ingest":
-				// The only writer of its chains: never two pods at once.
-				if w.Kind != "Deployment" || w.Spec.Replicas == nil || *w.Spec.Replicas != 1 || w.Spec.Strategy.Type != "Recreate" {
-					t.Error("ingest: want a Deployment with 1 replica and strategy Recreate")
+				// One active writer per chain and a standby: a lost pod is taken over, an update replaces
+				// one pod at a time.
+				if w.Kind != "Deployment" || w.Spec.Replicas == nil || *w.Spec.Replicas < 2 || w.Spec.Strategy.Type != "RollingUpdate" {
+					t.Error("ingest: want a Deployment with 2 or more replicas and strategy RollingUpdate")
 				}
 			case "processor":
 				e := env["MORAINE_MATCHER_TRANSACTIONAL_ID"]
