@@ -37,7 +37,7 @@ type Limits struct {
 func DefaultLimits() Limits {
 	return Limits{
 		ReplicaWritable: 30 * time.Second,
-		ReplicaCaughtUp: 60 * time.Second,
+		ReplicaCaughtUp: 30 * time.Second,
 		Replicated:      10 * time.Second,
 		AckWait:         30 * time.Second,
 		BrokerInSync:    60 * time.Second,
