@@ -91,9 +91,11 @@ cluster_profile() {
         for ((i = 1; i <= CLUSTER_INSTANCES; i++)); do
             name=$s-$i
             PROCS+=("$name")
+            common="--chains.file $chains --admin.listen-address 127.0.0.1:$(port_admin "$s" "$i")"
             # --clickhouse.cluster on the command line, not only in the environment: a build without
-            # cluster support must refuse to start rather than create unreplicated tables.
-            common="--chains.file $chains --admin.listen-address 127.0.0.1:$(port_admin "$s" "$i") --clickhouse.cluster $CLUSTER_NAME"
+            # cluster support must refuse to start rather than create unreplicated tables. (ingest
+            # does not use ClickHouse.)
+            [ "$s" = ingest ] || common+=" --clickhouse.cluster $CLUSTER_NAME"
             READY[$name]="http://127.0.0.1:$(port_admin "$s" "$i")/readyz"
             case $s in
             ingest) ARGS[$name]="$BIN/ingest $common" ;;
@@ -188,10 +190,12 @@ up() {
 }
 
 # A build from before cluster mode has no --clickhouse.cluster: say so instead of a usage error per service.
+# ingest has no ClickHouse flags; it is built with the others.
 require_cluster_support() {
     local s
     for s in "${CLUSTER_SERVICES[@]}"; do
         [ -x "$BIN/$s" ] || { echo "run.sh: $BIN/$s missing: run make build" >&2; return 1; }
+        [ "$s" = ingest ] && continue
         if ! "$BIN/$s" -help 2>&1 | grep -q -- '-clickhouse.cluster'; then
             echo "run.sh: $BIN/$s has no --clickhouse.cluster flag: this build cannot run on the cluster (replicated tables, ON CLUSTER DDL)" >&2
             return 1
