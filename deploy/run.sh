@@ -220,9 +220,26 @@ cluster_up() {
     echo "moraine cluster is up. Try: curl -s '127.0.0.1:$(port_api)/v1/chains/$(first_chain_id)/blocks?pageSize=3'"
 }
 
+# down: stop in reverse start order; the instances of one service (name-N) stop together.
 down() {
-    local i
-    for ((i = ${#PROCS[@]} - 1; i >= 0; i--)); do stop_proc "${PROCS[$i]}"; done
+    local i name kind prev="" group=()
+    for ((i = ${#PROCS[@]} - 1; i >= 0; i--)); do
+        name=${PROCS[$i]}
+        kind=${name%-[0-9]*}
+        if [ ${#group[@]} -gt 0 ] && [ "$kind" != "$prev" ]; then
+            stop_together "${group[@]}"
+            group=()
+        fi
+        group+=("$name")
+        prev=$kind
+    done
+    if [ ${#group[@]} -gt 0 ]; then stop_together "${group[@]}"; fi
+}
+
+stop_together() {
+    local n
+    for n in "$@"; do stop_proc "$n" & done
+    wait
 }
 
 status() {
