@@ -46,23 +46,28 @@ cluster_nodes() {
     echo "${out[@]}"
 }
 
-# cluster_select ARG...: the nodes named (or "clickhouse", "kafka" for all of a kind; none: all), in start order.
+# node_matches ARG NODE: ARG names NODE, or its kind (clickhouse, kafka).
+node_matches() {
+    [[ $1 == "$2" || ($1 == clickhouse && $2 == clickhouse-*) || ($1 == kafka && $2 == kafka-*) ]]
+}
+
+# cluster_select ARG...: the nodes named (none: all), in start order.
 cluster_select() {
     local all arg node out=() found
     read -r -a all <<<"$(cluster_nodes)"
     (($#)) || { echo "${all[@]}"; return 0; }
-    for node in "${all[@]}"; do
-        for arg in "$@"; do
-            [[ $arg == "$node" || ($arg == clickhouse && $node == clickhouse-*) || ($arg == kafka && $node == kafka-*) ]] &&
-                { out+=("$node"); break; }
-        done
-    done
     for arg in "$@"; do
         found=0
-        for node in "${all[@]}"; do
-            [[ $arg == "$node" || ($arg == clickhouse && $node == clickhouse-*) || ($arg == kafka && $node == kafka-*) ]] && found=1
-        done
+        for node in "${all[@]}"; do node_matches "$arg" "$node" && found=1; done
         ((found)) || die "unknown cluster node '$arg' (nodes: ${all[*]}; or clickhouse, kafka)"
+    done
+    for node in "${all[@]}"; do
+        for arg in "$@"; do
+            if node_matches "$arg" "$node"; then
+                out+=("$node")
+                break
+            fi
+        done
     done
     echo "${out[@]}"
 }
@@ -491,7 +496,7 @@ EOF
 }
 
 cluster_main() {
-    local cmd=${1:-} msg nodes node rc=0
+    local cmd=${1:-} msg selected nodes node rc=0
     (($#)) && shift
     msg=$(cluster_layout_check) || die "$msg"
     case $cmd in
@@ -503,7 +508,9 @@ cluster_main() {
     env) cluster_print_env; return 0 ;;
     nodes) cluster_nodes | tr ' ' '\n'; return 0 ;;
     esac
-    read -r -a nodes <<<"$(cluster_select "$@")"
+    # Not `read <<<"$(...)"`: that would swallow cluster_select's failure on an unknown name.
+    selected=$(cluster_select "$@") || exit
+    read -r -a nodes <<<"$selected"
     if [[ $cmd == status ]]; then
         for node in "${nodes[@]}"; do node_status "$node" || rc=3; done
         return "$rc"
