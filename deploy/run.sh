@@ -192,11 +192,14 @@ up() {
 # A build from before cluster mode has no --clickhouse.cluster: say so instead of a usage error per service.
 # ingest has no ClickHouse flags; it is built with the others.
 require_cluster_support() {
-    local s
+    local s help
     for s in "${CLUSTER_SERVICES[@]}"; do
         [ -x "$BIN/$s" ] || { echo "run.sh: $BIN/$s missing: run make build" >&2; return 1; }
         [ "$s" = ingest ] && continue
-        if ! "$BIN/$s" -help 2>&1 | grep -q -- '-clickhouse.cluster'; then
+        # Read whole, not piped into grep -q: grep would quit at the match, the service die of SIGPIPE
+        # writing the rest, and pipefail fail the test.
+        help=$("$BIN/$s" -help 2>&1 || true)
+        if [[ $help != *-clickhouse.cluster* ]]; then
             echo "run.sh: $BIN/$s has no --clickhouse.cluster flag: this build cannot run on the cluster (replicated tables, ON CLUSTER DDL)" >&2
             return 1
         fi
