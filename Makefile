@@ -45,16 +45,39 @@ run: build stack-up ## Start the stack, the development chain and the four servi
 	@bash deploy/run.sh up
 
 .PHONY: down
-down: ## Stop the services, the development chain and the stack (data is kept).
+down: ## Stop the services, the development chain and the stack (data is kept); the local cluster too.
 	@bash deploy/run.sh down
 	@bash $(STACK) stop
+	@if [ -d $(STATE_DIR)/cluster ]; then bash deploy/run.sh cluster down && bash $(STACK) cluster stop; fi
 
 .PHONY: reset
-reset: ## Stop everything and delete the local data (ClickHouse, Kafka, dev chain, keys); downloads are kept.
+reset: ## Stop everything and delete the local data (ClickHouse, Kafka, dev chain, keys, the local cluster); downloads are kept.
 	@bash deploy/run.sh down
 	@bash $(STACK) reset
+	@if [ -d $(STATE_DIR)/cluster ]; then bash deploy/run.sh cluster down && bash $(STACK) cluster reset; fi
 	@rm -rf $(STATE_DIR)/devchain $(STATE_DIR)/devchain.json $(STATE_DIR)/dev-api-key $(STATE_DIR)/query $(STATE_DIR)/logs $(STATE_DIR)/run
 	@echo "local data deleted; make run starts afresh"
+
+.PHONY: cluster
+cluster: build ## Local cluster: ZooKeeper, 2 ClickHouse replicas, 3 Kafka nodes, nginx (API on :19080), 2 instances of every service.
+	@bash $(STACK) cluster start
+	@bash deploy/run.sh cluster up
+
+.PHONY: cluster-status
+cluster-status: ## Show each node of the local cluster and each service instance on it.
+	@bash $(STACK) cluster status || true
+	@bash deploy/run.sh cluster status || true
+
+.PHONY: cluster-check
+cluster-check: ## Start the cluster's engines if needed, then kill -9 and restart a ClickHouse replica and a Kafka broker (about 1 min).
+	@bash $(STACK) cluster start
+	@mkdir -p $(BIN) && cd deploy && go build -o ../$(BIN)/clustercheck ./cmd/clustercheck
+	@$(BIN)/clustercheck --stack $(STACK)
+
+.PHONY: cluster-down
+cluster-down: ## Stop the local cluster's services and nodes (data is kept); the single-node stack keeps running.
+	@bash deploy/run.sh cluster down
+	@bash $(STACK) cluster stop
 
 .PHONY: bench
 bench: build stack-up ## Run the benchmarks; results go to bench/results.md and the README.

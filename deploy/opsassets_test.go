@@ -814,8 +814,11 @@ type k8sObject struct {
 				} `yaml:"volumes"`
 			} `yaml:"spec"`
 		} `yaml:"template"`
-		// A Service's selector is a label map; a workload's holds matchLabels.
+		// A Service's selector is a label map; a workload's and a PodDisruptionBudget's hold matchLabels.
 		Selector map[string]any `yaml:"selector"`
+		// PodDisruptionBudget: an int or a percentage.
+		MaxUnavailable any `yaml:"maxUnavailable"`
+		MinAvailable   any `yaml:"minAvailable"`
 	} `yaml:"spec"`
 }
 
@@ -1069,11 +1072,28 @@ func TestOpsKubernetes(t *testing.T) {
 				t.Errorf("terminationGracePeriodSeconds %d, want more than %s", *g, need)
 			}
 
+			// A PodDisruptionBudget lets a drain take only some of the pods at once.
+			podName := w.Spec.Template.Metadata.Labels["app.kubernetes.io/name"]
+			pdbs := 0
+			for _, o := range byKind["PodDisruptionBudget"] {
+				ml, _ := o.Spec.Selector["matchLabels"].(map[any]any)
+				if ml["app.kubernetes.io/name"] == podName {
+					pdbs++
+					if (o.Spec.MaxUnavailable == nil) == (o.Spec.MinAvailable == nil) {
+						t.Errorf("PodDisruptionBudget %s: want exactly one of maxUnavailable and minAvailable", o.Metadata.Name)
+					}
+				}
+			}
+			if pdbs != 1 {
+				t.Errorf("%d PodDisruptionBudgets select the %s pods, want 1", pdbs, podName)
+			}
+
 			switch svc {
 			case "ingest":
-				// The only writer of its chains: never two pods at once.
-				if w.Kind != "Deployment" || w.Spec.Replicas == nil || *w.Spec.Replicas != 1 || w.Spec.Strategy.Type != "Recreate" {
-					t.Error("ingest: want a Deployment with 1 replica and strategy Recreate")
+				// One active writer per chain and a standby: a lost pod is taken over, an update replaces
+				// one pod at a time.
+				if w.Kind != "Deployment" || w.Spec.Replicas == nil || *w.Spec.Replicas < 2 || w.Spec.Strategy.Type != "RollingUpdate" {
+					t.Error("ingest: want a Deployment with 2 or more replicas and strategy RollingUpdate")
 				}
 			case "processor":
 				e := env["MORAINE_MATCHER_TRANSACTIONAL_ID"]

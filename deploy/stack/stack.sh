@@ -6,6 +6,9 @@
 #        stack.sh env
 #        stack.sh kafka-run-class CLASS [ARGS...]   (a Kafka tool with the downloaded jars, e.g.
 #                                                    org.apache.kafka.tools.TopicCommand --bootstrap-server ...)
+#        stack.sh cluster install|start|stop|kill|status|config|reset|env|nodes [NODE...]
+#                                                   (the local cluster: ZooKeeper, replicated ClickHouse,
+#                                                    3 Kafka nodes, nginx; see cluster.sh)
 #
 # Everything (generated configs, data, logs, pid files, the jar cache) lives under one state dir.
 # Environment:
@@ -194,12 +197,12 @@ pid_alive() {
 
 # launch DIR PIDFILE OUTFILE CMD...: start a server in DIR, detached from our session (setsid: a closing
 # terminal or a CI job's process group kill does not take it down), stdin from /dev/null and output to a file
-# (so `$(stack.sh start)` does not hang), lock fd closed. The subshell execs, so $! is the server's own pid.
-# Sets LAUNCHED_PID.
+# (so `$(stack.sh start)` does not hang), lock fds (8: the cluster's, 9) closed. The subshell execs, so $! is the
+# server's own pid. Sets LAUNCHED_PID.
 launch() {
     local dir=$1 pidfile=$2 out=$3
     shift 3
-    (cd "$dir" && exec setsid nohup "$@" </dev/null >>"$out" 2>&1 9>&-) &
+    (cd "$dir" && exec setsid nohup "$@" </dev/null >>"$out" 2>&1 8>&- 9>&-) &
     LAUNCHED_PID=$!
     printf '%s\n' "$LAUNCHED_PID" >"$pidfile"
 }
@@ -582,7 +585,7 @@ print_env() {
 }
 
 usage() {
-    sed -n '5,8p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
+    sed -n '5,11p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 
@@ -631,6 +634,12 @@ main() {
         [[ -f $KAFKA_LIBS/.kafka-version ]] || die "kafka jars not installed: run 'stack.sh install kafka' first"
         [[ -f $KAFKA_DIR/tools-log4j2.properties ]] || { mkdir -p "$KAFKA_DIR" && render kafka-tools-log4j2.properties "$KAFKA_DIR/tools-log4j2.properties"; }
         kafka_java "$@"
+        return
+        ;;
+    cluster)
+        # shellcheck source=deploy/stack/cluster.sh
+        source "$SCRIPT_DIR/cluster.sh"
+        cluster_main "$@"
         return
         ;;
     install | start | stop | reset) ;;
