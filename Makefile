@@ -74,6 +74,17 @@ cluster-check: ## Start the cluster's engines if needed, then kill -9 and restar
 	@mkdir -p $(BIN) && cd deploy && go build -o ../$(BIN)/clustercheck ./cmd/clustercheck
 	@$(BIN)/clustercheck --stack $(STACK)
 
+.PHONY: test-cluster
+test-cluster: ## Fault suite on the local cluster: kills Kafka, ClickHouse and service instances under traffic, then checks ledgers (about 8 min; MORAINE_FAULT_SEED replays a run).
+	@bash $(STACK) cluster start
+	@bash deploy/run.sh cluster down >/dev/null
+	@eval "$$(bash $(STACK) cluster env)"; \
+	export MORAINE_CHDB_PYTHON=$$(bash deploy/stack/chdb.sh install) || exit 1; \
+	echo "=== pkg integration tests on the cluster"; \
+	(cd pkg && go test -count=1 -timeout 10m ./chdb/ ./kafkautil/ ./accountdb/) || exit 1; \
+	echo "=== fault suite"; \
+	cd e2e && go test -tags cluster -count=1 -timeout 30m -run TestClusterFaults -v . 2>&1 | grep -v "level=INFO"; exit $${PIPESTATUS[0]}
+
 .PHONY: cluster-down
 cluster-down: ## Stop the local cluster's services and nodes (data is kept); the single-node stack keeps running.
 	@bash deploy/run.sh cluster down

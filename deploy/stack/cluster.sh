@@ -484,6 +484,10 @@ cluster_print_env() {
     # Not service flags: where the cluster's API and ZooKeeper are, for tests and tools.
     printf 'export MORAINE_CLUSTER_API_URL=%q\n' "http://127.0.0.1:$(port_api)"
     printf 'export MORAINE_CLUSTER_ZOOKEEPER=%q\n' "127.0.0.1:$(port_zookeeper)"
+    # The addresses nginx forwards to: where the query instances listen.
+    local n addrs=()
+    for ((n = 1; n <= CLUSTER_INSTANCES; n++)); do addrs+=("127.0.0.1:$(port_query "$n")"); done
+    printf 'export MORAINE_CLUSTER_QUERY_ADDRS=%s\n' "$(IFS=,; echo "${addrs[*]}")"
 }
 
 cluster_usage() {
