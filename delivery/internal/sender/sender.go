@@ -25,7 +25,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/moraine-data/moraine/delivery/internal/guard"
+	"github.com/moraine-data/moraine/pkg/guard"
 	"github.com/moraine-data/moraine/delivery/internal/sign"
 	"github.com/moraine-data/moraine/pkg/accountdb"
 )
