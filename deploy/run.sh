@@ -48,8 +48,9 @@ args_for() {
         ;;
     ingest) echo "$BIN/ingest --chains.file $CHAINS_FILE" ;;
     processor) echo "$BIN/processor --chains.file $CHAINS_FILE" ;;
-    query) echo "$BIN/query --chains.file $CHAINS_FILE" ;;
-    # The development stack delivers to receivers on this machine (loopback), which production refuses.
+    # The development stack delivers to receivers on this machine (loopback), which production refuses:
+    # query (when it accepts a webhook URL) and delivery (when it connects) apply the same policy, one flag.
+    query) echo "$BIN/query --chains.file $CHAINS_FILE --delivery.allow-private-targets" ;;
     delivery) echo "$BIN/delivery --chains.file $CHAINS_FILE --delivery.allow-private-targets" ;;
     esac
 }

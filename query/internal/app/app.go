@@ -21,6 +21,7 @@ import (
 
 	"github.com/moraine-data/moraine/pkg/chains"
 	"github.com/moraine-data/moraine/pkg/chdb"
+	"github.com/moraine-data/moraine/pkg/guard"
 	"github.com/moraine-data/moraine/pkg/obs"
 	"github.com/moraine-data/moraine/query/internal/api"
 	"github.com/moraine-data/moraine/query/internal/mgmt"
@@ -32,13 +33,16 @@ import (
 type Deps struct {
 	Logger   *slog.Logger
 	Registry *prometheus.Registry
+	// Resolver resolves webhook URL hosts (net.DefaultResolver when nil).
+	Resolver guard.Resolver
 }
 
 // App is one query service.
 type App struct {
-	cfg    Config
-	logger *slog.Logger
-	reg    *prometheus.Registry
+	cfg      Config
+	logger   *slog.Logger
+	reg      *prometheus.Registry
+	resolver guard.Resolver
 
 	chains *chains.Config
 	store  *store.ClickHouse
@@ -69,7 +73,7 @@ func New(cfg Config, deps Deps) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &App{cfg: cfg, logger: deps.Logger, reg: deps.Registry, chains: cc, health: obs.NewHealth()}, nil
+	return &App{cfg: cfg, logger: deps.Logger, reg: deps.Registry, resolver: deps.Resolver, chains: cc, health: obs.NewHealth()}, nil
 }
 
 // Start binds both servers, starts serving and starts connecting to
@@ -94,7 +98,7 @@ func (a *App) Start(ctx context.Context) error {
 		return err
 	}
 	a.health.Add("clickhouse", a.store.Ready)
-	a.mgmt, err = mgmt.New(a.cfg.Mgmt, mgmt.Deps{Logger: a.logger, Registerer: a.reg, Chains: a.chains, PageTokenKey: key})
+	a.mgmt, err = mgmt.New(a.cfg.Mgmt, mgmt.Deps{Logger: a.logger, Registerer: a.reg, Chains: a.chains, PageTokenKey: key, Resolver: a.resolver})
 	if err != nil {
 		return err
 	}
