@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -138,6 +140,42 @@ func cors() gin.HandlerFunc {
 			c.AbortWithStatus(http.StatusNoContent)
 			return
 		}
+		c.Next()
+	}
+}
+
+// keepBadEscapes makes a query parameter whose value (or name) holds an
+// invalid percent escape ("?pageSize=%ZZ") arrive as its raw text, as the
+// qs parser of Express does, instead of vanishing: net/url drops such a
+// pair, so the parameter read as absent (its default) where NestJS
+// validates "%ZZ" and answers 400. Pieces that decode are left alone.
+func keepBadEscapes() gin.HandlerFunc {
+	return func(c *gin.Context) {
+		raw := c.Request.URL.RawQuery
+		if !strings.Contains(raw, "%") {
+			c.Next()
+			return
+		}
+		if _, err := url.ParseQuery(raw); err == nil {
+			c.Next()
+			return
+		}
+		pieces := strings.Split(raw, "&")
+		for i, p := range pieces {
+			k, v, _ := strings.Cut(p, "=")
+			if _, err := url.QueryUnescape(k); err != nil {
+				k = strings.ReplaceAll(k, "%", "%25")
+			}
+			if _, err := url.QueryUnescape(v); err != nil {
+				v = strings.ReplaceAll(v, "%", "%25")
+			}
+			if strings.Contains(p, "=") {
+				pieces[i] = k + "=" + v
+			} else {
+				pieces[i] = k
+			}
+		}
+		c.Request.URL.RawQuery = strings.Join(pieces, "&")
 		c.Next()
 	}
 }

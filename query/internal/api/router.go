@@ -85,11 +85,16 @@ func Router(d Deps) (*gin.Engine, error) {
 	r.HandleMethodNotAllowed = false
 	r.RedirectTrailingSlash = false
 	r.RedirectFixedPath = false
+	// Route on the path as sent, as Express does: an escaped slash is part
+	// of a segment (/v1/chains/43112%2Fblocks is chain "43112/blocks", a
+	// 400), not a separator. Parameters are unescaped after matching.
+	r.UseRawPath = true
+	r.UnescapePathValues = true
 	if err := r.SetTrustedProxies(d.Config.TrustedProxies); err != nil {
 		return nil, fmt.Errorf("api: trusted proxies: %w", err)
 	}
 	m := newMetrics(d.Registerer)
-	r.Use(m.middleware(), accessLog(d.Logger), recovery(d.Logger), cors())
+	r.Use(m.middleware(), accessLog(d.Logger), recovery(d.Logger), cors(), keepBadEscapes())
 	r.NoRoute(func(c *gin.Context) {
 		apierr.Write(c, apierr.NotFound(fmt.Sprintf("Cannot %s %s", c.Request.Method, c.Request.URL.RequestURI())))
 	})

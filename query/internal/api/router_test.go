@@ -180,3 +180,38 @@ func TestHeadAndCORS(t *testing.T) {
 	require.Equal(t, http.StatusOK, w.Code)
 	require.Equal(t, "*", w.Header().Get("Access-Control-Allow-Origin"))
 }
+
+// TestEscapesAreNotSeparators: routing uses the path as sent, as Express
+// does, so an escaped slash stays inside its segment (issue 16: it routed
+// /v1/chains/43112%2Fblocks as /v1/chains/43112/blocks).
+func TestEscapesAreNotSeparators(t *testing.T) {
+	e := newEnv(t)
+	e.seed()
+	badChain := []string{"chainId must be a decimal EVM chain id or a base58 blockchain id"}
+	e.requireError("/v1/chains/43114%2Fblocks", 400, badChain)
+	e.requireError("/v1/chains/43114%2fblocks/1", 404, "Cannot GET /v1/chains/43114%2fblocks/1")
+	e.requireError("/v1/chains/43114/blocks%2F1", 404, "Cannot GET /v1/chains/43114/blocks%2F1")
+	// Escapes of ordinary characters are still read as those characters.
+	require.Equal(t, http.StatusOK, e.get("/v1/chains/%34%33%31%31%34/blocks/1", nil))
+	var b evmBlock
+	require.Equal(t, http.StatusOK, e.get("/v1/chains/43114/blocks/%31", &b))
+	require.Equal(t, "1", b.BlockNumber)
+}
+
+// TestBadEscapesInTheQuery: a parameter whose value holds an invalid
+// percent escape is validated as its raw text, as Express's qs keeps it,
+// not dropped (issue 16: ?pageSize=%ZZ served the default page size).
+func TestBadEscapesInTheQuery(t *testing.T) {
+	e := newEnv(t)
+	e.seed()
+	e.requireError("/v1/chains/43114/blocks?pageSize=%ZZ", 400,
+		[]string{"pageSize must not be greater than 100", "pageSize must not be less than 1", "pageSize must be an integer number"})
+	e.requireError("/v1/blocks?pageSize=1&network=%E0%A4%A", 400,
+		[]string{"network must be one of the following values: mainnet, fuji, testnet"})
+	e.requireError("/v1/chains?network=main%net", 400,
+		[]string{"network must be one of the following values: mainnet, fuji, testnet"})
+	// The other parameters of the query are read as usual.
+	var page listBlocksResponse
+	require.Equal(t, http.StatusOK, e.get("/v1/chains/43114/blocks?x=%ZZ&pageSize=%32", &page))
+	require.Len(t, page.Blocks, 2)
+}

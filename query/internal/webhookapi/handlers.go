@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 
@@ -103,6 +104,11 @@ func (h *handlers) body(c *gin.Context) ([]byte, error) {
 	var tooBig *http.MaxBytesError
 	if errors.As(err, &tooBig) {
 		return nil, apierr.New(http.StatusRequestEntityTooLarge, fmt.Sprintf("Request body larger than %d bytes", h.maxBody))
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		// The server's --http.read-timeout ran out before the body did
+		// (a client announcing more than it sends); Node answers 408.
+		return nil, apierr.New(http.StatusRequestTimeout, "Request body not received within the read timeout")
 	}
 	if err != nil {
 		return nil, apierr.New(http.StatusBadRequest, "Request body could not be read")

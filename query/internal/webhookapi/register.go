@@ -147,20 +147,26 @@ func Register(rg *gin.RouterGroup, cfg Config, d Deps) error {
 		out := append([]gin.HandlerFunc(nil), d.Middleware...)
 		return append(out, auth.RequireAccount(), fn)
 	}
+	get := func(path string, fn gin.HandlerFunc) {
+		rg.GET(path, chain(fn)...)
+		// Express answers HEAD for every GET route (as the block routes
+		// do); net/http drops the body.
+		rg.HEAD(path, chain(fn)...)
+	}
 	rg.POST("/webhooks", chain(h.create)...)
-	rg.GET("/webhooks", chain(h.list)...)
+	get("/webhooks", h.list)
 	// The custom-method paths carry a literal colon (AIP-136). gin reads
 	// ":" as a parameter; "\:" registers it literally (gin >= 1.10), and the
 	// routes do not clash with /webhooks/:id, which has a "/" first.
 	rg.POST(`/webhooks\:generateOrRotateSharedSecret`, chain(h.rotateSecret)...)
-	rg.GET(`/webhooks\:getSharedSecret`, chain(h.getSecret)...)
-	rg.GET("/webhooks/:id", chain(h.get)...)
+	get(`/webhooks\:getSharedSecret`, h.getSecret)
+	get("/webhooks/:id", h.get)
 	rg.PATCH("/webhooks/:id", chain(h.update)...)
 	rg.DELETE("/webhooks/:id", chain(h.deactivate)...)
-	rg.GET("/webhooks/:id/addresses", chain(h.listAddresses)...)
+	get("/webhooks/:id/addresses", h.listAddresses)
 	rg.PATCH("/webhooks/:id/addresses", chain(h.addAddresses)...)
 	rg.DELETE("/webhooks/:id/addresses", chain(h.removeAddresses)...)
-	rg.GET("/webhooks/:id/deliveries", chain(h.listDeliveries)...)
+	get("/webhooks/:id/deliveries", h.listDeliveries)
 	return nil
 }
 

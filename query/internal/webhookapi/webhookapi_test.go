@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/moraine-data/moraine/pkg/accountdb"
+	"github.com/moraine-data/moraine/query/internal/apierr"
 	"github.com/moraine-data/moraine/query/internal/plan"
 	"github.com/moraine-data/moraine/query/internal/webhookapi"
 	"github.com/moraine-data/moraine/query/internal/webhookapi/webhookapitest"
@@ -54,7 +55,7 @@ func requireError(t *testing.T, r webhookapitest.Response, code int, message any
 	}
 	require.NoError(t, json.Unmarshal(r.Body, &body))
 	require.Equal(t, code, body.StatusCode)
-	require.Equal(t, http.StatusText(code), body.Error)
+	require.Equal(t, apierr.ReasonPhrase(code), body.Error)
 	if message != nil {
 		if m, ok := message.([]string); ok {
 			got, _ := body.Message.([]any)
@@ -252,6 +253,8 @@ func TestValidation(t *testing.T) {
 		{"bad address", "POST", "/v1/webhooks", createBody(addr1, "0x123"), 400, []string{"Invalid address format"}},
 		{"address not a string", "POST", "/v1/webhooks", with(func(b map[string]any) { b["metadata"] = map[string]any{"addresses": []any{1}} }), 400, []string{"Invalid address format"}},
 		{"addresses missing", "POST", "/v1/webhooks", with(func(b map[string]any) { b["metadata"] = map[string]any{} }), 400, []string{"metadata.addresses must be an array"}},
+		// A webhook that watches nothing (issue 16: it was created).
+		{"addresses empty", "POST", "/v1/webhooks", createBody([]string{}...), 400, []string{"metadata.addresses must contain at least 1 elements"}},
 		{"bad signature", "POST", "/v1/webhooks", with(func(b map[string]any) {
 			b["metadata"].(map[string]any)["eventSignatures"] = []string{"0x1234"}
 		}), 400, []string{"Invalid event signature format"}},
@@ -815,4 +818,34 @@ func TestDeliveriesHideConnectionDetails(t *testing.T) {
 		{"network", 0, 0, network},
 		{"network", 0, 0, network},
 	}, got)
+}
+
+// TestHeadAndPayloadTooLarge: HEAD answers on every webhook GET route as
+// on the data routes (Express answers HEAD for GET routes), with the same
+// status and no body; a body over --webhooks.max-body-bytes is a 413 with
+// Node's reason phrase (issue 16: 404 for HEAD; "Request Entity Too
+// Large").
+func TestHeadAndPayloadTooLarge(t *testing.T) {
+	cfg := webhookapi.DefaultConfig()
+	cfg.MaxBodyBytes = 1024
+	env := webhookapitest.Start(t, webhookapitest.Options{Webhooks: cfg})
+	_, key := env.NewAccount(t, plan.Free)
+	r := env.Do(t, "POST", "/v1/webhooks", key, createBody(addr1))
+	require.Equal(t, http.StatusCreated, r.Code)
+	id := r.JSON(t)["id"].(string)
+	require.Equal(t, http.StatusCreated, env.Do(t, "POST", "/v1/webhooks:generateOrRotateSharedSecret", key, nil).Code)
+	for _, p := range []string{"/v1/webhooks", "/v1/webhooks/" + id, "/v1/webhooks/" + id + "/addresses",
+		"/v1/webhooks/" + id + "/deliveries", "/v1/webhooks:getSharedSecret"} {
+		r := env.Do(t, "HEAD", p, key, nil)
+		require.Equal(t, http.StatusOK, r.Code, p)
+		require.Empty(t, r.Body, p)
+		require.Equal(t, http.StatusUnauthorized, env.Do(t, "HEAD", p, "", nil).Code, p)
+	}
+	require.Equal(t, http.StatusNotFound, env.Do(t, "HEAD", "/v1/webhooks/00000000-0000-4000-8000-000000000000", key, nil).Code)
+
+	big := createBody(addr1)
+	big["description"] = strings.Repeat("x", 2000)
+	r = env.Do(t, "POST", "/v1/webhooks", key, big)
+	requireError(t, r, http.StatusRequestEntityTooLarge, "Request body larger than 1024 bytes")
+	require.Contains(t, string(r.Body), `"error":"Payload Too Large"`)
 }
