@@ -115,7 +115,7 @@ func (a *App) Start(ctx context.Context) error {
 	if a.admin, err = obs.Listen(a.cfg.Admin.ListenAddress, obs.AdminMux(a.reg, a.health), a.logger); err != nil {
 		return fmt.Errorf("app: admin listen: %w", err)
 	}
-	if a.api, err = obs.Listen(a.cfg.HTTPListenAddress, router, a.logger); err != nil {
+	if a.api, err = obs.ListenHTTP(a.cfg.HTTPListenAddress, router, a.logger, a.cfg.HTTP); err != nil {
 		// Close the admin listener: Serve on an ended context shuts down.
 		done, cancel := context.WithCancel(context.Background())
 		cancel()
