@@ -21,15 +21,15 @@ type Config struct {
 	HTTPListenAddress string
 	TrustedProxies    string
 	// HTTP bounds what one client can hold of the API server.
-	HTTP obs.HTTPConfig
-	Admin             obs.AdminConfig
-	ChainsFile        string
-	ClickHouse        chdb.Config
-	ShutdownTimeout   time.Duration
-	Log               obs.LogConfig
-	Store             store.Config
-	API               api.Config
-	PageToken         pagetoken.Config
+	HTTP            obs.HTTPConfig
+	Admin           obs.AdminConfig
+	ChainsFile      string
+	ClickHouse      chdb.Config
+	ShutdownTimeout time.Duration
+	Log             obs.LogConfig
+	Store           store.Config
+	API             api.Config
+	PageToken       pagetoken.Config
 	// Mgmt: accounts, keys, rate limits, webhooks, the address-watch topic.
 	Mgmt mgmt.Config
 }
