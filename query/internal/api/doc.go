@@ -12,7 +12,7 @@
 //	GET /v1/chains/{chainId}/blocks/{blockId}/transactions ListNativeTransactionsResponse; pageSize 0..100 (0 = all, no token), pageToken     (20 CU)
 //	GET /v1/blocks                                        ListEvmBlocksResponse across chains; pageSize 1..100 (10), pageToken, network            (20 CU)
 //	GET /v1/chains/allBlocks                              deprecated twin of /v1/blocks                                                              (1 CU)
-//	GET /api-json                                         the OpenAPI 3.1 document of exactly these operations (openapigen)
+//	GET /api-json                                         the OpenAPI 3.1 document of every operation the service serves: these, the webhooks API and moraine's extensions (openapigen)
 //
 // chainId is the decimal EVM chain id or the base58 blockchain id of a chain
 // in the chain file; every chainId in a response is the decimal id. blockId

@@ -119,7 +119,9 @@ func TestMiddlewareSeesRouteWeight(t *testing.T) {
 }
 
 func TestOpenAPIMatchesRouter(t *testing.T) {
-	// /api-json advertises exactly the operations the router serves.
+	// /api-json advertises exactly the data operations this router serves
+	// (the webhook operations are registered by webhookapi; the app's
+	// TestOpenAPIListsEveryRoute checks the whole service).
 	e := newEnv(t)
 	code, raw := e.do(http.MethodGet, "/api-json")
 	require.Equal(t, http.StatusOK, code)
@@ -131,6 +133,9 @@ func TestOpenAPIMatchesRouter(t *testing.T) {
 	require.Equal(t, "3.1.0", doc.OpenAPI)
 	var spec []string
 	for p, ms := range doc.Paths {
+		if strings.HasPrefix(p, "/v1/webhooks") {
+			continue
+		}
 		for m := range ms {
 			gp := p
 			for _, param := range []string{"chainId", "blockId"} {
@@ -148,7 +153,6 @@ func TestOpenAPIMatchesRouter(t *testing.T) {
 	sort.Strings(spec)
 	sort.Strings(served)
 	require.Equal(t, served, spec)
-	require.NotContains(t, string(raw), "webhooks:")
 }
 
 func TestHeadAndCORS(t *testing.T) {

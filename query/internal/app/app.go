@@ -16,6 +16,7 @@ import (
 	"sync"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 
@@ -48,6 +49,8 @@ type App struct {
 	store  *store.ClickHouse
 	mgmt   *mgmt.Mgmt
 	health *obs.Health
+	// router is the API's handler (tests list its routes).
+	router *gin.Engine
 	api    *obs.Server
 	admin  *obs.Server
 
@@ -112,6 +115,7 @@ func (a *App) Start(ctx context.Context) error {
 	if err := a.mgmt.Register(router); err != nil {
 		return err
 	}
+	a.router = router
 	if a.admin, err = obs.Listen(a.cfg.Admin.ListenAddress, obs.AdminMux(a.reg, a.health), a.logger); err != nil {
 		return fmt.Errorf("app: admin listen: %w", err)
 	}
