@@ -44,6 +44,25 @@ func (m *metrics) initRoute(route, method string) {
 	m.duration.WithLabelValues(route, method)
 }
 
+// errorCodes are the error statuses the spec lists for every operation
+// that the service answers: 400, 401, 403, 404, 429, 500 (a bug) and 503
+// (ClickHouse or Kafka cannot answer).
+var errorCodes = []string{"400", "401", "403", "404", "429", "500", "503"}
+
+// initErrorSeries pre-creates, for every route, the error codes and the
+// duration histogram. A ratio of 5xx over all requests (rules.yml's
+// moraine:query_http_5xx_ratio:rate5m, the dashboard's 4xx and 5xx ratios)
+// has no numerator until an error series exists, and rate() cannot count
+// the increase that creates a series: the first errors would never alert.
+func (m *metrics) initErrorSeries(routes gin.RoutesInfo) {
+	for _, r := range routes {
+		for _, code := range errorCodes {
+			m.requests.WithLabelValues(r.Path, r.Method, code)
+		}
+		m.duration.WithLabelValues(r.Path, r.Method)
+	}
+}
+
 var knownMethods = map[string]bool{
 	http.MethodGet: true, http.MethodHead: true, http.MethodPost: true, http.MethodPut: true,
 	http.MethodPatch: true, http.MethodDelete: true, http.MethodOptions: true,

@@ -53,6 +53,10 @@ type Deps struct {
 	// API-key authentication and rate limiting. It aborts with
 	// apierr.Write.
 	Middleware []gin.HandlerFunc
+	// Register adds further route groups to the engine (the webhook API:
+	// mgmt.Register), before the per-route series are created, so that
+	// their series exist from start-up too.
+	Register []func(*gin.Engine) error
 }
 
 // Router builds the HTTP API: gin.New() with metrics, access log and panic
@@ -108,6 +112,12 @@ func Router(d Deps) (*gin.Engine, error) {
 	registerBlockRoutes(rt, h)
 
 	r.GET("/api-json", serveOpenAPI)
+	for _, reg := range d.Register {
+		if err := reg(r); err != nil {
+			return nil, err
+		}
+	}
+	m.initErrorSeries(r.Routes())
 	return r, nil
 }
 

@@ -75,9 +75,16 @@ func TestPanicIsA500(t *testing.T) {
 func TestMetrics(t *testing.T) {
 	e := newEnv(t)
 	e.seed()
-	// Pre-created at 0.
+	// Pre-created at 0, the 5xx codes of every route included: a 5xx
+	// ratio needs its numerator before the first error (issue 16).
 	require.Equal(t, 0.0, series(t, e.reg, "moraine_query_http_requests_total",
 		map[string]string{"route": "/v1/chains/:chainId/blocks/:blockId/transactions", "method": "GET", "code": "200"}))
+	for _, r := range e.router.Routes() {
+		for _, code := range []string{"400", "401", "403", "404", "429", "500", "503"} {
+			require.Equal(t, 0.0, series(t, e.reg, "moraine_query_http_requests_total",
+				map[string]string{"route": r.Path, "method": r.Method, "code": code}), "%s %s %s", r.Method, r.Path, code)
+		}
+	}
 	e.get("/v1/chains/43114/blocks/1", nil)
 	e.get("/v1/chains/43114/blocks/2", nil)
 	e.do(http.MethodGet, "/v1/chains/43114/blocks/99")

@@ -108,11 +108,9 @@ func (a *App) Start(ctx context.Context) error {
 	router, err := api.Router(api.Deps{
 		Logger: a.logger.With("component", "api"), Registerer: a.reg, Chains: a.chains,
 		Store: a.store, Tokens: tokens, Config: a.cfg.API, Middleware: a.mgmt.Middleware(),
+		Register: []func(*gin.Engine) error{a.mgmt.Register},
 	})
 	if err != nil {
-		return err
-	}
-	if err := a.mgmt.Register(router); err != nil {
 		return err
 	}
 	a.router = router
