@@ -17,6 +17,7 @@
 //
 // The two custom-method paths carry a literal colon; they are registered
 // with gin's escaped colon ("\:"), which does not clash with /webhooks/:id.
+// Every GET route also answers HEAD (Express does), with the same checks.
 //
 // Every route needs an API key (auth.RequireAccount, 401 otherwise) and
 // acts on the caller's account only: another account's webhook id is 404,
