@@ -157,11 +157,7 @@ func (a *App) runFollowers(ctx context.Context) error {
 	for _, ch := range a.chains {
 		logger := a.logger.With("chain_id", ch.EVMChainID)
 		client := rpc.New(rpc.Config{URL: ch.RPCURLs[0], Chain: ch.EVMChainID, Timeout: a.cfg.RPCTimeout}, rpcMetrics)
-		methods := []string{"eth_blockNumber", "eth_getBlockByNumber", "eth_getBlockReceipts"}
-		if ch.Traces {
-			methods = append(methods, "debug_traceBlockByNumber")
-		}
-		rpcMetrics.Init(ch.EVMChainID, methods...)
+		rpcMetrics.Init(ch.EVMChainID, "eth_blockNumber", "eth_getBlockByNumber", "eth_getBlockReceipts")
 		heads := rpc.NewHeads(client, rpc.HeadsConfig{WSURL: ch.WSURL, PollInterval: a.cfg.PollInterval}, logger.With("component", "heads"))
 		f, err := follow.New(follow.Config{
 			Chain:           ch,
