@@ -32,9 +32,10 @@ stack-status: ## Show whether ClickHouse, Kafka and the services run.
 	@bash deploy/run.sh status || true
 
 .PHONY: test
-test: stack-up ## Start the local stack, then run unit and integration tests of every module (-race).
+test: stack-up ## Start the local stack, then run unit and integration tests of every module (-race) and the API fuzzer.
 	@eval "$$(bash $(STACK) env)"; \
 	export MORAINE_CHDB_PYTHON=$$(bash deploy/stack/chdb.sh install) || exit 1; \
+	export MORAINE_SCHEMATHESIS=$$(bash deploy/stack/schemathesis.sh install) || exit 1; \
 	fail=0; for m in $(MODULE_DIRS); do \
 	  echo "=== go test $$m"; \
 	  (cd $$m && go test $(GOTEST_FLAGS) ./...) || fail=1; \

@@ -92,6 +92,10 @@ delivery=$(grep -E '^(BenchmarkDeliverySustained|delivery-sustained)' "$TMP/deli
 echo "bench: address join with 1M watched addresses..."
 match=$( (cd processor && go test -run '^$' -bench 'BenchmarkMatchBlock|BenchmarkTableBuild1M' -benchmem -timeout 10m ./internal/match ./internal/watchlist 2>&1) | grep -E '^Benchmark' || true)
 
+# 3b. Reads on the development stack's shape: what MoraineQueryLatencyHigh judges (deploy/prometheus/rules.yml).
+echo "bench: read latency on the development stack (4 and 20 req/s, 2 min each)..."
+readlat=$( (cd e2e && go test -run '^$' -bench 'BenchmarkDevStackReadLatency' -benchtime 1x -timeout 15m . 2>&1) | grep -E '^reads ' || true)
+
 # 4. Micro-benchmarks.
 echo "bench: codec micro-benchmarks..."
 micro=$( (cd schemas && go test -run '^$' -bench . -benchmem ./codec) | grep -E '^Benchmark' || true)
@@ -146,6 +150,15 @@ micro=$( (cd schemas && go test -run '^$' -bench . -benchmem ./codec) | grep -E 
     echo
     echo '```'
     echo "$match"
+    echo '```'
+    echo
+    echo "Reads on the development stack (the chain mining a block a second with 16 transactions, ingest, processor, query"
+    echo "and delivery on this machine): open-loop reads over six routes, after 30 s of warm-up; per route the query"
+    echo "service's own histogram (p50 and p99 as Prometheus interpolates them) and the requests over 25/50/100/250 ms,"
+    echo "which MoraineQueryLatencyHigh compares with its thresholds (over 100 ms: 10%; over 250 ms: 1%)."
+    echo
+    echo '```'
+    echo "$readlat"
     echo '```'
     echo
     echo "## Micro-benchmarks"

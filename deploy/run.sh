@@ -52,8 +52,9 @@ single_profile() {
         [devchain]="$(chain_source_args "" "$STATE_DIR/devchain")"
         [ingest]="$BIN/ingest --chains.file $CHAINS_FILE"
         [processor]="$BIN/processor --chains.file $CHAINS_FILE"
-        [query]="$BIN/query --chains.file $CHAINS_FILE"
-        # The development stack delivers to receivers on this machine (loopback), which production refuses.
+        # The development stack delivers to receivers on this machine (loopback), which production refuses:
+        # query (when it accepts a webhook URL) and delivery (when it connects) apply the same policy, one flag.
+        [query]="$BIN/query --chains.file $CHAINS_FILE --delivery.allow-private-targets"
         [delivery]="$BIN/delivery --chains.file $CHAINS_FILE --delivery.allow-private-targets"
     )
     READY=(
@@ -104,7 +105,7 @@ cluster_profile() {
             processor) ARGS[$name]="$BIN/processor $common --matcher.transactional-id moraine-matcher-$name" ;;
             # Behind nginx (127.0.0.1): client IPs come from X-Forwarded-For, and each instance enforces
             # 1/N of every plan's budget. The page-token key file is shared through the state dir.
-            query) ARGS[$name]="$BIN/query $common --http.listen-address 127.0.0.1:$(port_query "$i") --http.trusted-proxies 127.0.0.1 --ratelimit.instances $CLUSTER_INSTANCES" ;;
+            query) ARGS[$name]="$BIN/query $common --http.listen-address 127.0.0.1:$(port_query "$i") --http.trusted-proxies 127.0.0.1 --ratelimit.instances $CLUSTER_INSTANCES --delivery.allow-private-targets" ;;
             delivery) ARGS[$name]="$BIN/delivery $common --delivery.allow-private-targets" ;;
             esac
         done

@@ -42,6 +42,9 @@ type pipelineOpts struct {
 	// noWaitIngest returns as soon as ingest is started instead of when it
 	// has caught up (the benchmark times the catching up).
 	noWaitIngest bool
+	// queryArgs are extra query flags (later flags win over the defaults
+	// set here).
+	queryArgs []string
 	// delivery also starts the delivery service, with these extra flags.
 	delivery     bool
 	deliveryArgs []string
@@ -112,7 +115,9 @@ func startServices(t testing.TB, chainJSON string, o pipelineOpts) *stackUp {
 		"--api.page-token-secret", strings.Repeat("e2e-secret-", 4),
 		// Thousands of reads in a few seconds would exceed the keyless budget;
 		// rate limits have their own tests in query.
-		"--ratelimit.enabled=false", "--log.level", "warn"})...)
+		"--ratelimit.enabled=false", "--log.level", "warn",
+		// The tests' webhook receivers listen on loopback.
+		"--delivery.allow-private-targets"}, o.queryArgs)...)
 	if o.delivery {
 		run("delivery", true, args(common, chArgs, []string{"--chains.file", chainsFile, "--delivery.allow-private-targets"}, o.deliveryArgs)...)
 	}

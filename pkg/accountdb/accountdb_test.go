@@ -84,9 +84,10 @@ func TestWebhooksPagingAndIsolation(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, inactive, 3)
 
-	n, err := db.CountWebhooks(ctx, "acc-1")
+	// Only active webhooks count against the plan: 7 webhooks, 3 inactive.
+	n, err := db.CountActiveWebhooks(ctx, "acc-1")
 	require.NoError(t, err)
-	require.Equal(t, 7, n)
+	require.Equal(t, 4, n)
 	_, err = db.Webhook(ctx, "acc-1", "other")
 	require.ErrorIs(t, err, accountdb.ErrNotFound)
 
@@ -102,6 +103,10 @@ func TestWebhooksPagingAndIsolation(t *testing.T) {
 	got, err := db.Webhook(ctx, "acc-1", "w0")
 	require.NoError(t, err)
 	require.Equal(t, []string{"0xabc"}, got.EventSignatures)
+	// The count reads the newest version only: w0 is active again.
+	n, err = db.CountActiveWebhooks(ctx, "acc-1")
+	require.NoError(t, err)
+	require.Equal(t, 5, n)
 }
 
 func TestAddresses(t *testing.T) {

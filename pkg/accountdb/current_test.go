@@ -38,7 +38,7 @@ func TestStatementsRunOnCurrentClickHouse(t *testing.T) {
 		bind(qAccount, s), qAccounts,
 		bind(qKeyByHash, s), bind(qKeyByID, s), bind(qKeysByAccount, s),
 		bind(qWebhook, s, s), bind(qWebhookPage, s, "''", "''", "18446744073709551615", "18446744073709551615", "''", n),
-		bind(qWebhookCount, s), bind(qWebhookByRequestHash, s, s, n), qAllWebhooks,
+		bind(qActiveWebhookCount, s, "'active'"), bind(qWebhookByRequestHash, s, s, n), qAllWebhooks,
 		bind(qAddressStates, s, "('0x01', '0x02')"), bind(qAddressRange, s, "'0x'", "'0xg'", n),
 		bind(qAddressCount, s), bind(qAddressesOf, "('w', 'v')", n), bind(qAddressChanges, n), qAllAddresses,
 		bind(qSecret, s), qAllSecrets,

@@ -54,7 +54,8 @@ const (
 	qWebhookPage = `SELECT ` + webhookCols + ` FROM (SELECT ` + webhookCols + ` FROM webhooks FINAL WHERE account_id = ?)
 WHERE (? = '' OR status = ?) AND (created_at < ? OR (created_at = ? AND id < ?))
 ORDER BY created_at DESC, id DESC LIMIT ?`
-	qWebhookCount         = `SELECT count() FROM webhooks FINAL WHERE account_id = ?`
+	// The status filter is outside FINAL, as in qWebhookPage.
+	qActiveWebhookCount   = `SELECT count() FROM (SELECT status FROM webhooks FINAL WHERE account_id = ?) WHERE status = ?`
 	qWebhookByRequestHash = `SELECT ` + webhookCols + ` FROM (SELECT ` + webhookCols + ` FROM webhooks FINAL WHERE account_id = ?)
 WHERE request_hash = ? AND created_at >= ? ORDER BY created_at DESC, id DESC LIMIT 1`
 	qAllWebhooks = `SELECT ` + webhookCols + ` FROM webhooks FINAL`
@@ -115,10 +116,12 @@ func (db *DB) Webhooks(ctx context.Context, accountID, status string, after Webh
 		after.CreatedAt, after.CreatedAt, after.ID, uint64(limit))
 }
 
-// CountWebhooks counts account's webhooks, inactive ones included.
-func (db *DB) CountWebhooks(ctx context.Context, accountID string) (int, error) {
+// CountActiveWebhooks counts account's active webhooks: what the plan's
+// webhooks-per-account limit applies to (a deactivated webhook, by DELETE or
+// by delivery, frees its place until it is reactivated).
+func (db *DB) CountActiveWebhooks(ctx context.Context, accountID string) (int, error) {
 	var n uint64
-	err := db.query(ctx, "webhook_count", qWebhookCount, func(r driver.Rows) error { return r.Scan(&n) }, accountID)
+	err := db.query(ctx, "webhook_count_active", qActiveWebhookCount, func(r driver.Rows) error { return r.Scan(&n) }, accountID, StatusActive)
 	return int(n), err
 }
 

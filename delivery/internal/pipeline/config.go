@@ -9,6 +9,7 @@ import (
 
 	"github.com/moraine-data/moraine/delivery/internal/dlog"
 	"github.com/moraine-data/moraine/delivery/internal/sign"
+	"github.com/moraine-data/moraine/pkg/guard"
 	"github.com/moraine-data/moraine/schemas/topics"
 )
 
@@ -124,7 +125,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.HostQueueTimeout, "delivery.host-queue-timeout", d.HostQueueTimeout, "longest wait for a busy endpoint host before the message is parked on the first retry level (no attempt counted)")
 	fs.IntVar(&c.PartitionWindow, "delivery.partition-window", d.PartitionWindow, "records per partition in flight (and fetched ahead) before the partition waits")
 	fs.StringVar(&c.KeyEncoding, "delivery.signature-key-encoding", d.KeyEncoding, "HMAC key of the signatures: hex (the shared secret hex-decoded; the docs' reading) or utf8 (its characters; ChainKit validateWebhook's reading)")
-	fs.BoolVar(&c.AllowPrivateTargets, "delivery.allow-private-targets", d.AllowPrivateTargets, "allow webhook URLs that resolve to loopback, private, link-local (metadata), CGNAT or other internal addresses (development only)")
+	guard.RegisterFlags(fs, &c.AllowPrivateTargets)
 	fs.IntVar(&c.FreeDoubleFailures, "delivery.free-double-failures", d.FreeDoubleFailures, "free plan: the number of messages failing attempts 1 and 2 that deactivates a webhook")
 	fs.DurationVar(&c.CommitInterval, "delivery.commit-interval", d.CommitInterval, "how often offsets of finished messages are committed")
 	fs.DurationVar(&c.SessionTimeout, "delivery.session-timeout", d.SessionTimeout, "Kafka consumer group session timeout: how soon a crashed instance's partitions move to another (the broker allows 6s to 5m by default)")

@@ -25,9 +25,9 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/moraine-data/moraine/delivery/internal/guard"
 	"github.com/moraine-data/moraine/delivery/internal/sign"
 	"github.com/moraine-data/moraine/pkg/accountdb"
+	"github.com/moraine-data/moraine/pkg/guard"
 )
 
 // UserAgent is sent with every attempt.

@@ -28,10 +28,19 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 }
 
-// Init pre-creates the ok series of the given methods at 0 for a chain, so
-// that dashboards show the series before the first call.
+// results are the values of the result label (resultLabel).
+var results = []string{"ok", "rpc_error", "rate_limited", "http_error", "timeout", "transport_error", "bad_response"}
+
+// Init pre-creates the series of the given methods at 0 for a chain, every
+// result included: an error ratio (rules.yml's
+// moraine:ingest_rpc_error_ratio:rate5m) has no numerator until an error
+// series exists, and rate() cannot count the increase that creates a
+// series, so without them the first errors would never alert.
 func (m *Metrics) Init(chain string, methods ...string) {
 	for _, meth := range methods {
-		m.requests.WithLabelValues(chain, meth, "ok")
+		for _, r := range results {
+			m.requests.WithLabelValues(chain, meth, r)
+		}
+		m.duration.WithLabelValues(chain, meth)
 	}
 }

@@ -201,9 +201,15 @@ func newMatcher(cfg Config, chainCfg *chains.Config, logger *slog.Logger, reg pr
 	tokens := tokenmeta.New(tokenmeta.Config{CacheSize: cfg.Matcher.TokenCacheSize, CallTimeout: cfg.Matcher.EthCallTimeout}, rpc,
 		tokenmeta.Deps{Logger: logger, Registerer: reg})
 	health.Add("watchlist", reader.ReadyCheck)
+	m := newMatcherMetrics(reg, reader)
+	for id := range natives {
+		// Every configured chain's series from start-up: a rate over a
+		// series created by its first increment misses that increment.
+		m.emitted.WithLabelValues(strconv.FormatUint(id, 10))
+	}
 	return &matcher{
 		cfg: cfg, logger: logger, table: table, reader: reader, match: match.New(table), tokens: tokens, natives: natives,
-		m: newMatcherMetrics(reg, reader), activity: cfg.Kafka.Topic(topics.Activity), blocks: cfg.Kafka.Topic(topics.Blocks),
+		m: m, activity: cfg.Kafka.Topic(topics.Activity), blocks: cfg.Kafka.Topic(topics.Blocks),
 		now: time.Now,
 	}, nil
 }

@@ -3,7 +3,7 @@
 // up within their key-cache TTL (5 s by default).
 //
 //	moraine-admin account create --name NAME --plan free|base|growth|pro|enterprise|custom
-//	moraine-admin account list
+//	moraine-admin account list                (with each account's active webhooks)
 //	moraine-admin account set-plan --account ID --plan PLAN
 //	moraine-admin key create --account ID      (prints the key once; only its SHA-256 is stored)
 //	moraine-admin key list --account ID
@@ -41,7 +41,7 @@ const usage = `usage: moraine-admin <command> [flags]
 
 commands:
   account create --name NAME --plan PLAN   create an account (prints its id)
-  account list                             list accounts
+  account list                             list accounts (with their active webhooks, what the plan limits)
   account set-plan --account ID --plan PLAN
   key create --account ID                  create an API key (prints it once)
   key list --account ID                    list an account's keys (prefix, created, revoked)
@@ -178,9 +178,15 @@ var commands = map[string]command{
 				return err
 			}
 			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "ID\tNAME\tPLAN\tCREATED")
+			// ACTIVE WEBHOOKS is what the plan's webhooksPerAccount limits
+			// (plan list); inactive webhooks do not count.
+			fmt.Fprintln(tw, "ID\tNAME\tPLAN\tACTIVE WEBHOOKS\tCREATED")
 			for _, a := range accs {
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", a.ID, a.Name, a.Plan, ms(a.CreatedAt))
+				n, err := e.admin.ActiveWebhooks(ctx, a.ID)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", a.ID, a.Name, a.Plan, n, ms(a.CreatedAt))
 			}
 			return tw.Flush()
 		}

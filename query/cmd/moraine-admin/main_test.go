@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/moraine-data/moraine/pkg/accountdb"
 	"github.com/moraine-data/moraine/pkg/accountdb/accountdbtest"
 )
 
@@ -33,6 +35,16 @@ func TestCommands(t *testing.T) {
 	require.Equal(t, 0, code)
 	require.Contains(t, out, acc)
 	require.Contains(t, out, "growth")
+	// The active webhooks, what the plan limits: one active and one
+	// inactive webhook count as 1.
+	db, _ := accountdbtest.Connect(t, ch)
+	for i, status := range []string{accountdb.StatusActive, accountdb.StatusInactive} {
+		require.NoError(t, db.PutWebhook(ctx, accountdb.Webhook{AccountID: acc, ID: fmt.Sprintf("w%d", i), Status: status, Version: 1}))
+	}
+	code, out, _ = cli("account", "list")
+	require.Equal(t, 0, code)
+	require.Contains(t, out, "ACTIVE WEBHOOKS")
+	require.Regexp(t, acc+`\s+acme\s+growth\s+1\s`, out)
 
 	code, key, stderr := cli("key", "create", "--account", acc)
 	require.Equal(t, 0, code, stderr)

@@ -75,6 +75,12 @@ func (a *Admin) SetPlan(ctx context.Context, id, planName string) (accountdb.Acc
 // Accounts lists every account.
 func (a *Admin) Accounts(ctx context.Context) ([]accountdb.Account, error) { return a.DB.Accounts(ctx) }
 
+// ActiveWebhooks counts an account's active webhooks: what its plan's
+// webhooks-per-account limit applies to.
+func (a *Admin) ActiveWebhooks(ctx context.Context, accountID string) (int, error) {
+	return a.DB.CountActiveWebhooks(ctx, accountID)
+}
+
 // CreateKey creates a key for an account; the returned NewKey.Key is the
 // only time the key exists outside the caller's hands.
 func (a *Admin) CreateKey(ctx context.Context, accountID string) (auth.NewKey, error) {

@@ -388,7 +388,12 @@ func TestGetBlock(t *testing.T) {
 		e.requireError("/v1/chains/43114/blocks/"+id, 400, bad)
 	}
 	e.requireError("/v1/chains/43114/blocks/31", 404, "Block 31 not found on chain 43114")
-	e.requireError("/v1/chains/43114/blocks/99999999999999999999999", 404, nil)
+	// Beyond 2^64-1: a 400, not a 404 echoing a clamped number (issue 16).
+	tooBig := []string{"blockId must be a block number no greater than 18446744073709551615 or a 0x-prefixed 32-byte block hash"}
+	e.requireError("/v1/chains/43114/blocks/99999999999999999999999", 400, tooBig)
+	e.requireError("/v1/chains/43114/blocks/18446744073709551616", 400, tooBig)
+	e.requireError("/v1/chains/43114/blocks/18446744073709551616/transactions", 400, tooBig)
+	e.requireError("/v1/chains/43114/blocks/18446744073709551615", 404, "Block 18446744073709551615 not found on chain 43114")
 	e.requireError("/v1/chains/43114/blocks/0x"+strings.Repeat("ab", 32), 404, "Block 0x"+strings.Repeat("ab", 32)+" not found on chain 43114")
 	e.requireError("/v1/chains/43113/blocks/"+b.Hash.Hex(), 404, nil) // a hash of another chain
 	e.requireError("/v1/chains/999/blocks/1", 404, "Chain 999 not found")

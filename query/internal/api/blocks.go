@@ -97,8 +97,6 @@ func (h *handlers) lookupBlock(ctx context.Context, ch chains.Chain, id blockID)
 	switch {
 	case id.byHash:
 		b, err = h.store.BlockByHash(ctx, ch.ID(), id.hash)
-	case id.tooBig:
-		err = store.ErrNotFound
 	default:
 		b, err = h.store.BlockByNumber(ctx, ch.ID(), id.number)
 	}

@@ -62,8 +62,6 @@ func (p *params) chainID() string {
 type blockID struct {
 	byHash bool
 	number uint64
-	// tooBig: a well-formed number beyond uint64, which cannot exist (404).
-	tooBig bool
 	hash   store.Hash
 }
 
@@ -82,7 +80,13 @@ func (p *params) blockID() blockID {
 		return blockID{byHash: true, hash: h}
 	case decimalBlock.MatchString(raw):
 		n, err := strconv.ParseUint(raw, 10, 64)
-		return blockID{number: n, tooBig: err != nil}
+		if err != nil {
+			// Beyond 2^64-1: no chain numbers blocks that high, and the
+			// number cannot be echoed in a 404 without changing it.
+			p.fail("blockId must be a block number no greater than 18446744073709551615 or a 0x-prefixed 32-byte block hash")
+			return blockID{}
+		}
+		return blockID{number: n}
 	}
 	p.fail("blockId must be a decimal block number or a 0x-prefixed 32-byte block hash")
 	return blockID{}

@@ -53,6 +53,10 @@ type Deps struct {
 	// API-key authentication and rate limiting. It aborts with
 	// apierr.Write.
 	Middleware []gin.HandlerFunc
+	// Register adds further route groups to the engine (the webhook API:
+	// mgmt.Register), before the per-route series are created, so that
+	// their series exist from start-up too.
+	Register []func(*gin.Engine) error
 }
 
 // Router builds the HTTP API: gin.New() with metrics, access log and panic
@@ -85,11 +89,16 @@ func Router(d Deps) (*gin.Engine, error) {
 	r.HandleMethodNotAllowed = false
 	r.RedirectTrailingSlash = false
 	r.RedirectFixedPath = false
+	// Route on the path as sent, as Express does: an escaped slash is part
+	// of a segment (/v1/chains/43112%2Fblocks is chain "43112/blocks", a
+	// 400), not a separator. Parameters are unescaped after matching.
+	r.UseRawPath = true
+	r.UnescapePathValues = true
 	if err := r.SetTrustedProxies(d.Config.TrustedProxies); err != nil {
 		return nil, fmt.Errorf("api: trusted proxies: %w", err)
 	}
 	m := newMetrics(d.Registerer)
-	r.Use(m.middleware(), accessLog(d.Logger), recovery(d.Logger), cors())
+	r.Use(m.middleware(), accessLog(d.Logger), recovery(d.Logger), cors(), keepBadEscapes())
 	r.NoRoute(func(c *gin.Context) {
 		apierr.Write(c, apierr.NotFound(fmt.Sprintf("Cannot %s %s", c.Request.Method, c.Request.URL.RequestURI())))
 	})
@@ -103,6 +112,12 @@ func Router(d Deps) (*gin.Engine, error) {
 	registerBlockRoutes(rt, h)
 
 	r.GET("/api-json", serveOpenAPI)
+	for _, reg := range d.Register {
+		if err := reg(r); err != nil {
+			return nil, err
+		}
+	}
+	m.initErrorSeries(r.Routes())
 	return r, nil
 }
 

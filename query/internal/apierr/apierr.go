@@ -81,13 +81,30 @@ func BodyOf(e *Error) Body {
 	msg := e.Message
 	switch m := msg.(type) {
 	case nil:
-		msg = http.StatusText(e.Status)
+		msg = ReasonPhrase(e.Status)
 	case []string:
 		if m == nil {
 			msg = []string{}
 		}
 	}
-	return Body{Message: msg, StatusCode: e.Status, Error: http.StatusText(e.Status)}
+	return Body{Message: msg, StatusCode: e.Status, Error: ReasonPhrase(e.Status)}
+}
+
+// nodeReasons are the reason phrases where Node's http.STATUS_CODES (what
+// NestJS's exceptions and the hosted service send) differ from Go's.
+var nodeReasons = map[int]string{
+	http.StatusRequestEntityTooLarge:        "Payload Too Large",
+	http.StatusRequestURITooLong:            "URI Too Long",
+	http.StatusRequestedRangeNotSatisfiable: "Range Not Satisfiable",
+}
+
+// ReasonPhrase is the error field for status, in the hosted service's
+// words (Node's), e.g. 413 "Payload Too Large".
+func ReasonPhrase(status int) string {
+	if r, ok := nodeReasons[status]; ok {
+		return r
+	}
+	return http.StatusText(status)
 }
 
 // Write renders err, aborts the handler chain and records err on the gin

@@ -16,11 +16,13 @@ import (
 	"sync"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/moraine-data/moraine/pkg/chains"
 	"github.com/moraine-data/moraine/pkg/chdb"
+	"github.com/moraine-data/moraine/pkg/guard"
 	"github.com/moraine-data/moraine/pkg/obs"
 	"github.com/moraine-data/moraine/query/internal/api"
 	"github.com/moraine-data/moraine/query/internal/mgmt"
@@ -32,18 +34,23 @@ import (
 type Deps struct {
 	Logger   *slog.Logger
 	Registry *prometheus.Registry
+	// Resolver resolves webhook URL hosts (net.DefaultResolver when nil).
+	Resolver guard.Resolver
 }
 
 // App is one query service.
 type App struct {
-	cfg    Config
-	logger *slog.Logger
-	reg    *prometheus.Registry
+	cfg      Config
+	logger   *slog.Logger
+	reg      *prometheus.Registry
+	resolver guard.Resolver
 
 	chains *chains.Config
 	store  *store.ClickHouse
 	mgmt   *mgmt.Mgmt
 	health *obs.Health
+	// router is the API's handler (tests list its routes).
+	router *gin.Engine
 	api    *obs.Server
 	admin  *obs.Server
 
@@ -69,7 +76,7 @@ func New(cfg Config, deps Deps) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &App{cfg: cfg, logger: deps.Logger, reg: deps.Registry, chains: cc, health: obs.NewHealth()}, nil
+	return &App{cfg: cfg, logger: deps.Logger, reg: deps.Registry, resolver: deps.Resolver, chains: cc, health: obs.NewHealth()}, nil
 }
 
 // Start binds both servers, starts serving and starts connecting to
@@ -94,24 +101,23 @@ func (a *App) Start(ctx context.Context) error {
 		return err
 	}
 	a.health.Add("clickhouse", a.store.Ready)
-	a.mgmt, err = mgmt.New(a.cfg.Mgmt, mgmt.Deps{Logger: a.logger, Registerer: a.reg, Chains: a.chains, PageTokenKey: key})
+	a.mgmt, err = mgmt.New(a.cfg.Mgmt, mgmt.Deps{Logger: a.logger, Registerer: a.reg, Chains: a.chains, PageTokenKey: key, Resolver: a.resolver})
 	if err != nil {
 		return err
 	}
 	router, err := api.Router(api.Deps{
 		Logger: a.logger.With("component", "api"), Registerer: a.reg, Chains: a.chains,
 		Store: a.store, Tokens: tokens, Config: a.cfg.API, Middleware: a.mgmt.Middleware(),
+		Register: []func(*gin.Engine) error{a.mgmt.Register},
 	})
 	if err != nil {
 		return err
 	}
-	if err := a.mgmt.Register(router); err != nil {
-		return err
-	}
+	a.router = router
 	if a.admin, err = obs.Listen(a.cfg.Admin.ListenAddress, obs.AdminMux(a.reg, a.health), a.logger); err != nil {
 		return fmt.Errorf("app: admin listen: %w", err)
 	}
-	if a.api, err = obs.Listen(a.cfg.HTTPListenAddress, router, a.logger); err != nil {
+	if a.api, err = obs.ListenHTTP(a.cfg.HTTPListenAddress, router, a.logger, a.cfg.HTTP); err != nil {
 		// Close the admin listener: Serve on an ended context shuts down.
 		done, cancel := context.WithCancel(context.Background())
 		cancel()

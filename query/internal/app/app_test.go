@@ -97,9 +97,13 @@ func TestFlags(t *testing.T) {
 	require.Equal(t, "0123456789abcdef0123456789abcdef", cfg.PageToken.Secret)
 	require.Equal(t, 24*time.Hour, cfg.PageToken.TTL)
 	require.Equal(t, 5*time.Second, cfg.Store.QueryTimeout)
+	require.Equal(t, obs.DefaultHTTPConfig(), cfg.HTTP)
+	require.False(t, cfg.Mgmt.Webhooks.AllowPrivateTargets)
 	for _, name := range []string{"http.listen-address", "admin.listen-address", "chains.file", "clickhouse.addr",
 		"shutdown.timeout", "log.level", "log.format", "api.page-token-secret", "api.page-token-secret-file",
-		"api.page-token-ttl", "query.timeout", "query.head-cache-ttl", "chains.stale-after"} {
+		"api.page-token-ttl", "query.timeout", "query.head-cache-ttl", "chains.stale-after",
+		"http.read-header-timeout", "http.read-timeout", "http.write-timeout", "http.idle-timeout", "http.max-header-bytes",
+		"http.max-connections", "delivery.allow-private-targets", "webhooks.url-resolve-timeout"} {
 		require.NotNil(t, fs.Lookup(name), name)
 	}
 

@@ -20,14 +20,16 @@ import (
 type Config struct {
 	HTTPListenAddress string
 	TrustedProxies    string
-	Admin             obs.AdminConfig
-	ChainsFile        string
-	ClickHouse        chdb.Config
-	ShutdownTimeout   time.Duration
-	Log               obs.LogConfig
-	Store             store.Config
-	API               api.Config
-	PageToken         pagetoken.Config
+	// HTTP bounds what one client can hold of the API server.
+	HTTP            obs.HTTPConfig
+	Admin           obs.AdminConfig
+	ChainsFile      string
+	ClickHouse      chdb.Config
+	ShutdownTimeout time.Duration
+	Log             obs.LogConfig
+	Store           store.Config
+	API             api.Config
+	PageToken       pagetoken.Config
 	// Mgmt: accounts, keys, rate limits, webhooks, the address-watch topic.
 	Mgmt mgmt.Config
 }
@@ -44,6 +46,7 @@ func DefaultConfig() Config {
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.HTTPListenAddress, "http.listen-address", "127.0.0.1:8080", "address of the Data API (HTTP)")
 	fs.StringVar(&c.TrustedProxies, "http.trusted-proxies", "", "comma-separated proxy IPs/CIDRs whose X-Forwarded-For gives the client IP (none by default)")
+	c.HTTP.RegisterFlags(fs)
 	c.Admin.RegisterFlags(fs, "127.0.0.1:9103")
 	chains.RegisterFlag(fs, &c.ChainsFile)
 	c.ClickHouse.RegisterFlags(fs)
@@ -78,7 +81,7 @@ func (c *Config) Validate() error {
 			c.API.TrustedProxies = append(c.API.TrustedProxies, p)
 		}
 	}
-	for _, v := range []interface{ Validate() error }{c.ClickHouse, c.Store, c.API, c.PageToken, c.Mgmt} {
+	for _, v := range []interface{ Validate() error }{c.HTTP, c.ClickHouse, c.Store, c.API, c.PageToken, c.Mgmt} {
 		if err := v.Validate(); err != nil {
 			errs = append(errs, err)
 		}

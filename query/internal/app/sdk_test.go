@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/crypto/sha3"
 
+	"github.com/moraine-data/moraine/pkg/guard/guardtest"
 	"github.com/moraine-data/moraine/pkg/testenv"
 	"github.com/moraine-data/moraine/query/internal/storetest"
 )
@@ -175,7 +176,7 @@ func startApp(t *testing.T, chCfg func(*Config)) (*App, string) {
 	// Own topics: the address-watch reconciler must not touch a shared one.
 	cfg.Mgmt.Kafka = testenv.Kafka(t)
 	chCfg(&cfg)
-	a, err := New(cfg, Deps{Logger: testenv.Logger(t), Registry: prometheus.NewRegistry()})
+	a, err := New(cfg, Deps{Logger: testenv.Logger(t), Registry: prometheus.NewRegistry(), Resolver: guardtest.Resolver{}})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	require.NoError(t, a.Start(ctx))

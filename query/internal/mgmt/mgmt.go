@@ -30,6 +30,7 @@ import (
 
 	"github.com/moraine-data/moraine/pkg/accountdb"
 	"github.com/moraine-data/moraine/pkg/chains"
+	"github.com/moraine-data/moraine/pkg/guard"
 	"github.com/moraine-data/moraine/pkg/kafkautil"
 	"github.com/moraine-data/moraine/pkg/obs"
 	"github.com/moraine-data/moraine/pkg/watch"
@@ -93,6 +94,9 @@ type Deps struct {
 	PageTokenKey []byte
 	// Hooks observe the steps of webhook changes (tests).
 	Hooks webhookapi.Hooks
+	// Resolver resolves webhook URL hosts (net.DefaultResolver when nil;
+	// tests without DNS pass guardtest.Resolver).
+	Resolver guard.Resolver
 }
 
 // Mgmt is the assembled management half.
@@ -162,7 +166,7 @@ func (m *Mgmt) Register(r *gin.Engine) error {
 	return webhookapi.Register(r.Group("/v1"), m.cfg.Webhooks, webhookapi.Deps{
 		Logger: m.logger, Registerer: m.deps.Registerer, Store: m.db, Publisher: m.watch, Locks: m.locks,
 		Clock: m.clock, Plans: m.plans, Chains: m.deps.Chains, PageTokenKey: m.deps.PageTokenKey,
-		Middleware: m.mw, Hooks: m.deps.Hooks,
+		Middleware: m.mw, Hooks: m.deps.Hooks, Resolver: m.deps.Resolver,
 	})
 }
 

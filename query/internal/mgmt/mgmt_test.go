@@ -17,6 +17,7 @@ import (
 	"github.com/moraine-data/moraine/pkg/accountdb"
 	"github.com/moraine-data/moraine/pkg/accountdb/accountdbtest"
 	"github.com/moraine-data/moraine/pkg/chains"
+	"github.com/moraine-data/moraine/pkg/guard/guardtest"
 	"github.com/moraine-data/moraine/pkg/testenv"
 	"github.com/moraine-data/moraine/query/internal/admin"
 	"github.com/moraine-data/moraine/query/internal/mgmt"
@@ -38,7 +39,7 @@ func TestAssembly(t *testing.T) {
 	cfg := mgmt.DefaultConfig()
 	cfg.Kafka, cfg.Plans.File, cfg.Watch = k, plansFile, webhookapitest.TestWatchConfig()
 	require.NoError(t, cfg.Validate())
-	m, err := mgmt.New(cfg, mgmt.Deps{Logger: testenv.Logger(t), Registerer: prometheus.NewRegistry(), Chains: cc, PageTokenKey: webhookapitest.PageTokenKey})
+	m, err := mgmt.New(cfg, mgmt.Deps{Logger: testenv.Logger(t), Registerer: prometheus.NewRegistry(), Chains: cc, PageTokenKey: webhookapitest.PageTokenKey, Resolver: guardtest.Resolver{}})
 	require.NoError(t, err)
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()

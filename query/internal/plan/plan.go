@@ -58,7 +58,8 @@ type Plan struct {
 	CUPerDay    int64 `json:"cuPerDay"`
 	// AddressesPerWebhook caps one webhook's addresses.
 	AddressesPerWebhook int `json:"addressesPerWebhook"`
-	// WebhooksPerAccount caps an account's webhooks, inactive ones included.
+	// WebhooksPerAccount caps an account's active webhooks (inactive ones,
+	// deleted or deactivated by delivery, do not count).
 	WebhooksPerAccount int `json:"webhooksPerAccount"`
 }
 

@@ -17,6 +17,7 @@
 //
 // The two custom-method paths carry a literal colon; they are registered
 // with gin's escaped colon ("\:"), which does not clash with /webhooks/:id.
+// Every GET route also answers HEAD (Express does), with the same checks.
 //
 // Every route needs an API key (auth.RequireAccount, 401 otherwise) and
 // acts on the caller's account only: another account's webhook id is 404,
@@ -39,17 +40,32 @@
 //     eventType address_activity, a configured chain with webhooks enabled,
 //     includeInternalTxs only on chains with traces, types of every field.
 //     A body that is not a JSON object: 400. Unknown fields are ignored.
+//   - Webhook URLs: the delivery target policy (package guard) applies when
+//     a URL is accepted, on create, on a PATCH that changes it, and on a
+//     PATCH that reactivates the webhook: scheme, port 1-65535, internal
+//     addresses in every spelling (127.1, 2130706433, [::ffff:127.0.0.1],
+//     ...), internal names (localhost, *.internal, single labels, ...) and
+//     the addresses the host resolves to. 400 with the reason ("url host
+//     169.254.169.254 is a link-local address ..."), 503 when the resolver
+//     itself failed. --delivery.allow-private-targets (delivery's flag, for
+//     the development stack) accepts internal targets. Delivery checks
+//     again when it connects, since DNS answers change.
 //   - Plan limits: 403 when a create or an address addition would pass the
-//     plan's addresses per webhook (free: 5), or a create the plan's
-//     webhooks per account (inactive ones count).
+//     plan's addresses per webhook (free: 5), or when a create or a
+//     reactivation (PATCH status active) would pass the plan's active
+//     webhooks per account. Inactive webhooks (DELETE, or deactivated by
+//     delivery) do not count: deleting one frees its place.
 //   - Never a 5xx once a webhook exists: after the webhook row is written
 //     nothing can fail the request (publishing failures are logged and
 //     repaired by the reconciler). The SDK retries POST after 5xx and
 //     connection errors, so an identical create from the same account within
 //     --webhooks.create-dedupe-window (2 min) returns the webhook already
-//     made (201) instead of a second one. Two deliberately identical webhooks
-//     must therefore be created more than the window apart, or differ in a
-//     field (e.g. name).
+//     made (201) instead of a second one, as long as that webhook is still
+//     active and equal to the request (URL, chain, addresses, event
+//     signatures, name, description, flags); one deleted or changed since
+//     is not returned, and the request creates a new webhook. Two
+//     deliberately identical webhooks must therefore be created more than
+//     the window apart, or differ in a field (e.g. name).
 //   - Read your writes: every response is built from the state just
 //     written; later reads use ClickHouse FINAL, which includes it.
 //
@@ -66,7 +82,15 @@
 // result is success, http_error, timeout, network, refused_target, or
 // inactive (a message dropped without an attempt because the webhook was
 // inactive); status is the HTTP status, 0 without a response; times are
-// Unix milliseconds; error never shows the URL's userinfo or query. The log
+// Unix milliseconds; error never shows the URL's userinfo or query.
+//
+// Attempts without an HTTP response show the class of failure only, so
+// the log cannot serve as a port scanner of what an endpoint's name leads
+// to: network and refused_target have status 0, latencyMs 0 and a fixed
+// error text; timeout has status 0, the recorded latency (the attempt
+// timeout) and a fixed text. success and http_error show the status, the
+// latency and (http_error) the start of the response body. The full error
+// stays in ClickHouse (table deliveries) for the operator. The log
 // is written in batches and is best-effort (see delivery/internal/dlog):
 // the newest ~200 ms may not be listed yet, and a crash of delivery may lose
 // a few rows.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 
@@ -104,6 +105,11 @@ func (h *handlers) body(c *gin.Context) ([]byte, error) {
 	if errors.As(err, &tooBig) {
 		return nil, apierr.New(http.StatusRequestEntityTooLarge, fmt.Sprintf("Request body larger than %d bytes", h.maxBody))
 	}
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		// The server's --http.read-timeout ran out before the body did
+		// (a client announcing more than it sends); Node answers 408.
+		return nil, apierr.New(http.StatusRequestTimeout, "Request body not received within the read timeout")
+	}
 	if err != nil {
 		return nil, apierr.New(http.StatusBadRequest, "Request body could not be read")
 	}
@@ -153,6 +159,10 @@ func (h *handlers) create(c *gin.Context) {
 	}
 	req, err := parseCreate(b, h.chains)
 	if err != nil {
+		apierr.Write(c, err)
+		return
+	}
+	if err := h.svc.checkURL(c.Request.Context(), req.URL); err != nil {
 		apierr.Write(c, err)
 		return
 	}
@@ -323,10 +333,7 @@ func (h *handlers) listDeliveries(c *gin.Context) {
 	}
 	resp := listDeliveriesResponse{Deliveries: make([]deliveryResponse, len(rows))}
 	for i, d := range rows {
-		resp.Deliveries[i] = deliveryResponse{
-			MessageID: d.MessageID, Attempt: int(d.Attempt), Status: int(d.Status), Result: d.Result,
-			LatencyMs: int(d.LatencyMs), Error: d.Error, AttemptedAt: d.AttemptedAt, NextAttemptAt: d.NextAttemptAt,
-		}
+		resp.Deliveries[i] = toDeliveryResponse(d)
 	}
 	if more {
 		last := rows[len(rows)-1]
@@ -334,6 +341,40 @@ func (h *handlers) listDeliveries(c *gin.Context) {
 			attemptedAt: last.AttemptedAt, messageID: last.MessageID, attempt: uint64(last.Attempt)})
 	}
 	c.JSON(http.StatusOK, resp)
+}
+
+// What the delivery log shows for attempts that got no HTTP response. The
+// account sees the class of failure, not the resolver's or the socket's
+// words nor how long the failure took: "connection refused" after 1 ms,
+// "no route to host" after 3 s and a TLS error tell open, closed and
+// filtered ports apart, which would make webhooks a port scanner of
+// whatever the endpoint's name leads to. The rows in ClickHouse
+// (moraine.deliveries) keep the full error for the operator.
+const (
+	msgDeliveryNetwork = "could not connect to the endpoint or read its response (DNS, connection, TLS or protocol failure)"
+	msgDeliveryRefused = "the endpoint's address is refused by the delivery policy (loopback, private, link-local or another internal address)"
+	msgDeliveryTimeout = "no response within the attempt timeout"
+)
+
+// toDeliveryResponse is one attempt as the account sees it: status,
+// latency and error as recorded when the endpoint answered over HTTP
+// (success, http_error); for network and refused_target no status, no
+// latency and a fixed text; for timeout the recorded latency (the
+// timeout) and a fixed text.
+func toDeliveryResponse(d accountdb.Delivery) deliveryResponse {
+	r := deliveryResponse{
+		MessageID: d.MessageID, Attempt: int(d.Attempt), Status: int(d.Status), Result: d.Result,
+		LatencyMs: int(d.LatencyMs), Error: d.Error, AttemptedAt: d.AttemptedAt, NextAttemptAt: d.NextAttemptAt,
+	}
+	switch d.Result {
+	case accountdb.ResultNetwork:
+		r.Status, r.LatencyMs, r.Error = 0, 0, msgDeliveryNetwork
+	case accountdb.ResultRefusedTarget:
+		r.Status, r.LatencyMs, r.Error = 0, 0, msgDeliveryRefused
+	case accountdb.ResultTimeout:
+		r.Status, r.Error = 0, msgDeliveryTimeout
+	}
+	return r
 }
 
 func (h *handlers) rotateSecret(c *gin.Context) {

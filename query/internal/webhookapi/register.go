@@ -12,6 +12,7 @@ import (
 
 	"github.com/moraine-data/moraine/pkg/accountdb"
 	"github.com/moraine-data/moraine/pkg/chains"
+	"github.com/moraine-data/moraine/pkg/guard"
 	"github.com/moraine-data/moraine/pkg/watch"
 	"github.com/moraine-data/moraine/query/internal/auth"
 	"github.com/moraine-data/moraine/query/internal/plan"
@@ -31,6 +32,12 @@ type Config struct {
 	MaxBodyBytes int64
 	// PageTokenTTL is how long a nextPageToken stays valid (0: forever).
 	PageTokenTTL time.Duration
+	// AllowPrivateTargets accepts webhook URLs that name or resolve to
+	// internal addresses (--delivery.allow-private-targets, the flag
+	// delivery reads for the same policy at connection time).
+	AllowPrivateTargets bool
+	// URLResolveTimeout bounds the DNS lookup of a webhook URL's host.
+	URLResolveTimeout time.Duration
 }
 
 // DefaultConfig mirrors the flag defaults.
@@ -40,6 +47,7 @@ func DefaultConfig() Config {
 		MaxAddressesInResponse: 100_000,
 		MaxBodyBytes:           8 << 20,
 		PageTokenTTL:           24 * time.Hour,
+		URLResolveTimeout:      2 * time.Second,
 	}
 }
 
@@ -50,6 +58,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.MaxAddressesInResponse, "webhooks.max-addresses-in-response", d.MaxAddressesInResponse, "most addresses listed in a webhook's metadata.addresses (GET /v1/webhooks/{id}/addresses pages through all)")
 	fs.Int64Var(&c.MaxBodyBytes, "webhooks.max-body-bytes", d.MaxBodyBytes, "largest accepted request body of the webhook routes")
 	fs.DurationVar(&c.PageTokenTTL, "webhooks.page-token-ttl", d.PageTokenTTL, "how long a webhook or address nextPageToken stays valid (0: forever)")
+	fs.DurationVar(&c.URLResolveTimeout, "webhooks.url-resolve-timeout", d.URLResolveTimeout, "longest DNS lookup of a webhook URL's host when it is accepted (a lookup that fails for the resolver's reasons answers 503)")
+	guard.RegisterFlags(fs, &c.AllowPrivateTargets)
 }
 
 // Validate checks the values.
@@ -63,6 +73,8 @@ func (c Config) Validate() error {
 		return errors.New("webhookapi: --webhooks.max-body-bytes must be at least 1024")
 	case c.PageTokenTTL < 0:
 		return errors.New("webhookapi: --webhooks.page-token-ttl must not be negative")
+	case c.URLResolveTimeout <= 0:
+		return errors.New("webhookapi: --webhooks.url-resolve-timeout must be positive")
 	}
 	return nil
 }
@@ -88,6 +100,8 @@ type Deps struct {
 	Hooks      Hooks
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+	// Resolver resolves webhook URL hosts (net.DefaultResolver when nil).
+	Resolver guard.Resolver
 }
 
 // Register adds the webhook and shared-secret routes to rg, the /v1 group.
@@ -125,6 +139,7 @@ func Register(rg *gin.RouterGroup, cfg Config, d Deps) error {
 			cfg: cfg, store: d.Store, pub: d.Publisher, locks: d.Locks, clock: d.Clock, plans: d.Plans,
 			hooks: d.Hooks, chains: d.Chains, logger: d.Logger.With("component", "webhookapi"), now: d.Now,
 			metrics: newMetrics(d.Registerer),
+			policy:  guard.Policy{AllowPrivate: cfg.AllowPrivateTargets, Resolver: d.Resolver, ResolveTimeout: cfg.URLResolveTimeout},
 		},
 		chains: d.Chains, tokens: tokens, maxBody: cfg.MaxBodyBytes,
 	}
@@ -132,20 +147,26 @@ func Register(rg *gin.RouterGroup, cfg Config, d Deps) error {
 		out := append([]gin.HandlerFunc(nil), d.Middleware...)
 		return append(out, auth.RequireAccount(), fn)
 	}
+	get := func(path string, fn gin.HandlerFunc) {
+		rg.GET(path, chain(fn)...)
+		// Express answers HEAD for every GET route (as the block routes
+		// do); net/http drops the body.
+		rg.HEAD(path, chain(fn)...)
+	}
 	rg.POST("/webhooks", chain(h.create)...)
-	rg.GET("/webhooks", chain(h.list)...)
+	get("/webhooks", h.list)
 	// The custom-method paths carry a literal colon (AIP-136). gin reads
 	// ":" as a parameter; "\:" registers it literally (gin >= 1.10), and the
 	// routes do not clash with /webhooks/:id, which has a "/" first.
 	rg.POST(`/webhooks\:generateOrRotateSharedSecret`, chain(h.rotateSecret)...)
-	rg.GET(`/webhooks\:getSharedSecret`, chain(h.getSecret)...)
-	rg.GET("/webhooks/:id", chain(h.get)...)
+	get(`/webhooks\:getSharedSecret`, h.getSecret)
+	get("/webhooks/:id", h.get)
 	rg.PATCH("/webhooks/:id", chain(h.update)...)
 	rg.DELETE("/webhooks/:id", chain(h.deactivate)...)
-	rg.GET("/webhooks/:id/addresses", chain(h.listAddresses)...)
+	get("/webhooks/:id/addresses", h.listAddresses)
 	rg.PATCH("/webhooks/:id/addresses", chain(h.addAddresses)...)
 	rg.DELETE("/webhooks/:id/addresses", chain(h.removeAddresses)...)
-	rg.GET("/webhooks/:id/deliveries", chain(h.listDeliveries)...)
+	get("/webhooks/:id/deliveries", h.listDeliveries)
 	return nil
 }
 

@@ -19,6 +19,7 @@ import (
 
 	"github.com/moraine-data/moraine/pkg/accountdb"
 	"github.com/moraine-data/moraine/pkg/chains"
+	"github.com/moraine-data/moraine/pkg/guard"
 	"github.com/moraine-data/moraine/pkg/watch"
 	"github.com/moraine-data/moraine/query/internal/apierr"
 	"github.com/moraine-data/moraine/query/internal/auth"
@@ -30,7 +31,7 @@ type Store interface {
 	Account(ctx context.Context, id string) (accountdb.Account, error)
 	Webhook(ctx context.Context, accountID, id string) (accountdb.Webhook, error)
 	Webhooks(ctx context.Context, accountID, status string, after accountdb.WebhookCursor, limit int) ([]accountdb.Webhook, error)
-	CountWebhooks(ctx context.Context, accountID string) (int, error)
+	CountActiveWebhooks(ctx context.Context, accountID string) (int, error)
 	WebhookByRequestHash(ctx context.Context, accountID, hash string, sinceMs uint64) (accountdb.Webhook, error)
 	PutWebhook(ctx context.Context, w accountdb.Webhook) error
 	AddressStates(ctx context.Context, webhookID string, addrs []string) (map[string]accountdb.Address, error)
@@ -104,6 +105,25 @@ type service struct {
 	logger  *slog.Logger
 	now     func() time.Time
 	metrics *metrics
+	// policy is the delivery target policy (package guard).
+	policy guard.Policy
+}
+
+// checkURL applies the delivery target policy to a URL being accepted: a
+// 400 naming the reason, or a 503 when the name could not be resolved for
+// reasons of the resolver.
+func (s *service) checkURL(ctx context.Context, raw string) error {
+	err := guard.CheckURL(ctx, raw, s.policy)
+	var ue *guard.URLError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ue) && ue.Temporary:
+		return apierr.Unavailable(ue.Message, err)
+	case ue != nil:
+		return apierr.Validation(ue.Message)
+	}
+	return apierr.Internal(err)
 }
 
 // storeErr maps a store error: not found → 404, anything else → 503.
@@ -165,20 +185,25 @@ func (s *service) create(ctx context.Context, p auth.Principal, r createRequest)
 		w, err := s.store.WebhookByRequestHash(ctx, acc.ID, hash, since)
 		switch {
 		case err == nil:
-			// A retry of a create that succeeded (the SDK retries POST on
-			// 5xx and connection errors): answer with that webhook.
-			s.metrics.deduplicated.Inc()
-			return s.get(ctx, acc.ID, w.ID)
+			// Possibly a retry of a create that succeeded (the SDK retries
+			// POST on 5xx and connection errors): answer with that webhook,
+			// but only while it is still what this request asks for. One
+			// deactivated or changed since is not the answer to a retry,
+			// and the request is a new create.
+			v, err := s.get(ctx, acc.ID, w.ID)
+			if err != nil {
+				return view{}, err
+			}
+			if v.w.Status == accountdb.StatusActive && requestHash(acc.ID, requestOf(v, r.Chain)) == hash {
+				s.metrics.deduplicated.Inc()
+				return v, nil
+			}
 		case !errors.Is(err, accountdb.ErrNotFound):
 			return view{}, storeErr(err, "")
 		}
 	}
-	n, err := s.store.CountWebhooks(ctx, acc.ID)
-	if err != nil {
-		return view{}, storeErr(err, "")
-	}
-	if n >= pl.WebhooksPerAccount {
-		return view{}, forbidden("The %s plan allows at most %d webhooks per account", pl.Name, pl.WebhooksPerAccount)
+	if err := s.checkQuota(ctx, acc.ID, pl); err != nil {
+		return view{}, err
 	}
 
 	id, err := uuid.NewRandom()
@@ -232,6 +257,29 @@ func (s *service) create(ctx context.Context, p auth.Principal, r createRequest)
 	return view{w: w, addresses: append([]string{}, r.Addresses...)}, nil
 }
 
+// requestOf is the create request that would make v as it is now.
+func requestOf(v view, ch chains.Chain) createRequest {
+	return createRequest{
+		URL: v.w.URL, Chain: ch, Addresses: v.addresses, EventSignatures: v.w.EventSignatures,
+		Name: v.w.Name, Description: v.w.Description, IncludeInternalTxs: v.w.IncludeInternalTxs, IncludeLogs: v.w.IncludeLogs,
+	}
+}
+
+// checkQuota refuses one more active webhook when the account has as many
+// as its plan allows. Inactive webhooks (deleted, or deactivated by
+// delivery) do not count, so deleting frees a place and reactivating takes
+// one. Callers hold the account's lock.
+func (s *service) checkQuota(ctx context.Context, accountID string, pl plan.Plan) error {
+	n, err := s.store.CountActiveWebhooks(ctx, accountID)
+	if err != nil {
+		return storeErr(err, "")
+	}
+	if n >= pl.WebhooksPerAccount {
+		return forbidden("The %s plan allows at most %d active webhooks per account; deactivate one (DELETE /v1/webhooks/{id}) first", pl.Name, pl.WebhooksPerAccount)
+	}
+	return nil
+}
+
 // get reads one of the account's webhooks with its addresses.
 func (s *service) get(ctx context.Context, accountID, id string) (view, error) {
 	w, err := s.store.Webhook(ctx, accountID, id)
@@ -282,6 +330,14 @@ func (s *service) list(ctx context.Context, accountID, status string, after acco
 // watch.Writer (the webhook's lock, ClickHouse, then the topic). A request
 // that changes nothing writes nothing.
 func (s *service) update(ctx context.Context, p auth.Principal, id string, r updateRequest, op Op) (view, error) {
+	reactivate := r.Status != nil && *r.Status == accountdb.StatusActive
+	if reactivate {
+		// Reactivating takes a place of the plan's quota: hold the
+		// account's lock (before the webhook's, as creates do) so that
+		// concurrent creates and reactivations count each other.
+		unlock := s.locks.Account(p.Account.ID)
+		defer unlock()
+	}
 	var addresses []string
 	u, err := s.writer(op).UpdateWebhook(ctx, p.Account.ID, id, func(cur accountdb.Webhook, w *accountdb.Webhook) error {
 		// Read under the lock, before the write: nothing after the write
@@ -308,6 +364,19 @@ func (s *service) update(ctx context.Context, p auth.Principal, id string, r upd
 				return apierr.Validation(fmt.Sprintf("includeInternalTxs is only available on chains with traces, and chain %s has none", w.ChainID))
 			}
 			w.IncludeInternalTxs = *r.IncludeInternalTxs
+		}
+		if cur.Status != accountdb.StatusActive && w.Status == accountdb.StatusActive {
+			if err := s.checkQuota(ctx, p.Account.ID, s.plans.MustGet(p.Account.Plan)); err != nil {
+				return err
+			}
+		}
+		// The target policy again when the URL changes or the webhook comes
+		// back to life: its name may resolve elsewhere now, and a webhook
+		// from before the policy was applied at accept time may break it.
+		if w.URL != cur.URL || (w.Status == accountdb.StatusActive && cur.Status != accountdb.StatusActive) {
+			if err := s.checkURL(ctx, w.URL); err != nil {
+				return err
+			}
 		}
 		return nil
 	})

@@ -237,6 +237,11 @@ func parseCreate(body []byte, cfg *chains.Config) (createRequest, error) {
 	if md, ok := f.object("metadata", true); ok {
 		if list, ok := md.strings("addresses", true, msgAddress); ok {
 			req.Addresses = md.addresses(list)
+			if len(list) == 0 {
+				// A webhook that watches nothing never fires (class-validator's
+				// @ArrayMinSize(1) wording).
+				md.fail("metadata.addresses must contain at least 1 elements")
+			}
 		}
 		if sigs, ok := md.strings("eventSignatures", false, msgEventSignature); ok {
 			bad := false

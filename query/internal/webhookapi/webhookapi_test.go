@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/moraine-data/moraine/pkg/accountdb"
+	"github.com/moraine-data/moraine/query/internal/apierr"
 	"github.com/moraine-data/moraine/query/internal/plan"
 	"github.com/moraine-data/moraine/query/internal/webhookapi"
 	"github.com/moraine-data/moraine/query/internal/webhookapi/webhookapitest"
@@ -54,7 +55,7 @@ func requireError(t *testing.T, r webhookapitest.Response, code int, message any
 	}
 	require.NoError(t, json.Unmarshal(r.Body, &body))
 	require.Equal(t, code, body.StatusCode)
-	require.Equal(t, http.StatusText(code), body.Error)
+	require.Equal(t, apierr.ReasonPhrase(code), body.Error)
 	if message != nil {
 		if m, ok := message.([]string); ok {
 			got, _ := body.Message.([]any)
@@ -252,6 +253,8 @@ func TestValidation(t *testing.T) {
 		{"bad address", "POST", "/v1/webhooks", createBody(addr1, "0x123"), 400, []string{"Invalid address format"}},
 		{"address not a string", "POST", "/v1/webhooks", with(func(b map[string]any) { b["metadata"] = map[string]any{"addresses": []any{1}} }), 400, []string{"Invalid address format"}},
 		{"addresses missing", "POST", "/v1/webhooks", with(func(b map[string]any) { b["metadata"] = map[string]any{} }), 400, []string{"metadata.addresses must be an array"}},
+		// A webhook that watches nothing (issue 16: it was created).
+		{"addresses empty", "POST", "/v1/webhooks", createBody([]string{}...), 400, []string{"metadata.addresses must contain at least 1 elements"}},
 		{"bad signature", "POST", "/v1/webhooks", with(func(b map[string]any) {
 			b["metadata"].(map[string]any)["eventSignatures"] = []string{"0x1234"}
 		}), 400, []string{"Invalid event signature format"}},
@@ -384,12 +387,39 @@ func TestPlanLimits(t *testing.T) {
 	require.Equal(t, 200, env.Do(t, "PATCH", "/v1/webhooks/"+id+"/addresses", key, map[string]any{"addresses": six[5:]}).Code)
 	require.Equal(t, 5.0, env.Do(t, "GET", "/v1/webhooks/"+id+"/addresses", key, nil).JSON(t)["totalAddresses"])
 
-	// Webhooks per account (3 here), inactive ones included.
+	// Active webhooks per account (3 here).
 	require.Equal(t, 201, env.Do(t, "POST", "/v1/webhooks", key, createBody(addr1)).Code)
 	r = env.Do(t, "POST", "/v1/webhooks", key, createBody(addr2))
 	require.Equal(t, 201, r.Code)
-	require.Equal(t, 200, env.Do(t, "DELETE", "/v1/webhooks/"+r.JSON(t)["id"].(string), key, nil).Code)
-	requireError(t, env.Do(t, "POST", "/v1/webhooks", key, createBody(addrN(7))), 403, "The free plan allows at most 3 webhooks per account")
+	third := r.JSON(t)["id"].(string)
+	const full = "The free plan allows at most 3 active webhooks per account; deactivate one (DELETE /v1/webhooks/{id}) first"
+	requireError(t, env.Do(t, "POST", "/v1/webhooks", key, createBody(addrN(7))), 403, full)
+	// Deleting (deactivating) one frees its place (issue 16: deleted
+	// webhooks used up the quota for good).
+	require.Equal(t, 200, env.Do(t, "DELETE", "/v1/webhooks/"+third, key, nil).Code)
+	r = env.Do(t, "POST", "/v1/webhooks", key, createBody(addrN(7)))
+	require.Equal(t, 201, r.Code, "%s", r.Body)
+	fourth := r.JSON(t)["id"].(string)
+	// Reactivating takes a place again: refused while the account is full,
+	// and a PATCH that leaves the status alone is not.
+	requireError(t, env.Do(t, "PATCH", "/v1/webhooks/"+third, key, map[string]any{"status": "active"}), 403, full)
+	require.Equal(t, 200, env.Do(t, "PATCH", "/v1/webhooks/"+third, key, map[string]any{"name": "still inactive"}).Code)
+	require.Equal(t, 200, env.Do(t, "PATCH", "/v1/webhooks/"+fourth, key, map[string]any{"status": "active"}).Code, "already active")
+	require.Equal(t, 200, env.Do(t, "DELETE", "/v1/webhooks/"+fourth, key, nil).Code)
+	r = env.Do(t, "PATCH", "/v1/webhooks/"+third, key, map[string]any{"status": "active"})
+	require.Equal(t, 200, r.Code, "%s", r.Body)
+	require.Equal(t, "active", r.JSON(t)["status"])
+	// Create and delete many more than the quota: never stuck.
+	for i := range 6 {
+		r = env.Do(t, "POST", "/v1/webhooks", key, createBody(addrN(1)))
+		requireError(t, r, 403, full)
+		require.Equal(t, 200, env.Do(t, "DELETE", "/v1/webhooks/"+third, key, nil).Code)
+		r = env.Do(t, "POST", "/v1/webhooks", key, createBody(addrN(20+i)))
+		require.Equal(t, 201, r.Code, "%s", r.Body)
+		third = r.JSON(t)["id"].(string)
+	}
+	active := env.Do(t, "GET", "/v1/webhooks?status=active", key, nil).JSON(t)["webhooks"].([]any)
+	require.Len(t, active, 3)
 }
 
 func TestCreateRetryIsDeduplicated(t *testing.T) {
@@ -407,6 +437,139 @@ func TestCreateRetryIsDeduplicated(t *testing.T) {
 	r3 := env.Do(t, "POST", "/v1/webhooks", key, b)
 	require.NotEqual(t, r1.JSON(t)["id"], r3.JSON(t)["id"])
 	require.Len(t, env.Do(t, "GET", "/v1/webhooks", key, nil).JSON(t)["webhooks"], 2)
+}
+
+// TestCreateDedupeOnlyReturnsAnEqualWebhook: within the dedupe window, an
+// identical create answers with the earlier webhook only while that one is
+// still what the request asks for (issue 16: it answered with a webhook
+// deleted or changed since).
+func TestCreateDedupeOnlyReturnsAnEqualWebhook(t *testing.T) {
+	env := webhookapitest.Start(t, webhookapitest.Options{})
+	_, key := env.NewAccount(t, plan.Growth)
+	create := func() map[string]any {
+		t.Helper()
+		r := env.Do(t, "POST", "/v1/webhooks", key, createBody(addr1))
+		require.Equal(t, 201, r.Code, "%s", r.Body)
+		return r.JSON(t)
+	}
+	first := create()
+	id := first["id"].(string)
+	require.Equal(t, id, create()["id"], "a retry")
+
+	// Deleted since: a new, active webhook.
+	require.Equal(t, 200, env.Do(t, "DELETE", "/v1/webhooks/"+id, key, nil).Code)
+	second := create()
+	require.NotEqual(t, id, second["id"])
+	require.Equal(t, "active", second["status"])
+	id = second["id"].(string)
+
+	// Renamed, pointed elsewhere, or given other addresses since: a new one
+	// that is what was asked for.
+	for _, change := range []func(){
+		func() { env.Do(t, "PATCH", "/v1/webhooks/"+id, key, map[string]any{"name": "renamed"}) },
+		func() {
+			env.Do(t, "PATCH", "/v1/webhooks/"+id, key, map[string]any{"url": "https://example.org/elsewhere"})
+		},
+		func() {
+			env.Do(t, "PATCH", "/v1/webhooks/"+id+"/addresses", key, map[string]any{"addresses": []string{addr2}})
+		},
+		func() { env.Do(t, "PATCH", "/v1/webhooks/"+id, key, map[string]any{"includeLogs": true}) },
+	} {
+		change()
+		next := create()
+		require.NotEqual(t, id, next["id"])
+		require.Equal(t, "https://example.com/hook", next["url"])
+		require.Equal(t, "", next["name"])
+		require.Equal(t, false, next["includeLogs"])
+		require.Equal(t, []any{addr1}, next["metadata"].(map[string]any)["addresses"])
+		id = next["id"].(string)
+		require.Equal(t, id, create()["id"], "and a retry of that one is deduplicated again")
+	}
+	// Changed and changed back: equal again, so a retry still finds it.
+	env.Do(t, "PATCH", "/v1/webhooks/"+id, key, map[string]any{"name": "tmp"})
+	env.Do(t, "PATCH", "/v1/webhooks/"+id, key, map[string]any{"name": ""})
+	require.Equal(t, id, create()["id"])
+}
+
+// TestWebhookURLPolicy: the delivery target policy applies when a URL is
+// accepted, on create and on PATCH, with a 400 naming the reason; a
+// reactivation checks the URL again. The spellings themselves are tested
+// in pkg/guard.
+func TestWebhookURLPolicy(t *testing.T) {
+	env := webhookapitest.Start(t, webhookapitest.Options{})
+	_, key := env.NewAccount(t, plan.Growth)
+	withURL := func(u string) map[string]any {
+		b := createBody(addr1)
+		b["url"] = u
+		return b
+	}
+	for _, tc := range []struct{ url, msg string }{
+		{"http://169.254.169.254/latest/meta-data", "url host 169.254.169.254 is a link-local address (this includes the cloud metadata service); webhook URLs must reach the public internet"},
+		{"http://metadata.google.internal/computeMetadata/v1/", "url host metadata.google.internal is an internal name; webhook URLs must reach the public internet"},
+		{"http://127.0.0.1:8080/hook", "url host 127.0.0.1 is a loopback address; webhook URLs must reach the public internet"},
+		{"http://localhost/hook", "url host localhost is an internal name; webhook URLs must reach the public internet"},
+		{"http://[::1]/hook", "url host ::1 is a loopback address; webhook URLs must reach the public internet"},
+		{"http://[::ffff:127.0.0.1]/hook", "url host ::ffff:127.0.0.1 (127.0.0.1) is a loopback address; webhook URLs must reach the public internet"},
+		{"http://2130706433/hook", "url host 2130706433 (127.0.0.1) is a loopback address; webhook URLs must reach the public internet"},
+		{"http://0x7f000001/hook", "url host 0x7f000001 (127.0.0.1) is a loopback address; webhook URLs must reach the public internet"},
+		{"http://127.1/hook", "url host 127.1 (127.0.0.1) is a loopback address; webhook URLs must reach the public internet"},
+		{"http://0.0.0.0/hook", "url host 0.0.0.0 is an unspecified (0.0.0.0 or ::) address; webhook URLs must reach the public internet"},
+		{"http://10.0.0.1/hook", "url host 10.0.0.1 is a private network address; webhook URLs must reach the public internet"},
+		{"http://172.16.0.1/hook", "url host 172.16.0.1 is a private network address; webhook URLs must reach the public internet"},
+		{"http://192.168.1.1/hook", "url host 192.168.1.1 is a private network address; webhook URLs must reach the public internet"},
+		{"http://100.64.0.1/hook", "url host 100.64.0.1 is a shared (carrier-grade NAT) address; webhook URLs must reach the public internet"},
+		{"http://[fe80::1]/hook", "url host fe80::1 is a link-local address (this includes the cloud metadata service); webhook URLs must reach the public internet"},
+		{"https://example.com:99999/", "url port 99999 is outside 1-65535"},
+		{"https://no-such-host.invalid/hook", "url host no-such-host.invalid does not resolve to an address"},
+	} {
+		requireError(t, env.Do(t, "POST", "/v1/webhooks", key, withURL(tc.url)), 400, []string{tc.msg})
+	}
+	r := env.Do(t, "POST", "/v1/webhooks", key, withURL("https://hooks.example.com/in"))
+	require.Equal(t, 201, r.Code, "%s", r.Body)
+	id := r.JSON(t)["id"].(string)
+	requireError(t, env.Do(t, "PATCH", "/v1/webhooks/"+id, key, map[string]any{"url": "http://169.254.169.254/"}), 400,
+		[]string{"url host 169.254.169.254 is a link-local address (this includes the cloud metadata service); webhook URLs must reach the public internet"})
+	require.Equal(t, "https://hooks.example.com/in", env.Do(t, "GET", "/v1/webhooks/"+id, key, nil).JSON(t)["url"], "unchanged")
+
+	// A webhook stored with a URL the policy refuses (written before the
+	// policy applied at accept time) cannot be reactivated with it.
+	require.Equal(t, 200, env.Do(t, "DELETE", "/v1/webhooks/"+id, key, nil).Code)
+	w, err := env.DB.Webhook(t.Context(), webhookAccount(t, env, key, id), id)
+	require.NoError(t, err)
+	w.URL, w.Version = "http://10.1.1.1/old", w.Version+1
+	require.NoError(t, env.DB.PutWebhook(t.Context(), w))
+	requireError(t, env.Do(t, "PATCH", "/v1/webhooks/"+id, key, map[string]any{"status": "active"}), 400,
+		[]string{"url host 10.1.1.1 is a private network address; webhook URLs must reach the public internet"})
+	r = env.Do(t, "PATCH", "/v1/webhooks/"+id, key, map[string]any{"status": "active", "url": "https://example.net/new"})
+	require.Equal(t, 200, r.Code, "%s", r.Body)
+	require.Equal(t, "active", r.JSON(t)["status"])
+
+	// With private targets allowed (the development stack), the same URLs
+	// are accepted: the flag is delivery's.
+	cfg := webhookapi.DefaultConfig()
+	cfg.AllowPrivateTargets = true
+	dev := webhookapitest.Start(t, webhookapitest.Options{Webhooks: cfg})
+	_, devKey := dev.NewAccount(t, plan.Growth)
+	for _, u := range []string{"http://127.0.0.1:9999/hook", "http://[::1]:9999/", "http://169.254.169.254/", "http://10.0.0.1/"} {
+		r := dev.Do(t, "POST", "/v1/webhooks", devKey, withURL(u))
+		require.Equal(t, 201, r.Code, "%s: %s", u, r.Body)
+	}
+	requireError(t, dev.Do(t, "POST", "/v1/webhooks", devKey, withURL("http://127.1/")), 400,
+		[]string{"url host 127.1 is an IPv4 address in a non-standard form; write it as 127.0.0.1"})
+}
+
+// webhookAccount finds the account id of key's webhook id.
+func webhookAccount(t *testing.T, env *webhookapitest.Env, key, id string) string {
+	t.Helper()
+	accs, err := env.DB.Accounts(t.Context())
+	require.NoError(t, err)
+	for _, a := range accs {
+		if _, err := env.DB.Webhook(t.Context(), a.ID, id); err == nil {
+			return a.ID
+		}
+	}
+	t.Fatalf("no account has webhook %s", id)
+	return ""
 }
 
 func TestRateLimitBurstPastFreeBudget(t *testing.T) {
@@ -603,4 +766,86 @@ func TestDeliveriesListing(t *testing.T) {
 	require.Equal(t, http.StatusOK, r.Code)
 	require.Len(t, r.JSON(t)["deliveries"], 1)
 	require.NotContains(t, r.JSON(t), "nextPageToken")
+}
+
+// TestDeliveriesHideConnectionDetails: for attempts that got no HTTP
+// response, the delivery log shows the class of failure only, without the
+// socket's words or the time the failure took (they tell open, closed and
+// filtered ports apart); answers over HTTP keep status, latency and text.
+func TestDeliveriesHideConnectionDetails(t *testing.T) {
+	env := webhookapitest.Start(t, webhookapitest.Options{})
+	_, key := env.NewAccount(t, plan.Pro)
+	r := env.Do(t, "POST", "/v1/webhooks", key, createBody(addr1))
+	require.Equal(t, http.StatusCreated, r.Code)
+	id := r.JSON(t)["id"].(string)
+	now := uint64(time.Now().UnixMilli())
+	row := func(i int, result string, status uint16, latency uint32, text string) accountdb.Delivery {
+		return accountdb.Delivery{WebhookID: id, MessageID: fmt.Sprintf("m-%d", i), Attempt: 1, AccountID: "a", ChainID: 43112,
+			TxHash: "0x01", Status: status, Result: result, LatencyMs: latency, Error: text, AttemptedAt: now - uint64(10-i)*1000}
+	}
+	require.NoError(t, env.DB.PutDeliveries(context.Background(), []accountdb.Delivery{
+		row(0, accountdb.ResultNetwork, 0, 1, `dial tcp 10.0.0.7:22: connect: connection refused`),
+		row(1, accountdb.ResultNetwork, 0, 3012, `dial tcp 10.0.0.7:23: connect: no route to host`),
+		row(2, accountdb.ResultNetwork, 0, 4, `net/http: HTTP/1.x transport connection broken: malformed HTTP response "SSH-2.0-OpenSSH_9.2"`),
+		row(3, accountdb.ResultRefusedTarget, 0, 0, `refused target address 169.254.169.254 (link-local; allow with --delivery.allow-private-targets)`),
+		row(4, accountdb.ResultTimeout, 0, 10001, `no response within the attempt timeout: context deadline exceeded`),
+		row(5, accountdb.ResultHTTPError, 404, 12, `HTTP 404: not found`),
+		row(6, accountdb.ResultSuccess, 200, 9, ``),
+	}))
+	var body struct {
+		Deliveries []map[string]any `json:"deliveries"`
+	}
+	r = env.Do(t, "GET", "/v1/webhooks/"+id+"/deliveries", key, nil)
+	require.Equal(t, http.StatusOK, r.Code)
+	require.NoError(t, json.Unmarshal(r.Body, &body))
+	type shown struct {
+		Result    string
+		Status    float64
+		LatencyMs float64
+		Error     any
+	}
+	var got []shown
+	for _, d := range body.Deliveries {
+		got = append(got, shown{d["result"].(string), d["status"].(float64), d["latencyMs"].(float64), d["error"]})
+	}
+	network := "could not connect to the endpoint or read its response (DNS, connection, TLS or protocol failure)"
+	require.Equal(t, []shown{
+		{"success", 200, 9, nil},
+		{"http_error", 404, 12, "HTTP 404: not found"},
+		{"timeout", 0, 10001, "no response within the attempt timeout"},
+		{"refused_target", 0, 0, "the endpoint's address is refused by the delivery policy (loopback, private, link-local or another internal address)"},
+		{"network", 0, 0, network},
+		{"network", 0, 0, network},
+		{"network", 0, 0, network},
+	}, got)
+}
+
+// TestHeadAndPayloadTooLarge: HEAD answers on every webhook GET route as
+// on the data routes (Express answers HEAD for GET routes), with the same
+// status and no body; a body over --webhooks.max-body-bytes is a 413 with
+// Node's reason phrase (issue 16: 404 for HEAD; "Request Entity Too
+// Large").
+func TestHeadAndPayloadTooLarge(t *testing.T) {
+	cfg := webhookapi.DefaultConfig()
+	cfg.MaxBodyBytes = 1024
+	env := webhookapitest.Start(t, webhookapitest.Options{Webhooks: cfg})
+	_, key := env.NewAccount(t, plan.Free)
+	r := env.Do(t, "POST", "/v1/webhooks", key, createBody(addr1))
+	require.Equal(t, http.StatusCreated, r.Code)
+	id := r.JSON(t)["id"].(string)
+	require.Equal(t, http.StatusCreated, env.Do(t, "POST", "/v1/webhooks:generateOrRotateSharedSecret", key, nil).Code)
+	for _, p := range []string{"/v1/webhooks", "/v1/webhooks/" + id, "/v1/webhooks/" + id + "/addresses",
+		"/v1/webhooks/" + id + "/deliveries", "/v1/webhooks:getSharedSecret"} {
+		r := env.Do(t, "HEAD", p, key, nil)
+		require.Equal(t, http.StatusOK, r.Code, p)
+		require.Empty(t, r.Body, p)
+		require.Equal(t, http.StatusUnauthorized, env.Do(t, "HEAD", p, "", nil).Code, p)
+	}
+	require.Equal(t, http.StatusNotFound, env.Do(t, "HEAD", "/v1/webhooks/00000000-0000-4000-8000-000000000000", key, nil).Code)
+
+	big := createBody(addr1)
+	big["description"] = strings.Repeat("x", 2000)
+	r = env.Do(t, "POST", "/v1/webhooks", key, big)
+	requireError(t, r, http.StatusRequestEntityTooLarge, "Request body larger than 1024 bytes")
+	require.Contains(t, string(r.Body), `"error":"Payload Too Large"`)
 }

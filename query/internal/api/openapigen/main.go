@@ -2,7 +2,13 @@
 // hosted Data API spec (shared/spec/glacier_openapi_2026-01.json.zst) that
 // moraine's query service implements, with the schemas they reference and
 // nothing else, so /api-json never advertises an operation moraine does not
-// serve. Run through `go generate ./internal/api` from query/.
+// serve, and moraine's own extensions (extensions.go), so it advertises
+// every one it does. Run through `go generate ./internal/api` from query/.
+//
+// Where moraine serves less than the hosted operation, the document says
+// so: the webhook operations take and return EVM address_activity webhooks
+// only (the hosted oneOf of three kinds is narrowed to that one) and need
+// an API key (their security has no anonymous alternative).
 //
 //	go run ./internal/api/openapigen -spec ../../shared/spec/glacier_openapi_2026-01.json.zst -out internal/api/openapi.json
 package main
@@ -29,6 +35,17 @@ var operations = map[string][]string{
 	"/v1/chains/{chainId}/blocks/{blockId}":              {"get"},
 	"/v1/chains/{chainId}/blocks/{blockId}/transactions": {"get"},
 	"/v1/blocks":                                         {"get"},
+}
+
+// webhookOperations are the Webhooks API's ten operations
+// (internal/webhookapi), kept apart from the data operations above so that
+// additions to either list merge cleanly.
+var webhookOperations = map[string][]string{
+	"/v1/webhooks":                              {"get", "post"},
+	"/v1/webhooks/{id}":                         {"get", "patch", "delete"},
+	"/v1/webhooks/{id}/addresses":               {"get", "patch", "delete"},
+	"/v1/webhooks:generateOrRotateSharedSecret": {"post"},
+	"/v1/webhooks:getSharedSecret":              {"get"},
 }
 
 func main() {
@@ -68,26 +85,47 @@ func run(specPath, outPath string) error {
 
 	outPaths := map[string]any{}
 	tags := map[string]bool{}
-	for p, methods := range operations {
-		item, ok := paths[p].(map[string]any)
-		if !ok {
-			return fmt.Errorf("path %s is not in the spec", p)
-		}
-		o := map[string]any{}
-		for _, m := range methods {
-			op, ok := item[m].(map[string]any)
+	keepOps := func(ops map[string][]string, edit func(op map[string]any)) error {
+		for p, methods := range ops {
+			item, ok := paths[p].(map[string]any)
 			if !ok {
-				return fmt.Errorf("%s %s is not in the spec", m, p)
+				return fmt.Errorf("path %s is not in the spec", p)
 			}
-			o[m] = op
-			for _, t := range op["tags"].([]any) {
-				tags[t.(string)] = true
+			o := map[string]any{}
+			for _, m := range methods {
+				op, ok := item[m].(map[string]any)
+				if !ok {
+					return fmt.Errorf("%s %s is not in the spec", m, p)
+				}
+				if edit != nil {
+					edit(op)
+				}
+				o[m] = op
+				for _, t := range op["tags"].([]any) {
+					tags[t.(string)] = true
+				}
 			}
+			outPaths[p] = o
 		}
-		outPaths[p] = o
+		return nil
+	}
+	if err := keepOps(operations, nil); err != nil {
+		return err
+	}
+	// ListWebhooksResponse's items too: one kind.
+	narrowToEVM(schemas)
+	if err := keepOps(webhookOperations, func(op map[string]any) {
+		narrowToEVM(op)
+		op["security"] = []any{map[string]any{"apiKey": []any{}}}
+	}); err != nil {
+		return err
+	}
+	if err := addExtensions(outPaths, schemas, paths); err != nil {
+		return err
 	}
 
-	// Keep every schema reachable from the kept operations.
+	// Keep every schema reachable from the kept operations (the extensions'
+	// own schemas are already in schemas).
 	keep := map[string]bool{}
 	var walk func(v any)
 	walk = func(v any) {
@@ -131,7 +169,8 @@ func run(specPath, outPath string) error {
 		}
 	}
 	info, _ := doc["info"].(map[string]any)
-	info["description"] = "The subset of the Avalanche Data API (Glacier) that this moraine deployment serves: EVM chains and blocks. " +
+	info["description"] = "The subset of the Avalanche Data API (Glacier) that this moraine deployment serves: EVM chains and blocks, " +
+		"and the Webhooks API for EVM address_activity webhooks, plus moraine's extensions (marked x-moraine-extension). " +
 		"Wire-compatible with the hosted API, so its SDKs work unchanged (point them at this server)."
 	result := map[string]any{
 		"openapi":    doc["openapi"],

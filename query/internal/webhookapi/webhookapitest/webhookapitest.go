@@ -23,6 +23,8 @@ import (
 	"github.com/moraine-data/moraine/pkg/accountdb/accountdbtest"
 	"github.com/moraine-data/moraine/pkg/chains"
 	"github.com/moraine-data/moraine/pkg/chdb"
+	"github.com/moraine-data/moraine/pkg/guard"
+	"github.com/moraine-data/moraine/pkg/guard/guardtest"
 	"github.com/moraine-data/moraine/pkg/kafkautil"
 	"github.com/moraine-data/moraine/pkg/testenv"
 	"github.com/moraine-data/moraine/pkg/watch"
@@ -67,6 +69,9 @@ type Options struct {
 	NoReconciler bool
 	// Logger nil: through t.Log.
 	Logger *slog.Logger
+	// Resolver nil: guardtest.Resolver (example.com and friends resolve
+	// to a public address, nothing else resolves).
+	Resolver guard.Resolver
 }
 
 // Env is a running webhook API.
@@ -119,6 +124,9 @@ func Start(t testing.TB, o Options) *Env {
 	if o.Webhooks == (webhookapi.Config{}) {
 		o.Webhooks = webhookapi.DefaultConfig()
 	}
+	if o.Resolver == nil {
+		o.Resolver = guardtest.Resolver{}
+	}
 	chainCfg, err := chains.Parse([]byte(Chains))
 	if err != nil {
 		t.Fatal(err)
@@ -169,7 +177,7 @@ func Start(t testing.TB, o Options) *Env {
 	err = webhookapi.Register(r.Group("/v1"), o.Webhooks, webhookapi.Deps{
 		Logger: logger, Registerer: e.Registry, Store: e.DB, Publisher: pub, Locks: locks, Clock: clock,
 		Plans: o.Plans, Chains: chainCfg, PageTokenKey: PageTokenKey, Hooks: o.Hooks,
-		Middleware: []gin.HandlerFunc{authn.Identify(), limit, auth.RejectInvalid()},
+		Middleware: []gin.HandlerFunc{authn.Identify(), limit, auth.RejectInvalid()}, Resolver: o.Resolver,
 	})
 	if err != nil {
 		t.Fatal(err)

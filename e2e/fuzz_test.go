@@ -1,0 +1,74 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// fuzzBudget bounds the schemathesis run (its --max-time): make test runs
+// it, and CI runs make test within a budget. Its phases (examples,
+// coverage, fuzzing, stateful) repeat until the budget is spent.
+const fuzzBudget = 60 * time.Second
+
+// TestSchemathesis fuzzes the query service from its own OpenAPI document:
+// schemathesis (deploy/stack/schemathesis.sh installs it; make test sets
+// MORAINE_SCHEMATHESIS) reads /api-json and sends generated requests,
+// valid and invalid, to every operation, with an API key of an account
+// that has webhooks to read. Zero server errors and zero answers that break
+// the document (status codes, content types, headers, body schemas) are
+// allowed. The service runs as in production: rate limits on, the delivery
+// target policy refusing internal URLs; the C-Chain blocks 1..100 are
+// indexed through the real pipeline, so block reads find data.
+func TestSchemathesis(t *testing.T) {
+	st := os.Getenv("MORAINE_SCHEMATHESIS")
+	if st == "" {
+		t.Fatal("MORAINE_SCHEMATHESIS is not set: `make test` installs schemathesis, or run `export MORAINE_SCHEMATHESIS=$(deploy/stack/schemathesis.sh install)`")
+	}
+	s := runPipeline(t, cchain, 1, pipelineOpts{queryArgs: []string{
+		"--ratelimit.enabled=true", "--delivery.allow-private-targets=false", "--log.level", "warn"}})
+	out, err := exec.Command(filepath.Join(binaries(t), "moraine-admin"), "dev-key", "--out", filepath.Join(t.TempDir(), "key"),
+		"--plan", "enterprise", "--clickhouse.addr", s.ch.Addr, "--clickhouse.database", s.ch.Database).Output()
+	if err != nil {
+		t.Fatalf("moraine-admin dev-key: %v", err)
+	}
+	key := strings.TrimSpace(string(out))
+	// A webhook to read, update and list the addresses and deliveries of.
+	var hook struct {
+		ID string `json:"id"`
+	}
+	if code := call(t, "POST", s.api+"/v1/webhooks", key, map[string]any{
+		"eventType": "address_activity", "url": "https://93.184.215.14/hook", "chainId": "43114",
+		"metadata": map[string]any{"addresses": []string{"0x9702230A8Ea53601f5cD2dc00fDBc13d4dF4A8c7"}},
+	}, &hook); code != 201 {
+		t.Fatalf("create webhook: %d", code)
+	}
+
+	dir := t.TempDir()
+	cmd := exec.Command(st, "run", s.api+"/api-json",
+		"--header", "x-glacier-api-key: "+key,
+		"--checks", "not_a_server_error,status_code_conformance,content_type_conformance,response_headers_conformance,response_schema_conformance",
+		"--max-time", strconv.Itoa(int(fuzzBudget.Seconds())),
+		"--workers", "2", "--request-timeout", "10",
+		"--generation-database", "none", "--no-color")
+	cmd.Dir = dir // schemathesis writes its state here
+	start := time.Now()
+	outb, err := cmd.CombinedOutput()
+	took := time.Since(start)
+	text := string(outb)
+	if err != nil {
+		t.Fatalf("schemathesis failed after %s: %v\n%s", took.Round(time.Second), err, text)
+	}
+	// Exit status 0 means no check failed; the summary says how much ran.
+	summary := regexp.MustCompile(`(?m)^\s*\d+ generated, \d+ passed.*$`).FindString(text)
+	ops := regexp.MustCompile(`Operations:\s+(\d+ selected / \d+ total)`).FindStringSubmatch(text)
+	if summary == "" || len(ops) < 2 {
+		t.Fatalf("schemathesis output without its summary after %s:\n%s", took.Round(time.Second), text)
+	}
+	t.Logf("schemathesis: %s in %s, operations %s", strings.TrimSpace(summary), took.Round(time.Second), ops[1])
+}

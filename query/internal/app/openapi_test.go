@@ -1,0 +1,65 @@
+package app
+
+import (
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/moraine-data/moraine/pkg/testenv"
+)
+
+// TestOpenAPIListsEveryRoute: /api-json names every operation the whole
+// service serves, webhook routes and moraine's extensions included, and
+// nothing else (issue 16: the webhooks API and the deliveries route were
+// missing). HEAD is implied by GET.
+func TestOpenAPIListsEveryRoute(t *testing.T) {
+	chCfg, _ := testenv.ClickHouse(t)
+	a, url := startApp(t, func(c *Config) { c.ClickHouse = chCfg })
+	resp, err := http.Get(url + "/api-json")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	var doc struct {
+		Paths map[string]map[string]struct {
+			OperationID string           `json:"operationId"`
+			Extension   bool             `json:"x-moraine-extension"`
+			Security    []map[string]any `json:"security"`
+		} `json:"paths"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&doc))
+	param := regexp.MustCompile(`\{([a-zA-Z]+)\}`)
+	var documented, webhookOps, extensions []string
+	for p, ms := range doc.Paths {
+		for m, op := range ms {
+			documented = append(documented, strings.ToUpper(m)+" "+param.ReplaceAllString(p, ":$1"))
+			if strings.HasPrefix(p, "/v1/webhooks") {
+				// Every webhook operation needs a key.
+				require.Equal(t, []map[string]any{{"apiKey": []any{}}}, op.Security, "%s %s", m, p)
+				if op.Extension {
+					extensions = append(extensions, op.OperationID)
+				} else {
+					webhookOps = append(webhookOps, op.OperationID)
+				}
+			}
+		}
+	}
+	var served []string
+	for _, r := range a.router.Routes() {
+		if r.Method != http.MethodHead {
+			served = append(served, r.Method+" "+strings.ReplaceAll(r.Path, `\:`, ":"))
+		}
+	}
+	documented = append(documented, "GET /api-json")
+	sort.Strings(documented)
+	sort.Strings(served)
+	require.Equal(t, served, documented)
+	sort.Strings(webhookOps)
+	require.Equal(t, []string{"addAddressesToWebhook", "createWebhook", "deactivateWebhook", "generateOrRotateSharedSecret",
+		"getAddressesFromWebhook", "getSharedSecret", "getWebhook", "listWebhooks", "removeAddressesFromWebhook", "updateWebhook"}, webhookOps)
+	require.Equal(t, []string{"listWebhookDeliveries"}, extensions)
+}
