@@ -214,6 +214,7 @@ type probe struct {
 	at      time.Time
 	ok      bool
 	status  int
+	err     string
 	apiHead uint64
 	lag     int64 // node head - API head, blocks
 }
@@ -417,8 +418,18 @@ func TestClusterFaults(t *testing.T) {
 			other := cp.get(map[string]string{"ingest-1": "ingest-2", "ingest-2": "ingest-1"}[active.name])
 			before := other.metric(t, "moraine_ingest_last_produced_block", `{chain="43112"}`)
 			last := active.metric(t, "moraine_ingest_last_produced_block", `{chain="43112"}`)
-			hit := time.Now()
 			how := "killed"
+			if f.pause {
+				// Freeze it in the middle of its work: a burst of blocks (as
+				// after an outage of the node) keeps it fetching and producing,
+				// so that it wakes up with a transaction in flight, which must
+				// then fail as fenced.
+				if _, err := rpcCall(rpcURL, "moraine_mine", 100); err != nil {
+					t.Logf("moraine_mine: %v", err)
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+			hit := time.Now()
 			if f.pause {
 				how = "froze"
 				_ = active.p.cmd.Process.Signal(syscall.SIGSTOP)
@@ -620,6 +631,9 @@ func runProber(ctx context.Context, apiURL, rpcURL string) *prober {
 			}
 			pr := probe{at: time.Now()}
 			resp, err := client.Get(apiURL + "/v1/chains/43112/blocks?pageSize=1")
+			if err != nil {
+				pr.err = err.Error()
+			}
 			if err == nil {
 				pr.status = resp.StatusCode
 				var page struct {
@@ -919,6 +933,13 @@ func summarize(t *testing.T, windows []*window, probes []probe, seed, head uint6
 	}
 	fmt.Fprintf(&b, "whole run: %d API requests through nginx, %d failed (%.2f%%), head lag p99 %d blocks\n",
 		total, errs, 100*float64(errs)/float64(max(total, 1)), p99)
+	shown := 0
+	for _, p := range probes {
+		if !p.ok && shown < 5 {
+			shown++
+			fmt.Fprintf(&b, "  failed request at %s: status %d %s\n", p.at.Format("15:04:05.000"), p.status, p.err)
+		}
+	}
 	return b.String()
 }
 
