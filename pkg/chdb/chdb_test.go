@@ -180,3 +180,17 @@ func checkSchemaWhole(ctx context.Context, t *testing.T, conn driver.Conn) {
 		}
 	}
 }
+
+// TestUnknownClusterIsRefused: a --clickhouse.cluster the server does not
+// know is an error at start-up, not tables that silently stay on one
+// server.
+func TestUnknownClusterIsRefused(t *testing.T) {
+	cfg := testenv.ClickHouseConfig(t)
+	cfg.Cluster = "no_such_cluster"
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err := chdb.Open(ctx, cfg, testenv.Logger(t))
+	if err == nil || !strings.Contains(err.Error(), "not in the server's remote_servers") {
+		t.Fatalf("err = %v, want one saying the cluster is unknown", err)
+	}
+}

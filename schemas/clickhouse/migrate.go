@@ -174,8 +174,24 @@ func Apply(ctx context.Context, conn driver.Conn, opts Options) ([]uint32, error
 }
 
 // EnsureDatabase creates opts.Database (on every server of opts.Cluster)
-// unless this server has it already; conn may use any database.
+// unless this server has it already; conn may use any database. A cluster
+// must be known to the server and have one shard: moraine replicates its
+// tables but does not shard them (docs/operating-a-cluster.md), and on a
+// cluster of several shards its writes would all land in the shard of the
+// replica it connects to.
 func EnsureDatabase(ctx context.Context, conn driver.Conn, opts Options) error {
+	if opts.Cluster != "" {
+		var shards, replicas uint64
+		if err := conn.QueryRow(ctx, "SELECT uniqExact(shard_num), count() FROM system.clusters WHERE cluster = ?", opts.Cluster).Scan(&shards, &replicas); err != nil {
+			return fmt.Errorf("look up cluster %s: %w", opts.Cluster, err)
+		}
+		switch {
+		case replicas == 0:
+			return fmt.Errorf("cluster %s is not in the server's remote_servers", opts.Cluster)
+		case shards > 1:
+			return fmt.Errorf("cluster %s has %d shards: moraine replicates its tables but does not shard them; give it a cluster of one shard", opts.Cluster, shards)
+		}
+	}
 	var n uint64
 	if err := conn.QueryRow(ctx, "SELECT count() FROM system.databases WHERE name = ?", opts.Database).Scan(&n); err != nil {
 		return fmt.Errorf("look up database %s: %w", opts.Database, err)
