@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/moraine-data/moraine/pkg/obs"
@@ -159,8 +160,24 @@ func NewClient(ctx context.Context, logger *slog.Logger, opts ...kgo.Opt) (*kgo.
 // Existing topics with fewer replicas than the replication factor are
 // logged: moving partitions is left to the operator
 // (docs/operating-a-cluster.md).
+//
+// On a cluster, a topic another service has just created can be in one
+// broker's metadata and not yet in another's, which then answers
+// UNKNOWN_TOPIC_OR_PARTITION: such retriable errors are retried for a
+// while.
 func (c Config) EnsureTopics(ctx context.Context, cl *kgo.Client, logger *slog.Logger) error {
-	res, err := topics.Ensure(ctx, kadm.NewClient(cl), c.Topics(), c.Replication())
+	var res topics.EnsureResult
+	var err error
+	deadline := time.Now().Add(30 * time.Second)
+	for attempt := 0; ; attempt++ {
+		res, err = topics.Ensure(ctx, kadm.NewClient(cl), c.Topics(), c.Replication())
+		if err == nil || !kerr.IsRetriable(err) || time.Now().After(deadline) {
+			break
+		}
+		if !obs.Sleep(ctx, obs.Backoff(attempt, 100*time.Millisecond, 2*time.Second)) {
+			return ctx.Err()
+		}
+	}
 	if len(res.UnderReplicated) > 0 {
 		logger.Warn("topics have fewer replicas than the replication factor; reassign their partitions to add replicas",
 			"topics", res.UnderReplicated, "replication_factor", res.Replication.Factor)
@@ -168,14 +185,7 @@ func (c Config) EnsureTopics(ctx context.Context, cl *kgo.Client, logger *slog.L
 	if err != nil || len(res.Created) == 0 {
 		return err
 	}
-	// A client of its own with a short metadata cache: cl's would answer
-	// from a stale entry for up to 5 s.
-	wcl, err := kgo.NewClient(append(c.BaseOpts(slog.New(slog.DiscardHandler), "moraine-topics"), kgo.MetadataMinAge(50*time.Millisecond))...)
-	if err != nil {
-		return err
-	}
-	defer wcl.Close()
-	return topics.WaitVisible(ctx, kadm.NewClient(wcl), c.Topics())
+	return topics.WaitVisible(ctx, cl, c.Topics())
 }
 
 // Ping reports whether a broker answers, for readiness checks.

@@ -2,6 +2,7 @@ package kafkautil_test
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -81,12 +82,30 @@ func TestTopicsOnRealBroker(t *testing.T) {
 	if err != nil || len(res.Created) != 0 || len(res.UnderReplicated) != 0 {
 		t.Fatalf("ensure with every topic present: %+v, err %v", res, err)
 	}
-	// One broker: the derived replication is one copy, one in sync.
-	if res.Replication != (topics.Replication{Factor: 1, MinInsyncReplicas: 1}) {
-		t.Fatalf("replication derived for one broker = %+v", res.Replication)
+	// The derived replication: one copy on the single-node stack, three
+	// copies with two in sync on the local cluster's three brokers.
+	meta, err := adm.BrokerMetadata(ctx)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if got := topicConfig(ctx, t, adm, blocks, "min.insync.replicas"); got != "1" {
-		t.Fatalf("blocks min.insync.replicas = %q, want 1", got)
+	want := topics.Replication{Factor: 1, MinInsyncReplicas: 1}
+	if len(meta.Brokers) >= 3 {
+		want = topics.Replication{Factor: 3, MinInsyncReplicas: 2}
+	}
+	if res.Replication != want {
+		t.Fatalf("replication derived for %d brokers = %+v, want %+v", len(meta.Brokers), res.Replication, want)
+	}
+	if got := topicConfig(ctx, t, adm, blocks, "min.insync.replicas"); got != strconv.Itoa(want.MinInsyncReplicas) {
+		t.Fatalf("blocks min.insync.replicas = %q, want %d", got, want.MinInsyncReplicas)
+	}
+	details, err = adm.ListTopics(ctx, blocks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range details[blocks].Partitions {
+		if len(p.Replicas) != int(want.Factor) {
+			t.Fatalf("blocks partition %d has %d replicas, want %d", p.Partition, len(p.Replicas), want.Factor)
+		}
 	}
 	spec, _ := topics.Lookup(cfg.Topics(), topics.Blocks)
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {

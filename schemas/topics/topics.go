@@ -15,6 +15,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Topic names. They are constants so that code and dashboards agree.
@@ -271,26 +273,22 @@ func ptrs(configs map[string]string) map[string]*string {
 	return out
 }
 
-// WaitVisible waits until the broker's metadata lists every topic with its
-// partitions: a topic just created can be unknown to a metadata request for
-// a moment, and a client that starts then (a test, a service) must not
-// trip on it. franz-go caches topic metadata for the client's
-// MetadataMinAge (5 s by default), so adm's client should have a short one.
-func WaitVisible(ctx context.Context, adm *kadm.Client, specs []Spec) error {
-	names := Names(specs)
+// WaitVisible waits until every broker's metadata lists every topic with
+// its partitions: a topic just created is unknown to the brokers for a
+// moment (on a cluster, to each broker until the controller's metadata
+// reaches it), and a client that starts then (a test, a service) must not
+// trip on it. Each broker is asked directly, bypassing the client's
+// metadata cache.
+func WaitVisible(ctx context.Context, cl *kgo.Client, specs []Spec) error {
+	req := kmsg.NewPtrMetadataRequest()
+	for _, s := range specs {
+		t := kmsg.NewMetadataRequestTopic()
+		t.Topic = kmsg.StringPtr(s.Name)
+		req.Topics = append(req.Topics, t)
+	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		details, err := adm.ListTopics(ctx, names...)
-		missing := ""
-		if err == nil {
-			for _, s := range specs {
-				d, ok := details[s.Name]
-				if !ok || d.Err != nil || int32(len(d.Partitions)) < s.Partitions {
-					missing = s.Name
-					break
-				}
-			}
-		}
+		missing, err := invisible(ctx, cl, req, specs)
 		if err == nil && missing == "" {
 			return nil
 		}
@@ -308,6 +306,34 @@ func WaitVisible(ctx context.Context, adm *kadm.Client, specs []Spec) error {
 		case <-t.C:
 		}
 	}
+}
+
+// invisible returns a broker and topic whose metadata lacks the topic or
+// some of its partitions, or "" when every broker has them all.
+func invisible(ctx context.Context, cl *kgo.Client, req *kmsg.MetadataRequest, specs []Spec) (string, error) {
+	brokers, err := kadm.NewClient(cl).BrokerMetadata(ctx)
+	if err != nil {
+		return "", err
+	}
+	for _, b := range brokers.Brokers {
+		kresp, err := cl.Broker(int(b.NodeID)).Request(ctx, req)
+		if err != nil {
+			return "", err
+		}
+		resp := kresp.(*kmsg.MetadataResponse)
+		have := map[string]int{}
+		for _, t := range resp.Topics {
+			if t.Topic != nil && t.ErrorCode == 0 {
+				have[*t.Topic] = len(t.Partitions)
+			}
+		}
+		for _, s := range specs {
+			if int32(have[s.Name]) < s.Partitions {
+				return fmt.Sprintf("%s on broker %d", s.Name, b.NodeID), nil
+			}
+		}
+	}
+	return "", nil
 }
 
 func alter(ctx context.Context, adm *kadm.Client, topic string, alters []kadm.AlterConfig) error {
