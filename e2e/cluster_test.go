@@ -643,8 +643,10 @@ func runProber(ctx context.Context, apiURL, rpcURL string) *prober {
 				}
 				b, _ := io.ReadAll(resp.Body)
 				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK && json.Unmarshal(b, &page) == nil && len(page.Blocks) == 1 {
-					pr.ok = true
+				// An answer is a success; an empty list (nothing indexed yet,
+				// at the start) just has no head to compare.
+				pr.ok = resp.StatusCode == http.StatusOK && json.Unmarshal(b, &page) == nil
+				if pr.ok && len(page.Blocks) == 1 {
 					pr.apiHead, _ = strconv.ParseUint(page.Blocks[0].BlockNumber, 10, 64)
 					pr.lag = int64(nodeHead) - int64(pr.apiHead)
 				}
