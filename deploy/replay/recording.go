@@ -12,6 +12,8 @@ import (
 	"strconv"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/moraine-data/moraine/deploy/internal/jsonscan"
 )
 
 // Hash is a 32-byte block or transaction hash.
@@ -146,7 +148,7 @@ var dropFromHeader = map[string]bool{
 
 func parseLine(line []byte) (*Block, error) {
 	b := &Block{}
-	err := eachField(line, func(key, _, val []byte) error {
+	err := jsonscan.EachField(line, func(key, _, val []byte) error {
 		switch string(key) {
 		case "block":
 			b.Full = val
@@ -174,7 +176,7 @@ func parseLine(line []byte) (*Block, error) {
 	hashes.WriteByte('{')
 	header.WriteByte('{')
 	var haveNumber, haveHash bool
-	err = eachField(b.Full, func(key, rawKey, val []byte) error {
+	err = jsonscan.EachField(b.Full, func(key, rawKey, val []byte) error {
 		k := string(key)
 		switch k {
 		case "number":
@@ -198,7 +200,7 @@ func parseLine(line []byte) (*Block, error) {
 		if k == "transactions" {
 			hashes.WriteByte('[')
 			n := 0
-			err := eachElement(val, func(tx []byte) error {
+			err := jsonscan.EachElement(val, func(tx []byte) error {
 				b.txs = append(b.txs, tx)
 				if bytes.HasPrefix(tx, []byte{'"'}) { // already a hash
 					if n > 0 {
@@ -208,7 +210,7 @@ func parseLine(line []byte) (*Block, error) {
 					n++
 					return nil
 				}
-				return eachField(tx, func(key, _, v []byte) error {
+				return jsonscan.EachField(tx, func(key, _, v []byte) error {
 					if string(key) == "hash" {
 						if n > 0 {
 							hashes.WriteByte(',')
@@ -245,7 +247,7 @@ func parseLine(line []byte) (*Block, error) {
 	hashes.WriteByte('}')
 	header.WriteByte('}')
 	b.Hashes, b.Header = hashes.Bytes(), header.Bytes()
-	if err := eachElement(b.Receipts, func(r []byte) error {
+	if err := jsonscan.EachElement(b.Receipts, func(r []byte) error {
 		b.receipts = append(b.receipts, r)
 		return nil
 	}); err != nil {
@@ -266,7 +268,7 @@ func (rec *Recording) indexTxs(i int, b *Block) error {
 			h, err = parseHash(tx)
 		} else {
 			found := false
-			err = eachField(tx, func(key, _, v []byte) error {
+			err = jsonscan.EachField(tx, func(key, _, v []byte) error {
 				switch string(key) {
 				case "hash":
 					found = true
@@ -303,7 +305,7 @@ func (rec *Recording) indexTxs(i int, b *Block) error {
 	for idx, r := range b.receipts {
 		var h Hash
 		found := false
-		_ = eachField(r, func(key, _, v []byte) error {
+		_ = jsonscan.EachField(r, func(key, _, v []byte) error {
 			if string(key) == "transactionHash" {
 				if hh, err := parseHash(v); err == nil {
 					h, found = hh, true
@@ -320,11 +322,11 @@ func (rec *Recording) indexTxs(i int, b *Block) error {
 	}
 	// Traces: [{"txHash": ..., "result": {...}}].
 	idx := 0
-	err := eachElement(b.Traces, func(t []byte) error {
+	err := jsonscan.EachElement(b.Traces, func(t []byte) error {
 		var h Hash
 		var result []byte
 		found := false
-		err := eachField(t, func(key, _, v []byte) error {
+		err := jsonscan.EachField(t, func(key, _, v []byte) error {
 			switch string(key) {
 			case "txHash":
 				if hh, err := parseHash(v); err == nil {

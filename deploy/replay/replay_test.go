@@ -20,6 +20,8 @@ import (
 
 	"github.com/ethereum/go-ethereum/rpc"
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/moraine-data/moraine/deploy/internal/jsonscan"
 )
 
 const (
@@ -615,7 +617,7 @@ func TestScanner(t *testing.T) {
 	obj := []byte(` { "a" : "x\\\"y\\\\" , "b":[1, {"c":"]}"}, -2.5e3, true],"d":null ,"e":{}} `)
 	var keys []string
 	var vals []string
-	err := eachField(obj, func(k, raw, v []byte) error {
+	err := jsonscan.EachField(obj, func(k, raw, v []byte) error {
 		keys = append(keys, string(k))
 		vals = append(vals, string(v))
 		return nil
@@ -628,7 +630,7 @@ func TestScanner(t *testing.T) {
 		t.Fatalf("keys %q vals %q", keys, vals)
 	}
 	var elems []string
-	if err := eachElement([]byte(vals[1]), func(v []byte) error { elems = append(elems, string(v)); return nil }); err != nil {
+	if err := jsonscan.EachElement([]byte(vals[1]), func(v []byte) error { elems = append(elems, string(v)); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if len(elems) != 4 || elems[1] != `{"c":"]}"}` {
@@ -637,9 +639,9 @@ func TestScanner(t *testing.T) {
 	for _, bad := range []string{`{"a":`, `{"a" 1}`, `{"a":"x}`, `[1 2]`} {
 		var err error
 		if bad[0] == '{' {
-			err = eachField([]byte(bad), func(_, _, _ []byte) error { return nil })
+			err = jsonscan.EachField([]byte(bad), func(_, _, _ []byte) error { return nil })
 		} else {
-			err = eachElement([]byte(bad), func([]byte) error { return nil })
+			err = jsonscan.EachElement([]byte(bad), func([]byte) error { return nil })
 		}
 		if err == nil {
 			t.Errorf("%s accepted", bad)

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/moraine-data/moraine/deploy/internal/jsonscan"
 )
 
 // Modes of a replay server.
@@ -306,7 +308,7 @@ var (
 // handleMessage answers a single request or a batch; write is called with the
 // response's pieces (nothing for a notification). ws is nil over HTTP.
 func (s *Server) handleMessage(ctx context.Context, msg []byte, ws *wsConn, write func([]byte)) {
-	i := skipWS(msg, 0)
+	i := jsonscan.SkipWS(msg, 0)
 	if i < len(msg) && msg[i] == '[' {
 		var batch []json.RawMessage
 		if err := json.Unmarshal(msg, &batch); err != nil {
@@ -622,7 +624,7 @@ func (s *Server) blockByHashParam(raw json.RawMessage) (*Block, error) {
 // blockByNumberOrHashParam accepts a number, a tag, a hash, or an object
 // {"blockNumber": ...} / {"blockHash": ...}.
 func (s *Server) blockByNumberOrHashParam(raw json.RawMessage) (*Block, error) {
-	i := skipWS(raw, 0)
+	i := jsonscan.SkipWS(raw, 0)
 	if i < len(raw) && raw[i] == '{' {
 		var obj struct {
 			BlockNumber json.RawMessage `json:"blockNumber"`
