@@ -18,7 +18,7 @@ help: ## List the targets.
 build: ## Build the four services, the chain sources and the tools into ./bin.
 	@mkdir -p $(BIN)
 	@for s in $(SERVICES); do (cd $$s && go build -o ../$(BIN)/$$s ./cmd/$$s) || exit 1; done
-	@cd deploy && go build -o ../$(BIN)/devchain ./cmd/devchain && go build -o ../$(BIN)/replay ./cmd/replay
+	@cd deploy && go build -o ../$(BIN)/devchain ./cmd/devchain && go build -o ../$(BIN)/replay ./cmd/replay && go build -o ../$(BIN)/corpus ./cmd/corpus
 	@cd query && go build -o ../$(BIN)/querybench ./cmd/querybench && go build -o ../$(BIN)/moraine-admin ./cmd/moraine-admin
 	@echo "built: $$(ls $(BIN) | tr '\n' ' ')"
 
@@ -59,6 +59,16 @@ reset: ## Stop everything and delete the local data (ClickHouse, Kafka, dev chai
 .PHONY: bench
 bench: build stack-up ## Run the benchmarks; results go to bench/results.md and the README.
 	@eval "$$(bash $(STACK) env)"; bash bench/run.sh
+
+# The benchmark corpus (make corpus, make bench-backfill): where it is written and how large.
+CORPUS              ?= $(STATE_DIR)/corpus
+CORPUS_BLOCKS       ?= 200000
+CORPUS_TRANSACTIONS ?= 5000000
+
+.PHONY: corpus
+corpus: ## Build the backfill corpus from ../shared/data (CORPUS=dir, CORPUS_BLOCKS, CORPUS_TRANSACTIONS; about 2.5 GB).
+	@cd deploy && go build -o ../$(BIN)/corpus ./cmd/corpus
+	@$(BIN)/corpus --out $(CORPUS) --blocks $(CORPUS_BLOCKS) --transactions $(CORPUS_TRANSACTIONS)
 
 .PHONY: lint
 lint: ## go vet and gofmt check of every module.

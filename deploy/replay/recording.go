@@ -39,15 +39,12 @@ type Block struct {
 	Traces   []byte
 
 	txs      [][]byte // each recorded transaction object
-	receipts [][]byte // each recorded receipt
-}
-
-// txRef locates a transaction in the recording.
-type txRef struct {
-	block   int // index into Recording.blocks
-	index   int // position in the block
-	receipt []byte
-	trace   []byte // the callTracer frame ("result"), nil if not recorded
+	receipts [][]byte // each recorded receipt, in recorded order
+	// Per transaction, in block order: its hash, its receipt and its
+	// callTracer frame ("result"), nil when not recorded.
+	txHashes  []Hash
+	txReceipt [][]byte
+	txTrace   [][]byte
 }
 
 // Recording is a loaded replay file, indexed by block number, block hash and
@@ -56,10 +53,13 @@ type Recording struct {
 	blocks   []*Block // ascending by number
 	byNumber map[uint64]int
 	byHash   map[Hash]int
-	txs      map[Hash]txRef
+	txs      map[Hash]txLoc
 	chainID  uint64 // inferred from the transactions, 0 if unknown
 	txCount  int
 }
+
+// txLoc locates a transaction: the index of its block and its position.
+type txLoc struct{ block, index int }
 
 // Open loads a recording: a JSONL file (zstd-compressed or not, detected from
 // its first bytes) with one line per block,
@@ -102,7 +102,7 @@ func Read(r io.Reader) (*Recording, error) {
 }
 
 func parse(data []byte) (*Recording, error) {
-	rec := &Recording{byNumber: map[uint64]int{}, byHash: map[Hash]int{}, txs: map[Hash]txRef{}}
+	rec := &Recording{byNumber: map[uint64]int{}, byHash: map[Hash]int{}, txs: map[Hash]txLoc{}}
 	lineNo := 0
 	for len(data) > 0 {
 		lineNo++
@@ -120,6 +120,9 @@ func parse(data []byte) (*Recording, error) {
 		if err != nil {
 			return nil, fmt.Errorf("line %d: %w", lineNo, err)
 		}
+		if rec.chainID == 0 {
+			rec.chainID = chainIDOf(b)
+		}
 		if _, dup := rec.byNumber[b.Number]; dup {
 			return nil, fmt.Errorf("line %d: block %d recorded twice", lineNo, b.Number)
 		}
@@ -133,9 +136,10 @@ func parse(data []byte) (*Recording, error) {
 	for i, b := range rec.blocks {
 		rec.byNumber[b.Number] = i
 		rec.byHash[b.Hash] = i
-		if err := rec.indexTxs(i, b); err != nil {
-			return nil, fmt.Errorf("block %d: %w", b.Number, err)
+		for idx, h := range b.txHashes {
+			rec.txs[h] = txLoc{block: i, index: idx}
 		}
+		rec.txCount += len(b.txs)
 	}
 	return rec, nil
 }
@@ -253,14 +257,16 @@ func parseLine(line []byte) (*Block, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("receipts: %w", err)
 	}
+	if err := b.link(); err != nil {
+		return nil, fmt.Errorf("block %d: %w", b.Number, err)
+	}
 	return b, nil
 }
 
-// indexTxs indexes the transactions, receipts and traces of block i by
-// transaction hash.
-func (rec *Recording) indexTxs(i int, b *Block) error {
-	refs := map[Hash]*txRef{}
-	order := make([]Hash, 0, len(b.txs))
+// link finds each transaction's hash, receipt and trace.
+func (b *Block) link() error {
+	pos := make(map[Hash]int, len(b.txs))
+	b.txHashes = make([]Hash, len(b.txs))
 	for idx, tx := range b.txs {
 		var h Hash
 		var err error
@@ -269,24 +275,10 @@ func (rec *Recording) indexTxs(i int, b *Block) error {
 		} else {
 			found := false
 			err = jsonscan.EachField(tx, func(key, _, v []byte) error {
-				switch string(key) {
-				case "hash":
+				if string(key) == "hash" {
 					found = true
 					h, err = parseHash(v)
 					return err
-				case "chainId":
-					if rec.chainID == 0 {
-						if id, err := parseQuantity(v); err == nil {
-							rec.chainID = id
-						}
-					}
-				case "v":
-					if rec.chainID == 0 {
-						// EIP-155 legacy signature: v = chainId*2 + 35 or 36.
-						if vv, err := parseQuantity(v); err == nil && vv >= 37 {
-							rec.chainID = (vv - 35) / 2
-						}
-					}
 				}
 				return nil
 			})
@@ -297,40 +289,39 @@ func (rec *Recording) indexTxs(i int, b *Block) error {
 		if err != nil {
 			return err
 		}
-		refs[h] = &txRef{block: i, index: idx}
-		order = append(order, h)
+		b.txHashes[idx] = h
+		pos[h] = idx
 	}
-	rec.txCount += len(b.txs)
+	b.txReceipt = make([][]byte, len(b.txs))
+	b.txTrace = make([][]byte, len(b.txs))
 	// Receipts: by transactionHash (falling back to position).
 	for idx, r := range b.receipts {
-		var h Hash
-		found := false
+		at, found := -1, false
 		_ = jsonscan.EachField(r, func(key, _, v []byte) error {
 			if string(key) == "transactionHash" {
-				if hh, err := parseHash(v); err == nil {
-					h, found = hh, true
+				if h, err := parseHash(v); err == nil {
+					at, found = pos[h]
 				}
 			}
 			return nil
 		})
-		if !found && idx < len(order) {
-			h, found = order[idx], true
+		if !found && idx < len(b.txs) {
+			at = idx
 		}
-		if ref, ok := refs[h]; found && ok {
-			ref.receipt = r
+		if at >= 0 {
+			b.txReceipt[at] = r
 		}
 	}
 	// Traces: [{"txHash": ..., "result": {...}}].
 	idx := 0
 	err := jsonscan.EachElement(b.Traces, func(t []byte) error {
-		var h Hash
+		at, found := -1, false
 		var result []byte
-		found := false
 		err := jsonscan.EachField(t, func(key, _, v []byte) error {
 			switch string(key) {
 			case "txHash":
-				if hh, err := parseHash(v); err == nil {
-					h, found = hh, true
+				if h, err := parseHash(v); err == nil {
+					at, found = pos[h]
 				}
 			case "result":
 				result = v
@@ -340,11 +331,11 @@ func (rec *Recording) indexTxs(i int, b *Block) error {
 		if err != nil {
 			return err
 		}
-		if !found && idx < len(order) {
-			h, found = order[idx], true
+		if !found && idx < len(b.txs) {
+			at = idx
 		}
-		if ref, ok := refs[h]; found && ok {
-			ref.trace = result
+		if at >= 0 {
+			b.txTrace[at] = result
 		}
 		idx++
 		return nil
@@ -352,10 +343,33 @@ func (rec *Recording) indexTxs(i int, b *Block) error {
 	if err != nil {
 		return fmt.Errorf("traces: %w", err)
 	}
-	for h, ref := range refs {
-		rec.txs[h] = *ref
-	}
 	return nil
+}
+
+// chainIDOf reads the EVM chain id from a block's transactions: the chainId
+// field, or v of an EIP-155 legacy signature; 0 when none tells.
+func chainIDOf(b *Block) uint64 {
+	for _, tx := range b.txs {
+		var id uint64
+		_ = jsonscan.EachField(tx, func(key, _, v []byte) error {
+			switch string(key) {
+			case "chainId":
+				if n, err := parseQuantity(v); err == nil && n != 0 {
+					id = n
+				}
+			case "v":
+				// EIP-155 legacy signature: v = chainId*2 + 35 or 36.
+				if vv, err := parseQuantity(v); err == nil && vv >= 37 && id == 0 {
+					id = (vv - 35) / 2
+				}
+			}
+			return nil
+		})
+		if id != 0 {
+			return id
+		}
+	}
+	return 0
 }
 
 // Len is the number of recorded blocks.

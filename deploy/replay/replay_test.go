@@ -467,7 +467,7 @@ func TestReplayGunzilla(t *testing.T) {
 	start := time.Now()
 	checkRawBatches(t, s.HTTPURL(), file, 50)
 	elapsed := time.Since(start)
-	t.Logf("batches: %d blocks, %d txs with receipts and traces in %v (%.0f tx/s)", len(file), s.Recording().TxCount(), elapsed, float64(s.Recording().TxCount())/elapsed.Seconds())
+	t.Logf("batches: %d blocks, %d txs with receipts and traces in %v (%.0f tx/s)", len(file), s.Source().TxCount(), elapsed, float64(s.Source().TxCount())/elapsed.Seconds())
 	t0 = time.Now()
 	checkBatches(t, cl, file[:100], 25) // and through go-ethereum's client
 	t.Logf("client batches in %v", time.Since(t0))
@@ -685,4 +685,40 @@ func BenchmarkReplayGunzilla(b *testing.B) {
 	}
 	b.ReportMetric(float64(rec.TxCount()*b.N)/b.Elapsed().Seconds(), "tx/s")
 	b.ReportMetric(float64(bytesRead)/b.Elapsed().Seconds()/1e6, "MB/s")
+}
+
+// TestHashScheme checks that the corpus hashes read back to their block and
+// position, and that other hashes are not taken for them.
+func TestHashScheme(t *testing.T) {
+	s, err := NewHashScheme([]byte("0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[Hash]bool{}
+	for _, n := range []uint64{0, 1, 2, 1 << 40} {
+		for _, i := range []uint32{0, 1, 4000} {
+			h := s.Tx(n, i)
+			kind, gn, gi, ok := s.decode(h)
+			if !ok || kind != hashKindTx || gn != n || gi != i {
+				t.Errorf("Tx(%d, %d) decodes to %d %d %d %v", n, i, kind, gn, gi, ok)
+			}
+			seen[h] = true
+		}
+		b := s.Block(n)
+		if kind, gn, _, ok := s.decode(b); !ok || kind != hashKindBlock || gn != n {
+			t.Errorf("Block(%d) decodes to %d %d %v", n, kind, gn, ok)
+		}
+		seen[b] = true
+	}
+	if len(seen) != 16 {
+		t.Errorf("%d distinct hashes of 16", len(seen))
+	}
+	h := s.Block(5)
+	h[31] ^= 1
+	if _, _, _, ok := s.decode(h); ok {
+		t.Error("a changed hash still decodes")
+	}
+	if _, _, _, ok := s.decode(Hash{}); ok {
+		t.Error("the zero hash decodes")
+	}
 }
