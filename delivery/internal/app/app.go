@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/moraine-data/moraine/delivery/internal/deactivate"
@@ -99,6 +100,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, reg *prometheus.R
 	if _, err := chains.Load(cfg.ChainsFile); err != nil {
 		return err
 	}
+	cfg.Kafka.Metrics = reg // franz-go's client metrics (kafkautil.ClientMetrics)
 	health := obs.NewHealth()
 	admin, err := obs.Listen(cfg.Admin.ListenAddress, obs.AdminMux(reg, health), logger)
 	if err != nil {
@@ -154,6 +156,10 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, reg prometheus.Re
 	health.Add("address-watch", table.ReadyCheck)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return table.Run(gctx) })
+	g.Go(func() error {
+		kafkautil.ExportLag(gctx, kadm.NewClient(cl), reg, logger, kafkautil.LagInterval, cfg.Kafka.TopicPrefix+cfg.Delivery.Group)
+		return nil
+	})
 	g.Go(func() error {
 		// No message is judged before the table has caught up.
 		for !table.Ready() {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 
@@ -143,6 +144,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, reg *prometheus.R
 			return fmt.Errorf("processor: --chains.file: %w", err)
 		}
 	}
+	cfg.Kafka.Metrics = reg // franz-go's client metrics (kafkautil.ClientMetrics)
 	health := obs.NewHealth()
 	admin, err := obs.Listen(cfg.Admin.ListenAddress, obs.AdminMux(reg, health), logger)
 	if err != nil {
@@ -165,8 +167,9 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, reg *prometheus.R
 	g.Go(func() error {
 		admCl, err := kafkautil.NewClient(gctx, logger, cfg.Kafka.BaseOpts(logger, "moraine-processor-admin")...)
 		if err == nil {
-			err = cfg.Kafka.EnsureTopics(gctx, admCl)
-			admCl.Close()
+			if err = cfg.Kafka.EnsureTopics(gctx, admCl); err != nil {
+				admCl.Close()
+			}
 		}
 		if err != nil {
 			if gctx.Err() != nil {
@@ -174,6 +177,19 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, reg *prometheus.R
 			}
 			return err
 		}
+		// The admin client stays to read the consumer groups' lag.
+		var groups []string
+		if cfg.SinkEnabled {
+			groups = append(groups, cfg.Kafka.TopicPrefix+cfg.Group)
+		}
+		if cfg.Matcher.Enabled {
+			groups = append(groups, cfg.Kafka.TopicPrefix+cfg.Matcher.Group)
+		}
+		g.Go(func() error {
+			defer admCl.Close()
+			kafkautil.ExportLag(gctx, kadm.NewClient(admCl), reg, logger, kafkautil.LagInterval, groups...)
+			return nil
+		})
 		if cfg.Matcher.Enabled {
 			m, err := newMatcher(cfg, chainCfg, logger, reg, health)
 			if err != nil {
