@@ -101,6 +101,11 @@
 //	moraine_processor_batch_rows
 //	moraine_processor_decode_errors_total
 //	moraine_processor_last_written_block{chain}
+//	moraine_processor_last_written_block_timestamp_seconds{chain}  its timestamp (time() - it: the indexed chain's lag)
+//
+// Every 30 s while it writes, the sink logs an "indexed" line per chain: the
+// highest block written, its age (lag), and blocks and transactions per
+// second over the interval.
 //
 // Matcher:
 //
