@@ -18,16 +18,29 @@ import (
 //
 // With Config.Metrics set, every client built from BaseOpts reports
 // franz-go's own client metrics (package kprom) on it, namespace
-// moraine_kafka, with the label client = the client id given to BaseOpts:
+// moraine_kafka, with the label client = the client id given to BaseOpts
+// (this list is checked against what kprom registers, and deploy's
+// dashboard checks against it):
 //
-//	moraine_kafka_connects_total{client,node_id}, _connect_errors_total, _disconnects_total
-//	moraine_kafka_write_bytes_total{client,node_id}, _write_errors_total, _read_bytes_total, _read_errors_total
-//	moraine_kafka_produce_uncompressed_bytes_total{client,node_id,topic}, _produce_compressed_bytes_total,
-//	    _produce_batches_total, _produce_records_total
-//	moraine_kafka_fetch_uncompressed_bytes_total{client,node_id,topic}, _fetch_compressed_bytes_total,
-//	    _fetch_batches_total, _fetch_records_total
-//	moraine_kafka_buffered_produce_records_total{client}, _buffered_produce_bytes,
-//	    _buffered_fetch_records_total, _buffered_fetch_bytes
+//	moraine_kafka_connects_total{client,node_id}
+//	moraine_kafka_connect_errors_total{client,node_id}
+//	moraine_kafka_disconnects_total{client,node_id}
+//	moraine_kafka_write_bytes_total{client,node_id}
+//	moraine_kafka_write_errors_total{client,node_id}
+//	moraine_kafka_read_bytes_total{client,node_id}
+//	moraine_kafka_read_errors_total{client,node_id}
+//	moraine_kafka_produce_compressed_bytes_total{client,node_id,topic}
+//	moraine_kafka_produce_uncompressed_bytes_total{client,node_id,topic}
+//	moraine_kafka_produce_batches_total{client,node_id,topic}
+//	moraine_kafka_produce_records_total{client,node_id,topic}
+//	moraine_kafka_fetch_compressed_bytes_total{client,node_id,topic}
+//	moraine_kafka_fetch_uncompressed_bytes_total{client,node_id,topic}
+//	moraine_kafka_fetch_batches_total{client,node_id,topic}
+//	moraine_kafka_fetch_records_total{client,node_id,topic}
+//	moraine_kafka_buffered_produce_records_total{client}  (a gauge, despite the name)
+//	moraine_kafka_buffered_produce_bytes{client}
+//	moraine_kafka_buffered_fetch_records_total{client}    (a gauge)
+//	moraine_kafka_buffered_fetch_bytes{client}
 //
 // ExportLag adds the committed lag of consumer groups, from kadm:
 //

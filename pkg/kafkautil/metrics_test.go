@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"os"
+	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -93,6 +96,17 @@ func TestClientMetricsOnRealBroker(t *testing.T) {
 	if records != 2 {
 		t.Errorf("produce_records_total = %v, want 2", records)
 	}
+	// A consumer too, for the fetch series.
+	cons, err := kafkautil.NewClient(ctx, logger, append(cfg.BaseOpts(logger, "metrics-test-consumer"), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := 0; n < 2; {
+		n += len(cons.PollFetches(ctx).Records())
+	}
+	checkDocumented(t, reg)
+	cons.Close()
 	a.Close()
 	c.Close()
 	if len(familyNames(t, reg, "moraine_kafka_")) == 0 {
@@ -208,5 +222,53 @@ func TestKafkaLogsWarnAndAbove(t *testing.T) {
 	lg.Log(kgo.LogLevelWarn, "warn line", "k", "v")
 	if out := buf.String(); strings.Contains(out, "info line") || !strings.Contains(out, "warn line") || !strings.Contains(out, "component=kafka") {
 		t.Errorf("log: %q", out)
+	}
+}
+
+// checkDocumented compares the kprom series gathered from reg with the list
+// in the doc comment of metrics.go: names and label sets, both ways.
+func checkDocumented(t *testing.T, reg *prometheus.Registry) {
+	t.Helper()
+	src, err := os.ReadFile("metrics.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented := map[string]string{}
+	for _, m := range regexp.MustCompile(`(?m)^//\t(moraine_kafka_\w+)\{([^}]*)\}`).FindAllStringSubmatch(string(src), -1) {
+		if m[1] != "moraine_kafka_consumer_lag_records" {
+			documented[m[1]] = m[2]
+		}
+	}
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, f := range fams {
+		if !strings.HasPrefix(f.GetName(), "moraine_kafka_") {
+			continue
+		}
+		seen[f.GetName()] = true
+		var labels []string
+		for _, l := range f.GetMetric()[0].GetLabel() {
+			labels = append(labels, l.GetName())
+		}
+		want, ok := documented[f.GetName()]
+		if !ok {
+			t.Errorf("%s is exported but not listed in metrics.go", f.GetName())
+			continue
+		}
+		wl := strings.Split(want, ",")
+		sort.Strings(wl)
+		sort.Strings(labels)
+		if strings.Join(wl, ",") != strings.Join(labels, ",") {
+			t.Errorf("%s has labels %v, metrics.go lists %v", f.GetName(), labels, wl)
+		}
+	}
+	for name := range documented {
+		// Series of events that did not happen have no sample yet.
+		if !seen[name] && !strings.Contains(name, "_errors_") && !strings.Contains(name, "disconnects") {
+			t.Errorf("metrics.go lists %s, which is not exported", name)
+		}
 	}
 }
