@@ -191,6 +191,10 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, reg prometheus.Re
 		logDone := make(chan struct{})
 		go func() { defer close(logDone); _ = dl.Run(logCtx) }()
 		defer func() { stopLog(); <-logDone }()
+		retentionCtx, stopRetention := context.WithCancel(gctx)
+		retentionDone := make(chan struct{})
+		go func() { defer close(retentionDone); _ = dl.RunRetention(retentionCtx, db, time.Now) }()
+		defer func() { stopRetention(); <-retentionDone }()
 		pl, err := pipeline.New(cfg.Delivery, pipeline.Deps{
 			Logger: logger, Registerer: reg, Kafka: cfg.Kafka, Table: table, Deactivator: deact, Log: dl,
 		})
