@@ -304,7 +304,7 @@ func (c *consumer) run(ctx context.Context) error {
 // good, or the finisher stops.
 func (c *consumer) poll(ctx context.Context, toFinish chan<- *written, finisherDone <-chan struct{}) error {
 	for {
-		fetches := c.cl.PollRecords(ctx, 10000)
+		fetches := c.cl.PollRecords(ctx, pollChunk)
 		if ctx.Err() != nil {
 			c.cl.AllowRebalance()
 			return nil
@@ -327,7 +327,7 @@ func (c *consumer) poll(ctx context.Context, toFinish chan<- *written, finisherD
 		deadline := time.Now().Add(c.cfg.FlushInterval)
 		for len(records) > 0 && rowsEstimate(records) < c.cfg.BatchRows && time.Now().Before(deadline) {
 			pctx, cancel := context.WithDeadline(ctx, deadline)
-			more := c.cl.PollRecords(pctx, 10000)
+			more := c.cl.PollRecords(pctx, pollChunk)
 			cancel()
 			if len(more.Records()) == 0 {
 				break
@@ -350,6 +350,13 @@ func (c *consumer) poll(ctx context.Context, toFinish chan<- *written, finisherD
 		c.cl.AllowRebalance()
 	}
 }
+
+// pollChunk is how many records a batch takes at a time until it holds
+// BatchRows rows. Polling more at once let a backlog (a backfill of large
+// blocks: 10,000 records of the corpus are about 200 MB decoded and 2
+// million rows) into one batch far above BatchRows: the processor's memory
+// went over 2 GB, and the one large INSERT held up both writing and reads.
+const pollChunk = 256
 
 // rowsEstimate is a cheap size guess: record bytes / 200 approximates rows.
 func rowsEstimate(rs []*kgo.Record) int {
