@@ -75,6 +75,10 @@ bench-backfill: stack-up ## Backfill the corpus end to end (builds it if missing
 	@eval "$$(bash $(STACK) env)"; MORAINE_BENCH_CORPUS=$${MORAINE_BENCH_CORPUS:-$(CORPUS)} CORPUS_BLOCKS=$(CORPUS_BLOCKS) \
 		CORPUS_TRANSACTIONS=$(CORPUS_TRANSACTIONS) bash bench/backfill.sh
 
+.PHONY: soak
+soak: stack-up ## Run at the development chain's head for 30 min (MORAINE_SOAK_DURATION): webhook latency, memory, lag every 5 min; not in CI.
+	@eval "$$(bash $(STACK) env)"; bash bench/soak.sh
+
 .PHONY: lint
 lint: ## go vet and gofmt check of every module.
 	@fail=0; for m in $(MODULE_DIRS); do (cd $$m && go vet ./...) || fail=1; done; \
