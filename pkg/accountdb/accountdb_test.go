@@ -231,7 +231,9 @@ func TestDeliveriesPaging(t *testing.T) {
 func TestDropDeliveriesBefore(t *testing.T) {
 	db, _, conn := accountdbtest.Open(t)
 	ctx := t.Context()
-	at := func(y int, m time.Month, d int) uint64 { return uint64(time.Date(y, m, d, 12, 0, 0, 0, time.UTC).UnixMilli()) }
+	at := func(y int, m time.Month, d int) uint64 {
+		return uint64(time.Date(y, m, d, 12, 0, 0, 0, time.UTC).UnixMilli())
+	}
 	var rows []accountdb.Delivery
 	for i, ts := range []uint64{at(2024, 1, 3), at(2024, 1, 31), at(2024, 2, 10), at(2024, 3, 1), at(2024, 3, 30)} {
 		rows = append(rows, accountdb.Delivery{WebhookID: "w", MessageID: fmt.Sprintf("m%d", i), Attempt: 1, AttemptedAt: ts})
