@@ -17,6 +17,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/moraine-data/moraine/deploy/internal/shareddata"
 	"github.com/moraine-data/moraine/deploy/replay"
 )
 
@@ -24,27 +25,6 @@ const (
 	gunzillaFile = "avalanche/gunzilla_14M/GUNZILLA_BLOCKS.jsonl.zst"
 	cchainFile   = "avalanche/cchain_1_100/blocks_1_100.jsonl.zst"
 )
-
-// sharedData finds a file under ../shared/data by walking up from the
-// working directory (or $MORAINE_SHARED_DATA); the test fails when it is
-// absent.
-func sharedData(t testing.TB, rel string) string {
-	t.Helper()
-	if d := os.Getenv("MORAINE_SHARED_DATA"); d != "" {
-		return filepath.Join(d, rel)
-	}
-	dir, _ := os.Getwd()
-	for range 6 {
-		for _, p := range []string{filepath.Join(dir, "shared", "data", rel), filepath.Join(dir, "..", "shared", "data", rel)} {
-			if _, err := os.Stat(p); err == nil {
-				return p
-			}
-		}
-		dir = filepath.Join(dir, "..")
-	}
-	t.Fatalf("shared data %s not found: clone moraine beside ../shared or set MORAINE_SHARED_DATA", rel)
-	return ""
-}
 
 // line is one block of a recording or corpus, decoded with encoding/json,
 // independently of the generator.
@@ -103,7 +83,7 @@ func without(m map[string]any, keys ...string) map[string]any {
 // wherever a block or transaction hash appears, everything else as recorded.
 func TestGenerate(t *testing.T) {
 	cfg := DefaultConfig()
-	cfg.Sources = []string{sharedData(t, gunzillaFile), sharedData(t, cchainFile)}
+	cfg.Sources = []string{shareddata.Path(t, gunzillaFile), shareddata.Path(t, cchainFile)}
 	cfg.Out = t.TempDir()
 	cfg.Blocks, cfg.Transactions = 2500, 0
 	cfg.First = 7

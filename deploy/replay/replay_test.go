@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
@@ -22,6 +21,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/moraine-data/moraine/deploy/internal/jsonscan"
+	"github.com/moraine-data/moraine/deploy/internal/shareddata"
 )
 
 const (
@@ -31,26 +31,6 @@ const (
 )
 
 var tracerCfg = json.RawMessage(tracerCfgJSON)
-
-// sharedData finds a file under ../shared/data by walking up from the working
-// directory (or $MORAINE_SHARED_DATA); the test fails when it is absent.
-func sharedData(t testing.TB, rel string) string {
-	t.Helper()
-	if d := os.Getenv("MORAINE_SHARED_DATA"); d != "" {
-		return filepath.Join(d, rel)
-	}
-	dir, _ := os.Getwd()
-	for range 6 {
-		for _, p := range []string{filepath.Join(dir, "shared", "data", rel), filepath.Join(dir, "..", "shared", "data", rel)} {
-			if _, err := os.Stat(p); err == nil {
-				return p
-			}
-		}
-		dir = filepath.Join(dir, "..")
-	}
-	t.Fatalf("shared data %s not found: clone moraine beside ../shared or set MORAINE_SHARED_DATA", rel)
-	return ""
-}
 
 // fileBlock is one line of a recording, decoded independently of the replay
 // package (encoding/json keeps the raw bytes of each value).
@@ -117,7 +97,7 @@ func readFile(t *testing.T, rel string) []fileBlock {
 	if fb, ok := fileCache[rel]; ok {
 		return fb
 	}
-	f, err := os.Open(sharedData(t, rel))
+	f, err := os.Open(shareddata.Path(t, rel))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +148,7 @@ func loadRecording(t *testing.T, rel string) *Recording {
 	if r, ok := recCache[rel]; ok {
 		return r
 	}
-	r, err := Open(sharedData(t, rel))
+	r, err := Open(shareddata.Path(t, rel))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -653,7 +633,7 @@ func TestScanner(t *testing.T) {
 // receipts and its traces fetched in one HTTP batch per block, bodies read but
 // not decoded. Reports transactions per second.
 func BenchmarkReplayGunzilla(b *testing.B) {
-	rec, err := Open(sharedData(b, gunzillaFile))
+	rec, err := Open(shareddata.Path(b, gunzillaFile))
 	if err != nil {
 		b.Fatal(err)
 	}
