@@ -5,7 +5,7 @@
 # README.md. Needs the local stack (make bench-backfill starts it) and, for the current-ClickHouse half
 # of the column study, chDB (installed here).
 #
-# Settings (environment): MORAINE_BENCH_CORPUS (the corpus directory; built with the CORPUS_* sizes
+# Settings (environment): MORAINE_BENCH_NOTE (a paragraph put at the head of the report), MORAINE_BENCH_CORPUS (the corpus directory; built with the CORPUS_* sizes
 # when missing), MORAINE_BENCH_READ_RATE (200), MORAINE_BENCH_REPORT (10s), MORAINE_BENCH_AFTER_RATE
 # (500), MORAINE_BENCH_AFTER_DURATION (30s), MORAINE_BENCH_AFTER_WARMUP (60s), MORAINE_BENCH_STUDY_ROWS
 # (1000000), MORAINE_BENCH_COLUMN_STUDY=0 to skip the study, MORAINE_BENCH_INGEST_ARGS,
@@ -32,6 +32,10 @@ grep -q '^backfill summary' "$TMP/out.txt" || { echo "bench-backfill: the run di
 {
     echo "## Sustained backfill (make bench-backfill)"
     echo
+    if [ -n "${MORAINE_BENCH_NOTE:-}" ]; then
+        echo "$MORAINE_BENCH_NOTE"
+        echo
+    fi
     echo "Measured $(date -u +%Y-%m-%d) on: $machine; ClickHouse 18.16 and Apache Kafka from the local stack on the same machine."
     echo "Corpus: $(python3 -c "import json,sys; m=json.load(open(sys.argv[1])); print(f\"{m['blocks']:,} blocks ({m['first']:,}..{m['last']:,}), {m['transactions']:,} transactions, {m['logs']:,} logs, {m['callFrames']:,} call frames, built by make corpus from {', '.join(s['file'] for s in m.get('sources', []))}\")" "$CORPUS/corpus.json"),"
     echo "served from disk by the replay source; ingest -> Kafka -> processor (sink and matcher) -> ClickHouse, with \`querybench load\` reading"

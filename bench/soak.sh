@@ -5,7 +5,7 @@
 # report goes to bench/soak.md and into bench/results.md and README.md. Needs the local stack (make soak
 # starts it). Not part of CI.
 #
-# Settings (environment): MORAINE_SOAK_DURATION (30m), MORAINE_SOAK_REPORT (5m),
+# Settings (environment): MORAINE_BENCH_NOTE (a paragraph put at the head of the report), MORAINE_SOAK_DURATION (30m), MORAINE_SOAK_REPORT (5m),
 # MORAINE_SOAK_TX_PER_BLOCK (200), MORAINE_SOAK_WEBHOOKS (1000), MORAINE_SOAK_ADDRESSES_PER_WEBHOOK (100),
 # MORAINE_SOAK_HOT_WEBHOOKS (20).
 set -euo pipefail
@@ -21,6 +21,10 @@ grep -q '^soak summary' "$TMP/out.txt" || { echo "soak: the run did not finish; 
 {
     echo "## Long run at the head (make soak)"
     echo
+    if [ -n "${MORAINE_BENCH_NOTE:-}" ]; then
+        echo "$MORAINE_BENCH_NOTE"
+        echo
+    fi
     echo "Measured $(date -u +%Y-%m-%d) on: $machine; ClickHouse 18.16 and Apache Kafka from the local stack on the same machine."
     echo "The development chain (go-ethereum, archive mode) at one block a second with ${MORAINE_SOAK_TX_PER_BLOCK:-200} transactions each;"
     echo "${MORAINE_SOAK_WEBHOOKS:-1000} webhooks watching ${MORAINE_SOAK_ADDRESSES_PER_WEBHOOK:-100} addresses each, ${MORAINE_SOAK_HOT_WEBHOOKS:-20} of them one of the chain's busy accounts too;"

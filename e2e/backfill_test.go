@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -217,6 +218,13 @@ func runBackfill(b *testing.B, dir string, meta corpusMeta) {
 	}
 	for _, l := range readSummary {
 		fmt.Printf("backfill reads %s\n", l)
+	}
+	if reads != nil {
+		// Where the reads' time went: the query service's time per route and
+		// its ClickHouse time per query, means over the run.
+		fmt.Printf("backfill reads, mean time in the query service: %s; in ClickHouse: %s\n",
+			meanBy(b, s.metrics["query"], "moraine_query_http_request_duration_seconds", "route"),
+			meanBy(b, s.metrics["query"], "moraine_query_clickhouse_query_duration_seconds", "query"))
 	}
 	afterBackfillReads(b, s, chain, meta)
 	if os.Getenv("MORAINE_BENCH_COLUMN_STUDY") != "0" {
@@ -448,4 +456,22 @@ func afterBackfillReads(b *testing.B, s *stackUp, chain string, meta corpusMeta)
 			}
 		}
 	}
+}
+
+// meanBy is a histogram's mean per value of one label (sum / count), as
+// "value 1.2ms, ...".
+func meanBy(tb testing.TB, url, name, label string) string {
+	sums, counts := scrape(tb, url, name+"_sum"), scrape(tb, url, name+"_count")
+	re := regexp.MustCompile(label + `="([^"]*)"`)
+	var parts []string
+	for labels, sum := range sums {
+		n := counts[labels]
+		m := re.FindStringSubmatch(labels)
+		if n == 0 || m == nil {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s %s", m[1], time.Duration(sum/n*float64(time.Second)).Round(10*time.Microsecond)))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
 }
