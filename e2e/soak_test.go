@@ -123,6 +123,10 @@ type soakWindow struct {
 	p50, p99, max time.Duration
 	rss           map[string]uint64
 	goroutines    map[string]float64
+	// heap is the Go heap in use (go_memstats_heap_inuse_bytes): unlike
+	// resident memory, it does not include what the garbage collector has
+	// not returned yet, so growth there is what a leak looks like.
+	heap map[string]float64
 }
 
 func runSoak(b *testing.B) {
@@ -194,7 +198,7 @@ func runSoak(b *testing.B) {
 			}
 		}
 		sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-		win := soakWindow{messages: len(got), rss: map[string]uint64{}, goroutines: map[string]float64{}}
+		win := soakWindow{messages: len(got), rss: map[string]uint64{}, goroutines: map[string]float64{}, heap: map[string]float64{}}
 		if len(lat) > 0 {
 			q := func(p float64) time.Duration { return lat[int(p*float64(len(lat)-1))] }
 			win.p50, win.p99, win.max = q(0.5), q(0.99), lat[len(lat)-1]
@@ -204,6 +208,9 @@ func runSoak(b *testing.B) {
 			if url, ok := s.metrics[name]; ok {
 				for _, v := range scrape(b, url, "go_goroutines") {
 					win.goroutines[name] = v
+				}
+				for _, v := range scrape(b, url, "go_memstats_heap_inuse_bytes") {
+					win.heap[name] = v
 				}
 			}
 		}
@@ -216,7 +223,11 @@ func runSoak(b *testing.B) {
 		fmt.Printf("soak window %d (to %s): %d messages (%.0f/s), head to webhook p50 %s p99 %s max %s (goal p99 <= 300ms: %s)\n",
 			w, elapsed, len(got), float64(len(got))/report.Seconds(), win.p50.Round(time.Millisecond), win.p99.Round(time.Millisecond),
 			win.max.Round(time.Millisecond), goal)
-		fmt.Printf("soak window %d: rss MB %s; goroutines %s\n", w, rssLine(win.rss), goroutineLine(win.goroutines))
+		heapMB := map[string]float64{}
+		for n, v := range win.heap {
+			heapMB[n] = v / (1 << 20)
+		}
+		fmt.Printf("soak window %d: rss MB %s; Go heap in use MB %s; goroutines %s\n", w, rssLine(win.rss), goroutineLine(heapMB), goroutineLine(win.goroutines))
 		fmt.Printf("soak window %d: consumer lag %s\n", w, groupLags(adm, s.kafka.TopicPrefix))
 		var parts uint64
 		for _, t := range tableSizes(b, s.conn, s.ch.Database) {
@@ -241,8 +252,8 @@ func runSoak(b *testing.B) {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Printf("soak summary: %-10s rss %4d MB -> %4d MB, goroutines %4.0f -> %4.0f (first window -> last)\n", n,
-			first.rss[n]>>20, last.rss[n]>>20, first.goroutines[n], last.goroutines[n])
+		fmt.Printf("soak summary: %-10s rss %4d MB -> %4d MB, Go heap in use %4.0f MB -> %4.0f MB, goroutines %4.0f -> %4.0f (first window -> last)\n", n,
+			first.rss[n]>>20, last.rss[n]>>20, first.heap[n]/(1<<20), last.heap[n]/(1<<20), first.goroutines[n], last.goroutines[n])
 	}
 	for _, p := range s.procs {
 		p.stop(15 * time.Second)
