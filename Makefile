@@ -66,7 +66,7 @@ CORPUS_BLOCKS       ?= 200000
 CORPUS_TRANSACTIONS ?= 5000000
 
 .PHONY: corpus
-corpus: ## Build the backfill corpus from ../shared/data (CORPUS=dir, CORPUS_BLOCKS, CORPUS_TRANSACTIONS; about 2.5 GB).
+corpus: ## Build the backfill corpus from ../shared/data (CORPUS=dir, CORPUS_BLOCKS, CORPUS_TRANSACTIONS; about 2.2 GB).
 	@cd deploy && go build -o ../$(BIN)/corpus ./cmd/corpus
 	@$(BIN)/corpus --out $(CORPUS) --blocks $(CORPUS_BLOCKS) --transactions $(CORPUS_TRANSACTIONS)
 
