@@ -151,6 +151,12 @@ func Generate(ctx context.Context, cfg Config, logger *slog.Logger) (replay.Corp
 	if err != nil {
 		return replay.CorpusMeta{}, err
 	}
+	closed := false
+	defer func() {
+		if !closed {
+			w.Abort()
+		}
+	}()
 	// The plan: block i of the corpus is cycle[i % len(cycle)]; count until
 	// both minimums are reached.
 	var total uint64
@@ -261,6 +267,7 @@ func Generate(ctx context.Context, cfg Config, logger *slog.Logger) (replay.Corp
 			cfg.Seed, cfg.StartTime.UTC().Format(time.RFC3339), cfg.BlockInterval, cfg.Level),
 		Sources: sources,
 	}
+	closed = true
 	if err := w.Close(meta); err != nil {
 		return replay.CorpusMeta{}, err
 	}

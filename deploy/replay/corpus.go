@@ -414,6 +414,13 @@ func (w *CorpusWriter) AppendFrame(compressed []byte, blocks int) error {
 // Bytes is the compressed size written so far.
 func (w *CorpusWriter) Bytes() uint64 { return w.written }
 
+// Abort stops writing: the directory is left without corpus.json, an
+// unfinished corpus that OpenCorpus refuses.
+func (w *CorpusWriter) Abort() {
+	w.enc.Close()
+	w.f.Close()
+}
+
 // Close writes the index and then meta, which must describe what was
 // appended: every frame but the last holds meta.BlocksPerFrame blocks.
 func (w *CorpusWriter) Close(meta CorpusMeta) error {
