@@ -183,6 +183,7 @@ func runSoak(b *testing.B) {
 	// Let ingest reach the head and the first messages through.
 	time.Sleep(30 * time.Second)
 	recv.take()
+	budget := newLatencyBudget(b, s)
 	start := time.Now()
 	var windows []soakWindow
 	var unmatched int
@@ -228,6 +229,7 @@ func runSoak(b *testing.B) {
 			heapMB[n] = v / (1 << 20)
 		}
 		fmt.Printf("soak window %d: rss MB %s; Go heap in use MB %s; goroutines %s\n", w, rssLine(win.rss), goroutineLine(heapMB), goroutineLine(win.goroutines))
+		fmt.Printf("soak window %d: mean time per step: %s\n", w, budget.window())
 		fmt.Printf("soak window %d: consumer lag %s\n", w, groupLags(adm, s.kafka.TopicPrefix))
 		var parts uint64
 		for _, t := range tableSizes(b, s.conn, s.ch.Database) {
@@ -355,4 +357,55 @@ func metricValue(tb testing.TB, url, name string) string {
 		return "-"
 	}
 	return strconv.FormatFloat(v, 'f', -1, 64)
+}
+
+// latencyBudget reads, per window, the mean time of the steps a block takes
+// from the node to a webhook, from the services' histograms (the change of
+// _sum over the change of _count): ingest's fetch of a span of blocks, its
+// produce, the matcher's batch (catch-up, match, payloads, Kafka
+// transaction), delivery's attempt (the POST).
+type latencyBudget struct {
+	tb    testing.TB
+	steps []budgetStep
+}
+
+type budgetStep struct {
+	name, url, metric, labels string
+	sum, count                float64
+}
+
+func newLatencyBudget(tb testing.TB, s *stackUp) *latencyBudget {
+	lb := &latencyBudget{tb: tb, steps: []budgetStep{
+		{name: "ingest fetch", url: s.metrics["ingest"], metric: "moraine_ingest_stage_duration_seconds", labels: `stage="fetch"`},
+		{name: "ingest produce", url: s.metrics["ingest"], metric: "moraine_ingest_stage_duration_seconds", labels: `stage="produce"`},
+		{name: "matcher batch", url: s.metrics["processor"], metric: "moraine_processor_match_batch_duration_seconds", labels: `stage="total"`},
+		{name: "matcher transaction", url: s.metrics["processor"], metric: "moraine_processor_match_batch_duration_seconds", labels: `stage="transaction"`},
+		{name: "delivery attempt", url: s.metrics["delivery"], metric: "moraine_delivery_attempt_duration_seconds"},
+	}}
+	lb.window()
+	return lb
+}
+
+// window returns the means since the last call.
+func (lb *latencyBudget) window() string {
+	var parts []string
+	for i := range lb.steps {
+		st := &lb.steps[i]
+		sum, count := 0.0, 0.0
+		for labels, v := range scrape(lb.tb, st.url, st.metric+"_sum") {
+			if strings.Contains(labels, st.labels) {
+				sum += v
+			}
+		}
+		for labels, v := range scrape(lb.tb, st.url, st.metric+"_count") {
+			if strings.Contains(labels, st.labels) {
+				count += v
+			}
+		}
+		if d := count - st.count; d > 0 {
+			parts = append(parts, fmt.Sprintf("%s %s", st.name, time.Duration((sum-st.sum)/d*float64(time.Second)).Round(100*time.Microsecond)))
+		}
+		st.sum, st.count = sum, count
+	}
+	return strings.Join(parts, ", ")
 }
