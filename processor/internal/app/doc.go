@@ -120,4 +120,8 @@
 //	moraine_processor_watchlist_catchup_timeouts_total
 //	moraine_processor_watchlist_addresses, _webhooks, _records_applied_total{kind}, _malformed_records_total (package watchlist)
 //	moraine_processor_token_metadata_lookups_total{result} (package tokenmeta)
+//
+// Both: moraine_kafka_consumer_lag_records{group,topic,partition} of the
+// sink's and the matcher's groups, and franz-go's client metrics
+// moraine_kafka_*{client} (package kafkautil).
 package app
