@@ -12,7 +12,7 @@ for target, heading in (("bench/results.md", "## "), ("README.md", "### ")):
     block = f"<!-- {name}:start -->\n" + body.replace("\n## ", "\n" + heading) + f"\n<!-- {name}:end -->"
     if heading == "### " and body.startswith("## "):
         block = block.replace(f"<!-- {name}:start -->\n## ", f"<!-- {name}:start -->\n### ", 1)
-    pat = re.compile(f"<!-- {name}:start -->.*<!-- {name}:end -->", re.S)
+    pat = re.compile(f"<!-- {name}:start -->.*?<!-- {name}:end -->", re.S)
     if pat.search(text):
         text = pat.sub(lambda m: block, text)
     elif target == "README.md" and "<!-- bench:end -->" in text:

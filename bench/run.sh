@@ -170,6 +170,8 @@ micro=$( (cd schemas && go test -run '^$' -bench . -benchmem ./codec) | grep -E 
 python3 - "$OUT" <<'PY'
 import re, sys
 res = open(sys.argv[1]).read().split("\n", 2)[2].replace("\n## ", "\n### ")
+# The long runs' sections have their own places in the README (bench/longrun.sh).
+res = re.sub(r"<!-- (backfill|soak):start -->.*?<!-- \1:end -->", "", res, flags=re.S)
 readme = open("README.md").read()
 block = "<!-- bench:start -->\n" + res.strip() + "\n<!-- bench:end -->"
 if "<!-- bench:start -->" in readme:
