@@ -112,7 +112,7 @@ func startServices(t testing.TB, chainJSON string, o pipelineOpts) *stackUp {
 		"--api.page-token-secret", strings.Repeat("e2e-secret-", 4),
 		// Thousands of reads in a few seconds would exceed the keyless budget;
 		// rate limits have their own tests in query.
-		"--ratelimit.enabled=false", "--log.level", "warn"}, strings.Fields(os.Getenv("MORAINE_E2E_QUERY_ARGS")))...)
+		"--ratelimit.enabled=false", "--log.level", "warn"})...)
 	if o.delivery {
 		run("delivery", true, args(common, chArgs, []string{"--chains.file", chainsFile, "--delivery.allow-private-targets"}, o.deliveryArgs)...)
 	}
