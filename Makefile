@@ -18,7 +18,7 @@ help: ## List the targets.
 build: ## Build the four services, the chain sources and the tools into ./bin.
 	@mkdir -p $(BIN)
 	@for s in $(SERVICES); do (cd $$s && go build -o ../$(BIN)/$$s ./cmd/$$s) || exit 1; done
-	@cd deploy && go build -o ../$(BIN)/devchain ./cmd/devchain && go build -o ../$(BIN)/replay ./cmd/replay
+	@cd deploy && go build -o ../$(BIN)/devchain ./cmd/devchain && go build -o ../$(BIN)/replay ./cmd/replay && go build -o ../$(BIN)/corpus ./cmd/corpus
 	@cd query && go build -o ../$(BIN)/querybench ./cmd/querybench && go build -o ../$(BIN)/moraine-admin ./cmd/moraine-admin
 	@echo "built: $$(ls $(BIN) | tr '\n' ' ')"
 
@@ -94,6 +94,25 @@ cluster-down: ## Stop the local cluster's services and nodes (data is kept); the
 .PHONY: bench
 bench: build stack-up ## Run the benchmarks; results go to bench/results.md and the README.
 	@eval "$$(bash $(STACK) env)"; bash bench/run.sh
+
+# The benchmark corpus (make corpus, make bench-backfill): where it is written and how large.
+CORPUS              ?= $(STATE_DIR)/corpus
+CORPUS_BLOCKS       ?= 200000
+CORPUS_TRANSACTIONS ?= 5000000
+
+.PHONY: corpus
+corpus: ## Build the backfill corpus from ../shared/data (CORPUS=dir, CORPUS_BLOCKS, CORPUS_TRANSACTIONS; about 2.2 GB).
+	@cd deploy && go build -o ../$(BIN)/corpus ./cmd/corpus
+	@$(BIN)/corpus --out $(CORPUS) --blocks $(CORPUS_BLOCKS) --transactions $(CORPUS_TRANSACTIONS)
+
+.PHONY: bench-backfill
+bench-backfill: stack-up ## Backfill the corpus end to end (builds it if missing), reads while writing; results to bench/ and the README (about 15 min at 10,000 tx/s).
+	@eval "$$(bash $(STACK) env)"; MORAINE_BENCH_CORPUS=$${MORAINE_BENCH_CORPUS:-$(CORPUS)} CORPUS_BLOCKS=$(CORPUS_BLOCKS) \
+		CORPUS_TRANSACTIONS=$(CORPUS_TRANSACTIONS) bash bench/backfill.sh
+
+.PHONY: soak
+soak: stack-up ## Run at the development chain's head for 30 min (MORAINE_SOAK_DURATION): webhook latency, memory, lag every 5 min; not in CI.
+	@eval "$$(bash $(STACK) env)"; bash bench/soak.sh
 
 .PHONY: lint
 lint: ## go vet and gofmt check of every module.

@@ -12,6 +12,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=bench/results.md
 TMP=$(mktemp -d)
+# The long runs' sections (make bench-backfill, make soak: bench/longrun.sh) are kept.
+kept=$(python3 - "$OUT" <<'PY'
+import os, re, sys
+t = open(sys.argv[1]).read() if os.path.exists(sys.argv[1]) else ""
+print("\n\n".join(m.group(0) for m in re.finditer(r"<!-- (backfill|soak):start -->.*?<!-- \1:end -->", t, re.S)))
+PY
+)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$TMP"' EXIT
 
 QUERY_RATE=${MORAINE_BENCH_QUERY_RATE:-500}
@@ -166,12 +173,18 @@ micro=$( (cd schemas && go test -run '^$' -bench . -benchmem ./codec) | grep -E 
     echo '```'
     echo "$micro"
     echo '```'
+    if [ -n "$kept" ]; then
+        echo
+        echo "$kept"
+    fi
 } >"$OUT"
 
 # README: replace what stands between the markers.
 python3 - "$OUT" <<'PY'
 import re, sys
 res = open(sys.argv[1]).read().split("\n", 2)[2].replace("\n## ", "\n### ")
+# The long runs' sections have their own places in the README (bench/longrun.sh).
+res = re.sub(r"<!-- (backfill|soak):start -->.*?<!-- \1:end -->", "", res, flags=re.S)
 readme = open("README.md").read()
 block = "<!-- bench:start -->\n" + res.strip() + "\n<!-- bench:end -->"
 if "<!-- bench:start -->" in readme:

@@ -11,6 +11,8 @@ require (
 require (
 	github.com/kylelemons/godebug v1.1.0 // indirect
 	github.com/planetscale/vtprotobuf v0.6.0 // indirect
+	github.com/twmb/franz-go/plugin/kprom v1.5.0 // indirect
+	github.com/twmb/franz-go/plugin/kslog v1.0.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 )
 

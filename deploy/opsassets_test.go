@@ -288,7 +288,37 @@ func codeMetrics(t *testing.T) map[string]metricDef {
 			})
 		}
 	}
+	for name, d := range kpromMetrics(t) {
+		defs[name] = d
+	}
 	return defs
+}
+
+// kpromMetrics reads the list of franz-go's client series (kprom, registered by the plugin rather
+// than by an Opts literal here) from the doc comment of pkg/kafkautil/metrics.go, which that
+// package's tests check against what kprom registers.
+func kpromMetrics(t *testing.T) map[string]metricDef {
+	t.Helper()
+	const file = "../pkg/kafkautil/metrics.go"
+	src, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]metricDef{}
+	for _, m := range regexp.MustCompile(`(?m)^//\t(moraine_kafka_\w+)\{([^}]*)\}(.*)$`).FindAllStringSubmatch(string(src), -1) {
+		if m[1] == "moraine_kafka_consumer_lag_records" {
+			continue // an Opts literal of its own, read with the others
+		}
+		kind := "counter"
+		if !strings.HasSuffix(m[1], "_total") || strings.Contains(m[3], "a gauge") {
+			kind = "gauge"
+		}
+		out[m[1]] = metricDef{kind: kind, labels: strings.Split(m[2], ","), where: file}
+	}
+	if len(out) == 0 {
+		t.Fatalf("%s lists no moraine_kafka_* series", file)
+	}
+	return out
 }
 
 // lookupSeries resolves a series name to its metric: itself, or a histogram's (summary's)

@@ -288,18 +288,8 @@ func procCPU(pid int) float64 {
 
 // stackCPU reads the CPU time of the local stack's ClickHouse and Kafka.
 func stackCPU(tb testing.TB) map[string]float64 {
-	dir := os.Getenv("MORAINE_STATE_DIR")
 	out := map[string]float64{}
-	for name, pidfile := range map[string]string{
-		"clickhouse": filepath.Join(dir, "clickhouse", "clickhouse-server.pid"),
-		"kafka":      filepath.Join(dir, "kafka", "kafka.pid"),
-	} {
-		b, err := os.ReadFile(pidfile)
-		if err != nil {
-			tb.Logf("no pid file %s: %v", pidfile, err)
-			continue
-		}
-		pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	for name, pid := range stackPIDs(tb) {
 		out[name] = procCPU(pid)
 	}
 	return out

@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -54,7 +55,7 @@ func binaries(t testing.TB) string {
 		if buildErr != nil {
 			return
 		}
-		for _, p := range []string{"./ingest/cmd/ingest", "./processor/cmd/processor", "./query/cmd/query", "./query/cmd/moraine-admin", "./delivery/cmd/delivery", "./deploy/cmd/replay", "./deploy/cmd/devchain"} {
+		for _, p := range []string{"./ingest/cmd/ingest", "./processor/cmd/processor", "./query/cmd/query", "./query/cmd/moraine-admin", "./query/cmd/querybench", "./delivery/cmd/delivery", "./deploy/cmd/replay", "./deploy/cmd/devchain"} {
 			cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, filepath.Base(p)), p)
 			cmd.Dir = root
 			if out, err := cmd.CombinedOutput(); err != nil {
@@ -83,6 +84,14 @@ type proc struct {
 // process (<name>-<start time in ns>.log).
 func start(t testing.TB, name string, args ...string) *proc {
 	t.Helper()
+	return startTo(t, "", name, args...)
+}
+
+// startTo is start with the process's standard output written to
+// stdoutPath (its log, standard error, stays where start puts it), or with
+// both in the log when stdoutPath is empty.
+func startTo(t testing.TB, stdoutPath, name string, args ...string) *proc {
+	t.Helper()
 	logPath := filepath.Join(t.TempDir(), name+".log")
 	if d := os.Getenv("MORAINE_E2E_LOG_DIR"); d != "" {
 		logPath = filepath.Join(d, fmt.Sprintf("%s-%d.log", name, time.Now().UnixNano()))
@@ -93,6 +102,14 @@ func start(t testing.TB, name string, args ...string) *proc {
 	}
 	cmd := exec.Command(filepath.Join(binaries(t), name), args...)
 	cmd.Stdout, cmd.Stderr = f, f
+	if stdoutPath != "" {
+		out, err := os.Create(stdoutPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { out.Close() })
+		cmd.Stdout = out
+	}
 	// A clean environment for MORAINE_* so the developer's shell does not
 	// leak settings into the test; the flags say everything.
 	for _, kv := range os.Environ() {
@@ -112,6 +129,26 @@ func start(t testing.TB, name string, args ...string) *proc {
 		}
 	})
 	return p
+}
+
+// runTool runs a built binary to its end and returns its standard output,
+// failing the test when it fails.
+func runTool(t testing.TB, name string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(binaries(t), name), args...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s%s", name, strings.Join(args, " "), err, out, stderr.String())
+	}
+	return string(out)
+}
+
+// testLogger is a logger for clients the tests make themselves: warnings
+// and errors to standard error.
+func testLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
 // stop sends SIGTERM and waits, then kills.

@@ -12,6 +12,13 @@
 // byte, never re-marshalled (eth_getBlockByNumber(n, false) and newHeads
 // payloads are spliced from the recorded fields).
 //
+// A corpus (see OpenCorpus; deploy/cmd/corpus builds them) is a chain too
+// large for memory, hundreds of thousands of blocks in the same line format:
+// it is served from disk a zstd frame of blocks at a time, with the last
+// FrameCache frames kept decoded, and its hashes are looked up by reading
+// them back (HashScheme) instead of through an index. Config.File names
+// either kind; OpenSource tells them apart.
+//
 // Methods (HTTP POST, WebSocket, and JSON-RPC batches on both): eth_chainId
 // (Config.ChainID, or read from the recorded transactions), net_version,
 // eth_blockNumber, eth_getBlockByNumber (hex number, "latest", "earliest" = the

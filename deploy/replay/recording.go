@@ -12,6 +12,8 @@ import (
 	"strconv"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/moraine-data/moraine/deploy/internal/jsonscan"
 )
 
 // Hash is a 32-byte block or transaction hash.
@@ -37,15 +39,12 @@ type Block struct {
 	Traces   []byte
 
 	txs      [][]byte // each recorded transaction object
-	receipts [][]byte // each recorded receipt
-}
-
-// txRef locates a transaction in the recording.
-type txRef struct {
-	block   int // index into Recording.blocks
-	index   int // position in the block
-	receipt []byte
-	trace   []byte // the callTracer frame ("result"), nil if not recorded
+	receipts [][]byte // each recorded receipt, in recorded order
+	// Per transaction, in block order: its hash, its receipt and its
+	// callTracer frame ("result"), nil when not recorded.
+	txHashes  []Hash
+	txReceipt [][]byte
+	txTrace   [][]byte
 }
 
 // Recording is a loaded replay file, indexed by block number, block hash and
@@ -54,10 +53,13 @@ type Recording struct {
 	blocks   []*Block // ascending by number
 	byNumber map[uint64]int
 	byHash   map[Hash]int
-	txs      map[Hash]txRef
+	txs      map[Hash]txLoc
 	chainID  uint64 // inferred from the transactions, 0 if unknown
 	txCount  int
 }
+
+// txLoc locates a transaction: the index of its block and its position.
+type txLoc struct{ block, index int }
 
 // Open loads a recording: a JSONL file (zstd-compressed or not, detected from
 // its first bytes) with one line per block,
@@ -100,7 +102,7 @@ func Read(r io.Reader) (*Recording, error) {
 }
 
 func parse(data []byte) (*Recording, error) {
-	rec := &Recording{byNumber: map[uint64]int{}, byHash: map[Hash]int{}, txs: map[Hash]txRef{}}
+	rec := &Recording{byNumber: map[uint64]int{}, byHash: map[Hash]int{}, txs: map[Hash]txLoc{}}
 	lineNo := 0
 	for len(data) > 0 {
 		lineNo++
@@ -118,6 +120,9 @@ func parse(data []byte) (*Recording, error) {
 		if err != nil {
 			return nil, fmt.Errorf("line %d: %w", lineNo, err)
 		}
+		if rec.chainID == 0 {
+			rec.chainID = chainIDOf(b)
+		}
 		if _, dup := rec.byNumber[b.Number]; dup {
 			return nil, fmt.Errorf("line %d: block %d recorded twice", lineNo, b.Number)
 		}
@@ -131,9 +136,10 @@ func parse(data []byte) (*Recording, error) {
 	for i, b := range rec.blocks {
 		rec.byNumber[b.Number] = i
 		rec.byHash[b.Hash] = i
-		if err := rec.indexTxs(i, b); err != nil {
-			return nil, fmt.Errorf("block %d: %w", b.Number, err)
+		for idx, h := range b.txHashes {
+			rec.txs[h] = txLoc{block: i, index: idx}
 		}
+		rec.txCount += len(b.txs)
 	}
 	return rec, nil
 }
@@ -146,7 +152,7 @@ var dropFromHeader = map[string]bool{
 
 func parseLine(line []byte) (*Block, error) {
 	b := &Block{}
-	err := eachField(line, func(key, _, val []byte) error {
+	err := jsonscan.EachField(line, func(key, _, val []byte) error {
 		switch string(key) {
 		case "block":
 			b.Full = val
@@ -174,7 +180,7 @@ func parseLine(line []byte) (*Block, error) {
 	hashes.WriteByte('{')
 	header.WriteByte('{')
 	var haveNumber, haveHash bool
-	err = eachField(b.Full, func(key, rawKey, val []byte) error {
+	err = jsonscan.EachField(b.Full, func(key, rawKey, val []byte) error {
 		k := string(key)
 		switch k {
 		case "number":
@@ -198,7 +204,7 @@ func parseLine(line []byte) (*Block, error) {
 		if k == "transactions" {
 			hashes.WriteByte('[')
 			n := 0
-			err := eachElement(val, func(tx []byte) error {
+			err := jsonscan.EachElement(val, func(tx []byte) error {
 				b.txs = append(b.txs, tx)
 				if bytes.HasPrefix(tx, []byte{'"'}) { // already a hash
 					if n > 0 {
@@ -208,7 +214,7 @@ func parseLine(line []byte) (*Block, error) {
 					n++
 					return nil
 				}
-				return eachField(tx, func(key, _, v []byte) error {
+				return jsonscan.EachField(tx, func(key, _, v []byte) error {
 					if string(key) == "hash" {
 						if n > 0 {
 							hashes.WriteByte(',')
@@ -245,20 +251,22 @@ func parseLine(line []byte) (*Block, error) {
 	hashes.WriteByte('}')
 	header.WriteByte('}')
 	b.Hashes, b.Header = hashes.Bytes(), header.Bytes()
-	if err := eachElement(b.Receipts, func(r []byte) error {
+	if err := jsonscan.EachElement(b.Receipts, func(r []byte) error {
 		b.receipts = append(b.receipts, r)
 		return nil
 	}); err != nil {
 		return nil, fmt.Errorf("receipts: %w", err)
 	}
+	if err := b.link(); err != nil {
+		return nil, fmt.Errorf("block %d: %w", b.Number, err)
+	}
 	return b, nil
 }
 
-// indexTxs indexes the transactions, receipts and traces of block i by
-// transaction hash.
-func (rec *Recording) indexTxs(i int, b *Block) error {
-	refs := map[Hash]*txRef{}
-	order := make([]Hash, 0, len(b.txs))
+// link finds each transaction's hash, receipt and trace.
+func (b *Block) link() error {
+	pos := make(map[Hash]int, len(b.txs))
+	b.txHashes = make([]Hash, len(b.txs))
 	for idx, tx := range b.txs {
 		var h Hash
 		var err error
@@ -266,25 +274,11 @@ func (rec *Recording) indexTxs(i int, b *Block) error {
 			h, err = parseHash(tx)
 		} else {
 			found := false
-			err = eachField(tx, func(key, _, v []byte) error {
-				switch string(key) {
-				case "hash":
+			err = jsonscan.EachField(tx, func(key, _, v []byte) error {
+				if string(key) == "hash" {
 					found = true
 					h, err = parseHash(v)
 					return err
-				case "chainId":
-					if rec.chainID == 0 {
-						if id, err := parseQuantity(v); err == nil {
-							rec.chainID = id
-						}
-					}
-				case "v":
-					if rec.chainID == 0 {
-						// EIP-155 legacy signature: v = chainId*2 + 35 or 36.
-						if vv, err := parseQuantity(v); err == nil && vv >= 37 {
-							rec.chainID = (vv - 35) / 2
-						}
-					}
 				}
 				return nil
 			})
@@ -295,40 +289,39 @@ func (rec *Recording) indexTxs(i int, b *Block) error {
 		if err != nil {
 			return err
 		}
-		refs[h] = &txRef{block: i, index: idx}
-		order = append(order, h)
+		b.txHashes[idx] = h
+		pos[h] = idx
 	}
-	rec.txCount += len(b.txs)
+	b.txReceipt = make([][]byte, len(b.txs))
+	b.txTrace = make([][]byte, len(b.txs))
 	// Receipts: by transactionHash (falling back to position).
 	for idx, r := range b.receipts {
-		var h Hash
-		found := false
-		_ = eachField(r, func(key, _, v []byte) error {
+		at, found := -1, false
+		_ = jsonscan.EachField(r, func(key, _, v []byte) error {
 			if string(key) == "transactionHash" {
-				if hh, err := parseHash(v); err == nil {
-					h, found = hh, true
+				if h, err := parseHash(v); err == nil {
+					at, found = pos[h]
 				}
 			}
 			return nil
 		})
-		if !found && idx < len(order) {
-			h, found = order[idx], true
+		if !found && idx < len(b.txs) {
+			at = idx
 		}
-		if ref, ok := refs[h]; found && ok {
-			ref.receipt = r
+		if at >= 0 {
+			b.txReceipt[at] = r
 		}
 	}
 	// Traces: [{"txHash": ..., "result": {...}}].
 	idx := 0
-	err := eachElement(b.Traces, func(t []byte) error {
-		var h Hash
+	err := jsonscan.EachElement(b.Traces, func(t []byte) error {
+		at, found := -1, false
 		var result []byte
-		found := false
-		err := eachField(t, func(key, _, v []byte) error {
+		err := jsonscan.EachField(t, func(key, _, v []byte) error {
 			switch string(key) {
 			case "txHash":
-				if hh, err := parseHash(v); err == nil {
-					h, found = hh, true
+				if h, err := parseHash(v); err == nil {
+					at, found = pos[h]
 				}
 			case "result":
 				result = v
@@ -338,11 +331,11 @@ func (rec *Recording) indexTxs(i int, b *Block) error {
 		if err != nil {
 			return err
 		}
-		if !found && idx < len(order) {
-			h, found = order[idx], true
+		if !found && idx < len(b.txs) {
+			at = idx
 		}
-		if ref, ok := refs[h]; found && ok {
-			ref.trace = result
+		if at >= 0 {
+			b.txTrace[at] = result
 		}
 		idx++
 		return nil
@@ -350,10 +343,33 @@ func (rec *Recording) indexTxs(i int, b *Block) error {
 	if err != nil {
 		return fmt.Errorf("traces: %w", err)
 	}
-	for h, ref := range refs {
-		rec.txs[h] = *ref
-	}
 	return nil
+}
+
+// chainIDOf reads the EVM chain id from a block's transactions: the chainId
+// field, or v of an EIP-155 legacy signature; 0 when none tells.
+func chainIDOf(b *Block) uint64 {
+	for _, tx := range b.txs {
+		var id uint64
+		_ = jsonscan.EachField(tx, func(key, _, v []byte) error {
+			switch string(key) {
+			case "chainId":
+				if n, err := parseQuantity(v); err == nil && n != 0 {
+					id = n
+				}
+			case "v":
+				// EIP-155 legacy signature: v = chainId*2 + 35 or 36.
+				if vv, err := parseQuantity(v); err == nil && vv >= 37 && id == 0 {
+					id = (vv - 35) / 2
+				}
+			}
+			return nil
+		})
+		if id != 0 {
+			return id
+		}
+	}
+	return 0
 }
 
 // Len is the number of recorded blocks.

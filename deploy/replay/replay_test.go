@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strconv"
@@ -20,6 +19,9 @@ import (
 
 	"github.com/ethereum/go-ethereum/rpc"
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/moraine-data/moraine/deploy/internal/jsonscan"
+	"github.com/moraine-data/moraine/deploy/internal/shareddata"
 )
 
 const (
@@ -29,26 +31,6 @@ const (
 )
 
 var tracerCfg = json.RawMessage(tracerCfgJSON)
-
-// sharedData finds a file under ../shared/data by walking up from the working
-// directory (or $MORAINE_SHARED_DATA); the test fails when it is absent.
-func sharedData(t testing.TB, rel string) string {
-	t.Helper()
-	if d := os.Getenv("MORAINE_SHARED_DATA"); d != "" {
-		return filepath.Join(d, rel)
-	}
-	dir, _ := os.Getwd()
-	for range 6 {
-		for _, p := range []string{filepath.Join(dir, "shared", "data", rel), filepath.Join(dir, "..", "shared", "data", rel)} {
-			if _, err := os.Stat(p); err == nil {
-				return p
-			}
-		}
-		dir = filepath.Join(dir, "..")
-	}
-	t.Fatalf("shared data %s not found: clone moraine beside ../shared or set MORAINE_SHARED_DATA", rel)
-	return ""
-}
 
 // fileBlock is one line of a recording, decoded independently of the replay
 // package (encoding/json keeps the raw bytes of each value).
@@ -115,7 +97,7 @@ func readFile(t *testing.T, rel string) []fileBlock {
 	if fb, ok := fileCache[rel]; ok {
 		return fb
 	}
-	f, err := os.Open(sharedData(t, rel))
+	f, err := os.Open(shareddata.Path(t, rel))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +148,7 @@ func loadRecording(t *testing.T, rel string) *Recording {
 	if r, ok := recCache[rel]; ok {
 		return r
 	}
-	r, err := Open(sharedData(t, rel))
+	r, err := Open(shareddata.Path(t, rel))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -465,7 +447,7 @@ func TestReplayGunzilla(t *testing.T) {
 	start := time.Now()
 	checkRawBatches(t, s.HTTPURL(), file, 50)
 	elapsed := time.Since(start)
-	t.Logf("batches: %d blocks, %d txs with receipts and traces in %v (%.0f tx/s)", len(file), s.Recording().TxCount(), elapsed, float64(s.Recording().TxCount())/elapsed.Seconds())
+	t.Logf("batches: %d blocks, %d txs with receipts and traces in %v (%.0f tx/s)", len(file), s.Source().TxCount(), elapsed, float64(s.Source().TxCount())/elapsed.Seconds())
 	t0 = time.Now()
 	checkBatches(t, cl, file[:100], 25) // and through go-ethereum's client
 	t.Logf("client batches in %v", time.Since(t0))
@@ -615,7 +597,7 @@ func TestScanner(t *testing.T) {
 	obj := []byte(` { "a" : "x\\\"y\\\\" , "b":[1, {"c":"]}"}, -2.5e3, true],"d":null ,"e":{}} `)
 	var keys []string
 	var vals []string
-	err := eachField(obj, func(k, raw, v []byte) error {
+	err := jsonscan.EachField(obj, func(k, raw, v []byte) error {
 		keys = append(keys, string(k))
 		vals = append(vals, string(v))
 		return nil
@@ -628,7 +610,7 @@ func TestScanner(t *testing.T) {
 		t.Fatalf("keys %q vals %q", keys, vals)
 	}
 	var elems []string
-	if err := eachElement([]byte(vals[1]), func(v []byte) error { elems = append(elems, string(v)); return nil }); err != nil {
+	if err := jsonscan.EachElement([]byte(vals[1]), func(v []byte) error { elems = append(elems, string(v)); return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if len(elems) != 4 || elems[1] != `{"c":"]}"}` {
@@ -637,9 +619,9 @@ func TestScanner(t *testing.T) {
 	for _, bad := range []string{`{"a":`, `{"a" 1}`, `{"a":"x}`, `[1 2]`} {
 		var err error
 		if bad[0] == '{' {
-			err = eachField([]byte(bad), func(_, _, _ []byte) error { return nil })
+			err = jsonscan.EachField([]byte(bad), func(_, _, _ []byte) error { return nil })
 		} else {
-			err = eachElement([]byte(bad), func([]byte) error { return nil })
+			err = jsonscan.EachElement([]byte(bad), func([]byte) error { return nil })
 		}
 		if err == nil {
 			t.Errorf("%s accepted", bad)
@@ -651,7 +633,7 @@ func TestScanner(t *testing.T) {
 // receipts and its traces fetched in one HTTP batch per block, bodies read but
 // not decoded. Reports transactions per second.
 func BenchmarkReplayGunzilla(b *testing.B) {
-	rec, err := Open(sharedData(b, gunzillaFile))
+	rec, err := Open(shareddata.Path(b, gunzillaFile))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -683,4 +665,40 @@ func BenchmarkReplayGunzilla(b *testing.B) {
 	}
 	b.ReportMetric(float64(rec.TxCount()*b.N)/b.Elapsed().Seconds(), "tx/s")
 	b.ReportMetric(float64(bytesRead)/b.Elapsed().Seconds()/1e6, "MB/s")
+}
+
+// TestHashScheme checks that the corpus hashes read back to their block and
+// position, and that other hashes are not taken for them.
+func TestHashScheme(t *testing.T) {
+	s, err := NewHashScheme([]byte("0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[Hash]bool{}
+	for _, n := range []uint64{0, 1, 2, 1 << 40} {
+		for _, i := range []uint32{0, 1, 4000} {
+			h := s.Tx(n, i)
+			kind, gn, gi, ok := s.decode(h)
+			if !ok || kind != hashKindTx || gn != n || gi != i {
+				t.Errorf("Tx(%d, %d) decodes to %d %d %d %v", n, i, kind, gn, gi, ok)
+			}
+			seen[h] = true
+		}
+		b := s.Block(n)
+		if kind, gn, _, ok := s.decode(b); !ok || kind != hashKindBlock || gn != n {
+			t.Errorf("Block(%d) decodes to %d %d %v", n, kind, gn, ok)
+		}
+		seen[b] = true
+	}
+	if len(seen) != 16 {
+		t.Errorf("%d distinct hashes of 16", len(seen))
+	}
+	h := s.Block(5)
+	h[31] ^= 1
+	if _, _, _, ok := s.decode(h); ok {
+		t.Error("a changed hash still decodes")
+	}
+	if _, _, _, ok := s.decode(Hash{}); ok {
+		t.Error("the zero hash decodes")
+	}
 }

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+
+	"github.com/moraine-data/moraine/deploy/internal/jsonscan"
 )
 
 // Modes of a replay server.
@@ -40,8 +42,9 @@ const (
 
 // Config configures a replay server.
 type Config struct {
-	// File is the recording to serve (JSONL, optionally zstd-compressed).
-	// Ignored when Recording is set.
+	// File is what to serve: a recording (JSONL, optionally
+	// zstd-compressed) or a corpus (its directory or its corpus.json, see
+	// OpenCorpus). Ignored when Recording is set.
 	File string
 	// Recording is an already loaded recording (e.g. shared between tests).
 	Recording *Recording
@@ -62,7 +65,7 @@ type Config struct {
 // Server serves a recording over JSON-RPC (HTTP and WebSocket).
 type Server struct {
 	cfg     Config
-	rec     *Recording
+	src     Source
 	log     *slog.Logger
 	chainID []byte // JSON hex quantity
 	netVer  []byte // JSON decimal string
@@ -100,28 +103,28 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Rate <= 0 {
 		cfg.Rate = DefaultRate
 	}
-	rec := cfg.Recording
-	if rec == nil {
+	var src Source = cfg.Recording
+	if cfg.Recording == nil {
 		if cfg.File == "" {
 			return nil, errors.New("replay: no file")
 		}
 		start := time.Now()
 		var err error
-		if rec, err = Open(cfg.File); err != nil {
+		if src, err = OpenSource(cfg.File); err != nil {
 			return nil, err
 		}
-		cfg.Logger.Info("replay: recording loaded", "file", cfg.File, "blocks", rec.Len(), "txs", rec.TxCount(),
-			"first", rec.First(), "last", rec.Last(), "elapsed", time.Since(start).Round(time.Millisecond))
+		cfg.Logger.Info("replay: source opened", "file", cfg.File, "blocks", src.Len(), "txs", src.TxCount(),
+			"first", src.First(), "last", src.Last(), "elapsed", time.Since(start).Round(time.Millisecond))
 	}
 	if cfg.ChainID == 0 {
-		cfg.ChainID = rec.ChainID()
+		cfg.ChainID = src.ChainID()
 		if cfg.ChainID == 0 {
 			return nil, errors.New("replay: the recording does not tell its chain id: set it (--chain.id)")
 		}
 	}
 	s := &Server{
 		cfg:     cfg,
-		rec:     rec,
+		src:     src,
 		log:     cfg.Logger,
 		chainID: []byte(`"0x` + strconv.FormatUint(cfg.ChainID, 16) + `"`),
 		netVer:  []byte(`"` + strconv.FormatUint(cfg.ChainID, 10) + `"`),
@@ -134,7 +137,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		},
 	}
 	if cfg.Mode == ModeBackfill {
-		s.released.Store(int64(rec.Len() - 1))
+		s.released.Store(int64(src.Len() - 1))
 	} else {
 		s.released.Store(0)
 	}
@@ -178,8 +181,8 @@ func (s *Server) releaseLoop() {
 			return
 		case <-ticker.C:
 			next := s.released.Load() + 1
-			if next >= int64(s.rec.Len()) {
-				s.log.Info("replay: every recorded block released", "head", s.rec.Last())
+			if next >= int64(s.src.Len()) {
+				s.log.Info("replay: every recorded block released", "head", s.src.Last())
 				return
 			}
 			s.released.Store(next)
@@ -216,36 +219,44 @@ func (s *Server) HTTPURL() string { return "http://" + s.ln.Addr().String() }
 // WSURL is the JSON-RPC WebSocket endpoint, e.g. ws://127.0.0.1:8545.
 func (s *Server) WSURL() string { return "ws://" + s.ln.Addr().String() }
 
-// Recording is the recording being served.
-func (s *Server) Recording() *Recording { return s.rec }
+// Source is what is being served.
+func (s *Server) Source() Source { return s.src }
 
 // Head is the number of the highest released block.
-func (s *Server) Head() uint64 { return s.rec.blocks[s.released.Load()].Number }
+func (s *Server) Head() uint64 { return s.src.number(int(s.released.Load())) }
 
-// lookups honouring the released head
+// lookups honouring the released head; a nil block without error is an
+// unknown or unreleased one.
 
-func (s *Server) blockByNumber(n uint64) *Block {
-	i, ok := s.rec.byNumber[n]
+func (s *Server) head() (*Block, error) { return s.src.load(int(s.released.Load())) }
+
+func (s *Server) blockByNumber(n uint64) (*Block, error) {
+	i, ok := s.src.index(n)
 	if !ok || int64(i) > s.released.Load() {
-		return nil
+		return nil, nil
 	}
-	return s.rec.blocks[i]
+	return s.src.load(i)
 }
 
-func (s *Server) blockByHash(h Hash) *Block {
-	i, ok := s.rec.byHash[h]
+func (s *Server) blockByHash(h Hash) (*Block, error) {
+	i, ok := s.src.hashIndex(h)
 	if !ok || int64(i) > s.released.Load() {
-		return nil
+		return nil, nil
 	}
-	return s.rec.blocks[i]
+	return s.src.load(i)
 }
 
-func (s *Server) tx(h Hash) (txRef, bool) {
-	ref, ok := s.rec.txs[h]
-	if !ok || int64(ref.block) > s.released.Load() {
-		return txRef{}, false
+// tx finds a released transaction: its block and position.
+func (s *Server) tx(h Hash) (*Block, int, error) {
+	bi, ti, ok := s.src.txLocation(h)
+	if !ok || int64(bi) > s.released.Load() {
+		return nil, 0, nil
 	}
-	return ref, true
+	b, err := s.src.load(bi)
+	if err != nil || ti >= len(b.txs) {
+		return nil, 0, err
+	}
+	return b, ti, nil
 }
 
 // ServeHTTP serves JSON-RPC over HTTP POST and upgrades WebSocket requests.
@@ -306,7 +317,7 @@ var (
 // handleMessage answers a single request or a batch; write is called with the
 // response's pieces (nothing for a notification). ws is nil over HTTP.
 func (s *Server) handleMessage(ctx context.Context, msg []byte, ws *wsConn, write func([]byte)) {
-	i := skipWS(msg, 0)
+	i := jsonscan.SkipWS(msg, 0)
 	if i < len(msg) && msg[i] == '[' {
 		var batch []json.RawMessage
 		if err := json.Unmarshal(msg, &batch); err != nil {
@@ -457,25 +468,28 @@ func (s *Server) call(ctx context.Context, method string, params []json.RawMessa
 		if err != nil {
 			return nil, errInvalidParams("invalid argument 0: %v", err)
 		}
-		ref, ok := s.tx(h)
+		b, i, err := s.tx(h)
+		if err != nil {
+			return nil, err
+		}
 		switch {
 		case method == "debug_traceTransaction":
 			if err := checkTracer(params, 1); err != nil {
 				return nil, err
 			}
-			if !ok || ref.trace == nil {
+			if b == nil || b.txTrace[i] == nil {
 				return nil, errors.New("transaction not found")
 			}
-			return ref.trace, nil
-		case !ok:
+			return b.txTrace[i], nil
+		case b == nil:
 			return nullJSON, nil
 		case method == "eth_getTransactionByHash":
-			return s.rec.blocks[ref.block].txs[ref.index], nil
+			return b.txs[i], nil
 		default:
-			if ref.receipt == nil {
+			if b.txReceipt[i] == nil {
 				return nullJSON, nil
 			}
-			return ref.receipt, nil
+			return b.txReceipt[i], nil
 		}
 
 	case "debug_traceBlockByNumber", "debug_traceBlockByHash":
@@ -492,9 +506,12 @@ func (s *Server) call(ctx context.Context, method string, params []json.RawMessa
 			}
 			var b *Block
 			if latest {
-				b = s.rec.blocks[s.released.Load()]
+				b, err = s.head()
 			} else {
-				b = s.blockByNumber(n)
+				b, err = s.blockByNumber(n)
+			}
+			if err != nil {
+				return nil, err
 			}
 			if b == nil {
 				return nil, fmt.Errorf("block #%d not found", n)
@@ -505,7 +522,10 @@ func (s *Server) call(ctx context.Context, method string, params []json.RawMessa
 		if err != nil {
 			return nil, errInvalidParams("invalid argument 0: %v", err)
 		}
-		b := s.blockByHash(h)
+		b, err := s.blockByHash(h)
+		if err != nil {
+			return nil, err
+		}
 		if b == nil {
 			return nil, fmt.Errorf("block 0x%x not found", h[:])
 		}
@@ -588,7 +608,7 @@ func (s *Server) numberParam(raw json.RawMessage, i int) (n uint64, latest bool,
 	case "latest", "pending", "safe", "finalized":
 		return s.Head(), true, nil
 	case "earliest":
-		return s.rec.First(), false, nil
+		return s.src.First(), false, nil
 	}
 	if !strings.HasPrefix(str, "0x") && !strings.HasPrefix(str, "0X") {
 		return 0, false, errInvalidParams("invalid argument %d: hex string without 0x prefix", i)
@@ -606,9 +626,9 @@ func (s *Server) blockByNumberParam(raw json.RawMessage) (*Block, error) {
 		return nil, err
 	}
 	if latest {
-		return s.rec.blocks[s.released.Load()], nil
+		return s.head()
 	}
-	return s.blockByNumber(n), nil
+	return s.blockByNumber(n)
 }
 
 func (s *Server) blockByHashParam(raw json.RawMessage) (*Block, error) {
@@ -616,13 +636,13 @@ func (s *Server) blockByHashParam(raw json.RawMessage) (*Block, error) {
 	if err != nil {
 		return nil, errInvalidParams("invalid argument 0: %v", err)
 	}
-	return s.blockByHash(h), nil
+	return s.blockByHash(h)
 }
 
 // blockByNumberOrHashParam accepts a number, a tag, a hash, or an object
 // {"blockNumber": ...} / {"blockHash": ...}.
 func (s *Server) blockByNumberOrHashParam(raw json.RawMessage) (*Block, error) {
-	i := skipWS(raw, 0)
+	i := jsonscan.SkipWS(raw, 0)
 	if i < len(raw) && raw[i] == '{' {
 		var obj struct {
 			BlockNumber json.RawMessage `json:"blockNumber"`
@@ -664,14 +684,14 @@ func (s *Server) recordedBlockNumbers(params []json.RawMessage) ([]byte, error) 
 		}
 		bounds[i] = n
 	}
-	blocks := s.rec.blocks[:s.released.Load()+1]
-	i := sort.Search(len(blocks), func(i int) bool { return blocks[i].Number >= bounds[0] })
+	released := int(s.released.Load()) + 1
+	i := sort.Search(released, func(i int) bool { return s.src.number(i) >= bounds[0] })
 	out := []byte{'['}
-	for ; i < len(blocks) && blocks[i].Number <= bounds[1]; i++ {
+	for ; i < released && s.src.number(i) <= bounds[1]; i++ {
 		if len(out) > 1 {
 			out = append(out, ',')
 		}
-		out = append(out, quantity(blocks[i].Number)...)
+		out = append(out, quantity(s.src.number(i))...)
 	}
 	return append(out, ']'), nil
 }

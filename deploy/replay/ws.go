@@ -132,7 +132,12 @@ func (c *wsConn) subscribe(_ context.Context, id string) {
 			changed := s.headChanged()
 			for cur := s.released.Load(); last < cur; {
 				last++
-				h := s.rec.blocks[last].Header
+				b, err := s.src.load(int(last))
+				if err != nil {
+					s.log.Warn("replay: newHeads: cannot read a block; no notification for it", "err", err)
+					continue
+				}
+				h := b.Header
 				msg := make([]byte, 0, len(prefix)+len(h)+2)
 				msg = append(append(append(msg, prefix...), h...), '}', '}')
 				if ctx.Err() != nil || !c.send(msg) {

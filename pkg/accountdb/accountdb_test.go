@@ -231,6 +231,40 @@ func TestDeliveriesPaging(t *testing.T) {
 	require.Equal(t, []string{"m0", "m2", "m1", "m3", "m4", "m5", "m6"}, got)
 }
 
+// TestDropDeliveriesBefore: months of the delivery log that ended before
+// the cutoff go, whole; the month the cutoff falls in and newer ones stay.
+func TestDropDeliveriesBefore(t *testing.T) {
+	db, _, conn := accountdbtest.Open(t)
+	ctx := t.Context()
+	at := func(y int, m time.Month, d int) uint64 {
+		return uint64(time.Date(y, m, d, 12, 0, 0, 0, time.UTC).UnixMilli())
+	}
+	var rows []accountdb.Delivery
+	for i, ts := range []uint64{at(2024, 1, 3), at(2024, 1, 31), at(2024, 2, 10), at(2024, 3, 1), at(2024, 3, 30)} {
+		rows = append(rows, accountdb.Delivery{WebhookID: "w", MessageID: fmt.Sprintf("m%d", i), Attempt: 1, AttemptedAt: ts})
+	}
+	require.NoError(t, db.PutDeliveries(ctx, rows))
+	count := func() (n uint64) {
+		require.NoError(t, conn.QueryRow(ctx, "SELECT count() FROM deliveries").Scan(&n))
+		return n
+	}
+	require.Equal(t, uint64(5), count())
+	// Cut off in the middle of March: January and February have ended.
+	dropped, err := db.DropDeliveriesBefore(ctx, time.Date(2024, 3, 15, 0, 0, 0, 0, time.UTC))
+	require.NoError(t, err)
+	require.Equal(t, []string{"202401", "202402"}, dropped)
+	require.Equal(t, uint64(2), count())
+	// Again: nothing more to drop.
+	dropped, err = db.DropDeliveriesBefore(ctx, time.Date(2024, 3, 15, 0, 0, 0, 0, time.UTC))
+	require.NoError(t, err)
+	require.Empty(t, dropped)
+	// March ends at the start of April.
+	dropped, err = db.DropDeliveriesBefore(ctx, time.Date(2024, 4, 1, 0, 0, 0, 0, time.UTC))
+	require.NoError(t, err)
+	require.Equal(t, []string{"202403"}, dropped)
+	require.Equal(t, uint64(0), count())
+}
+
 func TestStrikesCountSinceDeactivation(t *testing.T) {
 	db, _, _ := accountdbtest.Open(t)
 	ctx := t.Context()

@@ -46,6 +46,9 @@ func TestStatementsRunOnCurrentClickHouse(t *testing.T) {
 		bind(qDeliveryPage, s, n, "18446744073709551615", "18446744073709551615", "''", "''", "0", n),
 		iStrike+" VALUES ('w', 'double_failure', 'm', 1, '', 1)",
 		bind(qStrikeCount, s, s, s),
+		qDeliveryPartitions,
+		"ALTER TABLE deliveries DROP PARTITION 202311", // the month of the row above
+		"ALTER TABLE deliveries DROP PARTITION 202001", // a month that holds nothing
 	)
 	testenv.OnCurrentClickHouse(t, stmts)
 }

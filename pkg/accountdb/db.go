@@ -131,6 +131,21 @@ func (db *DB) query(ctx context.Context, name, q string, scan func(driver.Rows) 
 	return nil
 }
 
+// exec runs a statement that returns no rows (DDL).
+func (db *DB) exec(ctx context.Context, name, q string) error {
+	conn, err := db.getConn()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := db.ctx(ctx)
+	defer cancel()
+	defer db.observe(name, time.Now())
+	if err := conn.Exec(ctx, q); err != nil {
+		return classify(name, err)
+	}
+	return nil
+}
+
 // stream is query without the per-call deadline, for the reconciler's full
 // scans (bounded by ctx only).
 func (db *DB) stream(ctx context.Context, name, q string, scan func(driver.Rows) error, args ...any) error {

@@ -13,9 +13,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/plugin/kslog"
 
 	"github.com/moraine-data/moraine/pkg/obs"
 	"github.com/moraine-data/moraine/schemas/topics"
@@ -31,6 +33,10 @@ type Config struct {
 	// of brokers (topics.Replication).
 	ReplicationFactor int
 	MinInsyncReplicas int
+	// Metrics, when set (not a flag: the service sets its registry), makes
+	// every client built from BaseOpts report franz-go's client metrics there
+	// (ClientMetrics, labelled with the client id).
+	Metrics prometheus.Registerer
 }
 
 // RegisterFlags adds the --kafka.* flags.
@@ -83,17 +89,23 @@ func (c Config) Topics() []topics.Spec { return topics.WithPrefix(c.TopicPrefix,
 // traces can be several MiB.
 const maxRecordBytes = 16 << 20
 
-// BaseOpts are the options every client gets.
+// BaseOpts are the options every client gets. franz-go logs through kslog,
+// warnings and errors only: its info lines (every metadata refresh, join and
+// assignment) would drown the services' own.
 func (c Config) BaseOpts(logger *slog.Logger, clientID string) []kgo.Opt {
-	return []kgo.Opt{
+	opts := []kgo.Opt{
 		kgo.SeedBrokers(c.SeedBrokers()...),
 		kgo.ClientID(clientID),
-		kgo.WithLogger(slogAdapter{logger.With("component", "kafka")}),
+		kgo.WithLogger(kslog.New(slog.New(warnAndAbove{logger.With("component", "kafka").Handler()}))),
 		// Fail a request that hangs rather than wedge the pipeline.
 		kgo.RequestTimeoutOverhead(10 * time.Second),
 		kgo.RetryTimeout(30 * time.Second),
 		kgo.WithDecompressor(newLZ4Decompressor(maxDecompressedBatch)),
 	}
+	if c.Metrics != nil {
+		opts = append(opts, ClientMetrics(c.Metrics, clientID))
+	}
+	return opts
 }
 
 // ProducerOpts are for producers of large, ordered records. Idempotent
@@ -198,17 +210,17 @@ func Ping(cl *kgo.Client) obs.ReadyCheck {
 	}
 }
 
-type slogAdapter struct{ l *slog.Logger }
+// warnAndAbove passes a handler's records of level Warn and above.
+type warnAndAbove struct{ slog.Handler }
 
-func (a slogAdapter) Level() kgo.LogLevel { return kgo.LogLevelWarn }
+func (h warnAndAbove) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn && h.Handler.Enabled(ctx, l)
+}
 
-func (a slogAdapter) Log(level kgo.LogLevel, msg string, keyvals ...any) {
-	switch level {
-	case kgo.LogLevelError:
-		a.l.Error(msg, keyvals...)
-	case kgo.LogLevelWarn:
-		a.l.Warn(msg, keyvals...)
-	default:
-		a.l.Debug(msg, keyvals...)
-	}
+func (h warnAndAbove) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return warnAndAbove{h.Handler.WithAttrs(attrs)}
+}
+
+func (h warnAndAbove) WithGroup(name string) slog.Handler {
+	return warnAndAbove{h.Handler.WithGroup(name)}
 }

@@ -29,3 +29,27 @@ func TestDefaultGOGC(t *testing.T) {
 		t.Errorf("GOGC unset: the percentage is %d, want 300", cur)
 	}
 }
+
+// DefaultMemoryLimit applies its limit when GOMEMLIMIT is not set, and
+// leaves the runtime's (GOMEMLIMIT's) limit alone when it is.
+func TestDefaultMemoryLimit(t *testing.T) {
+	prev := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(prev) })
+
+	t.Setenv("GOMEMLIMIT", "1GiB")
+	debug.SetMemoryLimit(1 << 30) // what the runtime read from GOMEMLIMIT at start-up
+	if got := DefaultMemoryLimit(768 << 20); got != 1<<30 {
+		t.Errorf("GOMEMLIMIT set: DefaultMemoryLimit returned %d", got)
+	}
+	if cur := debug.SetMemoryLimit(-1); cur != 1<<30 {
+		t.Errorf("GOMEMLIMIT set: the limit became %d", cur)
+	}
+
+	os.Unsetenv("GOMEMLIMIT")
+	if got := DefaultMemoryLimit(768 << 20); got != 768<<20 {
+		t.Errorf("GOMEMLIMIT unset: DefaultMemoryLimit returned %d", got)
+	}
+	if cur := debug.SetMemoryLimit(-1); cur != 768<<20 {
+		t.Errorf("GOMEMLIMIT unset: the limit is %d, want 768 MiB", cur)
+	}
+}

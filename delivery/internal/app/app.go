@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/moraine-data/moraine/delivery/internal/deactivate"
@@ -99,6 +100,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, reg *prometheus.R
 	if _, err := chains.Load(cfg.ChainsFile); err != nil {
 		return err
 	}
+	cfg.Kafka.Metrics = reg // franz-go's client metrics (kafkautil.ClientMetrics)
 	health := obs.NewHealth()
 	admin, err := obs.Listen(cfg.Admin.ListenAddress, obs.AdminMux(reg, health), logger)
 	if err != nil {
@@ -155,6 +157,10 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, reg prometheus.Re
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return table.Run(gctx) })
 	g.Go(func() error {
+		kafkautil.ExportLag(gctx, kadm.NewClient(cl), reg, logger, kafkautil.LagInterval, cfg.Kafka.TopicPrefix+cfg.Delivery.Group)
+		return nil
+	})
+	g.Go(func() error {
 		// No message is judged before the table has caught up.
 		for !table.Ready() {
 			if !obs.Sleep(gctx, 50*time.Millisecond) {
@@ -185,6 +191,10 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, reg prometheus.Re
 		logDone := make(chan struct{})
 		go func() { defer close(logDone); _ = dl.Run(logCtx) }()
 		defer func() { stopLog(); <-logDone }()
+		retentionCtx, stopRetention := context.WithCancel(gctx)
+		retentionDone := make(chan struct{})
+		go func() { defer close(retentionDone); _ = dl.RunRetention(retentionCtx, db, time.Now) }()
+		defer func() { stopRetention(); <-retentionDone }()
 		pl, err := pipeline.New(cfg.Delivery, pipeline.Deps{
 			Logger: logger, Registerer: reg, Kafka: cfg.Kafka, Table: table, Deactivator: deact, Log: dl,
 		})

@@ -9,10 +9,17 @@
 // crash, the deactivation counts, do not rely on it (package deactivate
 // writes its own rows synchronously).
 //
+// Retention (RunRetention): ClickHouse 18.16 has no TTL, so every
+// RetentionInterval the log's months that ended more than Retention ago are
+// dropped as whole partitions (the deliveries table is partitioned by month
+// of attempted_at): the table holds between Retention and Retention plus a
+// month. Every delivery instance runs it; dropping a month twice is harmless.
+//
 // Metrics:
 //
 //	moraine_delivery_log_rows_total{result}   written, dropped
 //	moraine_delivery_log_flush_duration_seconds
+//	moraine_delivery_log_partitions_dropped_total
 package dlog
 
 import (
@@ -33,17 +40,24 @@ type Store interface {
 	PutDeliveries(ctx context.Context, rows []accountdb.Delivery) error
 }
 
-// Config tunes batching.
+// Config tunes batching and retention.
 type Config struct {
 	FlushInterval time.Duration
 	Batch         int
 	Buffer        int
+	// Retention is how long rows are kept at least (0: forever);
+	// RetentionInterval how often old months are looked for.
+	Retention         time.Duration
+	RetentionInterval time.Duration
 }
 
 // Validate checks the values.
 func (c Config) Validate() error {
 	if c.FlushInterval <= 0 || c.Batch < 1 || c.Buffer < c.Batch {
 		return errors.New("dlog: flush interval and batch must be positive, buffer at least one batch")
+	}
+	if c.Retention < 0 || (c.Retention > 0 && c.RetentionInterval <= 0) {
+		return errors.New("dlog: retention must not be negative, and its interval must be positive")
 	}
 	return nil
 }
@@ -55,8 +69,9 @@ type Log struct {
 	logger *slog.Logger
 	ch     chan accountdb.Delivery
 
-	rows  *prometheus.CounterVec
-	flush prometheus.Histogram
+	rows    *prometheus.CounterVec
+	flush   prometheus.Histogram
+	dropped prometheus.Counter
 }
 
 // New returns a log; Run flushes it.
@@ -74,6 +89,10 @@ func New(cfg Config, store Store, logger *slog.Logger, reg prometheus.Registerer
 		flush: f.NewHistogram(prometheus.HistogramOpts{
 			Namespace: "moraine", Subsystem: "delivery", Name: "log_flush_duration_seconds",
 			Help: "Time of one batch insert into the deliveries table.", Buckets: prometheus.ExponentialBuckets(0.002, 2.5, 10),
+		}),
+		dropped: f.NewCounter(prometheus.CounterOpts{
+			Namespace: "moraine", Subsystem: "delivery", Name: "log_partitions_dropped_total",
+			Help: "Months of the deliveries table dropped by the retention (--delivery.log-retention).",
 		}),
 	}
 	l.rows.WithLabelValues("written")
@@ -144,6 +163,35 @@ func (l *Log) write(ctx context.Context, batch []accountdb.Delivery) {
 		if err != nil {
 			l.rows.WithLabelValues("dropped").Add(float64(len(part)))
 			l.logger.Warn("delivery-log rows dropped: clickhouse insert failed", "rows", len(part), "err", err)
+		}
+	}
+}
+
+// Dropper removes the months of the log that ended before a time;
+// *accountdb.DB implements it.
+type Dropper interface {
+	DropDeliveriesBefore(ctx context.Context, cutoff time.Time) ([]string, error)
+}
+
+// RunRetention drops the months older than Config.Retention at once and
+// then every RetentionInterval, until ctx ends. A failed pass is logged and
+// tried again at the next interval. With no retention it returns at once.
+func (l *Log) RunRetention(ctx context.Context, d Dropper, now func() time.Time) error {
+	if l.cfg.Retention <= 0 {
+		return nil
+	}
+	for {
+		cutoff := now().Add(-l.cfg.Retention)
+		dropped, err := d.DropDeliveriesBefore(ctx, cutoff)
+		l.dropped.Add(float64(len(dropped)))
+		switch {
+		case err != nil && ctx.Err() == nil:
+			l.logger.Warn("delivery-log retention failed; trying again later", "err", err, "dropped", dropped)
+		case len(dropped) > 0:
+			l.logger.Info("delivery log: dropped old months", "months", dropped, "retention", l.cfg.Retention.String())
+		}
+		if !obs.Sleep(ctx, l.cfg.RetentionInterval) {
+			return nil
 		}
 	}
 }

@@ -108,7 +108,8 @@ func DefaultConfig() Config {
 		CommitInterval:     time.Second,
 		SessionTimeout:     15 * time.Second,
 		DrainTimeout:       12 * time.Second,
-		Log:                dlog.Config{FlushInterval: 200 * time.Millisecond, Batch: 5000, Buffer: 100_000},
+		Log: dlog.Config{FlushInterval: 200 * time.Millisecond, Batch: 5000, Buffer: 100_000,
+			Retention: 30 * 24 * time.Hour, RetentionInterval: time.Hour},
 	}
 }
 
@@ -133,6 +134,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.Log.FlushInterval, "delivery.log-flush-interval", d.Log.FlushInterval, "how often buffered delivery-log rows are inserted into ClickHouse")
 	fs.IntVar(&c.Log.Batch, "delivery.log-batch", d.Log.Batch, "delivery-log rows that trigger an insert before the interval")
 	fs.IntVar(&c.Log.Buffer, "delivery.log-buffer", d.Log.Buffer, "delivery-log rows buffered before new ones are dropped")
+	fs.DurationVar(&c.Log.Retention, "delivery.log-retention", d.Log.Retention, "keep delivery-log rows at least this long; whole months older are dropped (the table holds up to a month more). 0: keep forever")
+	fs.DurationVar(&c.Log.RetentionInterval, "delivery.log-retention-interval", d.Log.RetentionInterval, "how often the delivery log's old months are looked for")
 }
 
 // Validate checks the values.

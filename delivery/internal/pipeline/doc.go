@@ -110,6 +110,8 @@
 //	moraine_delivery_webhooks_deactivated_total{reason}  free_double_failures, exhausted (package deactivate)
 //	moraine_delivery_log_rows_total{result}          written, dropped (package dlog)
 //	moraine_delivery_log_flush_duration_seconds
+//	moraine_delivery_log_partitions_dropped_total     months of the log dropped by --delivery.log-retention
 //	moraine_delivery_watch_records_produced_total{result}, moraine_delivery_watch_produce_duration_seconds (pkg/watch)
 //	moraine_delivery_accountdb_duration_seconds{statement} (pkg/accountdb)
+//	moraine_kafka_consumer_lag_records{group,topic,partition} and franz-go's moraine_kafka_*{client} (pkg/kafkautil)
 package pipeline

@@ -1,6 +1,7 @@
 // Command replay serves a recorded chain (a JSONL file, optionally
-// zstd-compressed, one {"block","receipts","traces"} object per line) over
-// JSON-RPC on HTTP and WebSocket, byte for byte as recorded. In --replay.mode
+// zstd-compressed, one {"block","receipts","traces"} object per line, or a
+// corpus directory written by deploy/cmd/corpus, read from disk as needed)
+// over JSON-RPC on HTTP and WebSocket, byte for byte as recorded. In --replay.mode
 // backfill every block is there from the start; in live mode the blocks are
 // released one by one at --replay.rate blocks per second. See package replay.
 //
@@ -33,7 +34,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	o := &options{}
 	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.cfg.File, "replay.file", "", "recording to serve: JSONL, optionally zstd-compressed (required)")
+	fs.StringVar(&o.cfg.File, "replay.file", "", "recording to serve: JSONL, optionally zstd-compressed, or a corpus directory (required)")
 	fs.StringVar(&o.cfg.Mode, "replay.mode", replay.ModeBackfill, "backfill (every block at once) or live (released one by one)")
 	fs.Float64Var(&o.cfg.Rate, "replay.rate", replay.DefaultRate, "live mode: blocks released per second")
 	fs.Uint64Var(&o.cfg.ChainID, "chain.id", 0, "EVM chain id for eth_chainId (0: read it from the recorded transactions)")

@@ -53,6 +53,7 @@ func New(cfg Config, logger *slog.Logger, reg *prometheus.Registry) (*App, error
 	if err != nil {
 		return nil, err
 	}
+	cfg.Kafka.Metrics = reg // franz-go's client metrics (kafkautil.ClientMetrics)
 	return &App{cfg: cfg, logger: logger, reg: reg, chains: selected, health: obs.NewHealth()}, nil
 }
 

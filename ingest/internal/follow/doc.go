@@ -66,6 +66,7 @@
 //
 //	moraine_ingest_head_block{chain}                      highest block the node announced
 //	moraine_ingest_last_produced_block{chain}             last block Kafka acknowledged
+//	moraine_ingest_last_produced_block_timestamp_seconds{chain} its timestamp: time() - it is the lag behind the wall clock
 //	moraine_ingest_blocks_produced_total{chain}           blocks acknowledged
 //	moraine_ingest_transactions_produced_total{chain}     their transactions
 //	moraine_ingest_reorgs_total{chain}                    reorg events produced
@@ -74,6 +75,16 @@
 //	moraine_ingest_stage_duration_seconds{chain,stage}    fetch (one span), convert, encode (one block), produce (one batch)
 //	moraine_ingest_checkpoint_recoveries_total{chain}      checkpoint reads from Kafka
 //	moraine_ingest_produce_buffered_bytes{chain}          encoded bytes queued or in flight
+//
+// # Progress
+//
+// Every ProgressInterval (30 s) while it has work, the follower logs one
+// line per chain, "ingesting" while behind and "following the head" once
+// within ReadyLag: head (the node's), ingested (the last block Kafka
+// acknowledged), behind (blocks), lag (age of the ingested block), blocks_per_s
+// and txs_per_s over the interval, and eta (behind at that rate). The same
+// figures come from the metrics: rate(moraine_ingest_blocks_produced_total)
+// and (head_block - last_produced_block) / that rate (deploy/grafana).
 //
 // The JSON-RPC client adds moraine_ingest_rpc_requests_total{chain,method,result}
 // and moraine_ingest_rpc_request_duration_seconds{chain,method} (package rpc).

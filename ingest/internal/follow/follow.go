@@ -42,6 +42,9 @@ type Config struct {
 	// ShutdownTimeout bounds how long produced records may take to be
 	// acknowledged once ctx ends (default 10s).
 	ShutdownTimeout time.Duration
+	// ProgressInterval is the period of the progress log line (default
+	// 30s): head, ingested block, lag, rate and ETA.
+	ProgressInterval time.Duration
 }
 
 func (c *Config) defaults() {
@@ -56,6 +59,9 @@ func (c *Config) defaults() {
 	}
 	if c.ShutdownTimeout <= 0 {
 		c.ShutdownTimeout = 10 * time.Second
+	}
+	if c.ProgressInterval <= 0 {
+		c.ProgressInterval = 30 * time.Second
 	}
 }
 
@@ -92,6 +98,11 @@ type Follower struct {
 	noListing atomic.Bool
 	// ackedNext is the number after the last block Kafka acknowledged.
 	ackedNext atomic.Uint64
+	// ackedBlocks and ackedTxs count what Kafka acknowledged since the
+	// start, ackedTime is the last acknowledged block's timestamp (Unix
+	// seconds): the progress line's rates and lag.
+	ackedBlocks, ackedTxs atomic.Uint64
+	ackedTime             atomic.Int64
 }
 
 var (
@@ -163,10 +174,14 @@ func (f *Follower) Ready(context.Context) error {
 func (f *Follower) Run(ctx context.Context) error {
 	hctx, hcancel := context.WithCancel(ctx)
 	var hwg sync.WaitGroup
-	hwg.Add(1)
+	hwg.Add(2)
 	go func() {
 		defer hwg.Done()
 		_ = f.deps.Heads.Run(hctx)
+	}()
+	go func() {
+		defer hwg.Done()
+		f.reportProgress(hctx, f.cfg.ProgressInterval)
 	}()
 	defer func() { hcancel(); hwg.Wait() }()
 
@@ -409,7 +424,6 @@ type sequencer struct {
 	// from the spans so far: it sizes the next spans so that each carries
 	// about BatchBlocks blocks.
 	density float64
-	lastLog time.Time
 }
 
 func (s *sequencer) spanSize() uint64 {
@@ -445,11 +459,6 @@ func (s *sequencer) drain(ctx context.Context) (consumed int, restart *state, er
 			if err != nil || restart != nil {
 				return consumed, restart, err
 			}
-		}
-		if now := time.Now(); now.Sub(s.lastLog) > 30*time.Second {
-			s.lastLog = now
-			head, _ := s.f.deps.Heads.Head()
-			s.f.logger.Info("ingesting", "block", s.st.next-1, "head", head, "cumulative_transactions", s.st.cum)
 		}
 	}
 }
@@ -607,10 +616,14 @@ func (f *Follower) produceBlock(p *producer, b *record.Block) error {
 		return fmt.Errorf("block %d: %w", b.Number, err)
 	}
 	f.deps.Metrics.stage.WithLabelValues(f.chain, stageEncode).Observe(time.Since(start).Seconds())
-	n, txs := b.Number, len(b.Transactions)
+	n, txs, ts := b.Number, len(b.Transactions), b.Timestamp
 	err = p.send(v, func() {
 		f.deps.Metrics.blocks.WithLabelValues(f.chain).Inc()
 		f.deps.Metrics.txs.WithLabelValues(f.chain).Add(float64(txs))
+		f.deps.Metrics.lastProducedTime.WithLabelValues(f.chain).Set(float64(ts))
+		f.ackedBlocks.Add(1)
+		f.ackedTxs.Add(uint64(txs))
+		f.ackedTime.Store(int64(ts))
 		f.setAcked(n)
 	})
 	if err != nil {

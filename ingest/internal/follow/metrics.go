@@ -8,16 +8,19 @@ import (
 // Metrics are the follower's Prometheus series, shared by all chains (the
 // chain is a label). The list is in doc.go.
 type Metrics struct {
-	head          *prometheus.GaugeVec
-	lastProduced  *prometheus.GaugeVec
-	blocks        *prometheus.CounterVec
-	txs           *prometheus.CounterVec
-	reorgs        *prometheus.CounterVec
-	orphaned      *prometheus.CounterVec
-	retries       *prometheus.CounterVec
-	stage         *prometheus.HistogramVec
-	recoveries    *prometheus.CounterVec
-	bufferedBytes *prometheus.GaugeVec
+	head         *prometheus.GaugeVec
+	lastProduced *prometheus.GaugeVec
+	// lastProducedTime is the last acknowledged block's timestamp: time()
+	// minus it is how far the ingested chain lags the wall clock.
+	lastProducedTime *prometheus.GaugeVec
+	blocks           *prometheus.CounterVec
+	txs              *prometheus.CounterVec
+	reorgs           *prometheus.CounterVec
+	orphaned         *prometheus.CounterVec
+	retries          *prometheus.CounterVec
+	stage            *prometheus.HistogramVec
+	recoveries       *prometheus.CounterVec
+	bufferedBytes    *prometheus.GaugeVec
 }
 
 // Stage label values of moraine_ingest_stage_duration_seconds.
@@ -37,6 +40,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Highest block number the node announced."}, []string{"chain"}),
 		lastProduced: f.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "last_produced_block",
 			Help: "Number of the last block Kafka acknowledged."}, []string{"chain"}),
+		lastProducedTime: f.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "last_produced_block_timestamp_seconds",
+			Help: "Timestamp (Unix seconds) of the last block Kafka acknowledged."}, []string{"chain"}),
 		blocks: f.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "blocks_produced_total",
 			Help: "Blocks acknowledged by Kafka."}, []string{"chain"}),
 		txs: f.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "transactions_produced_total",
@@ -62,6 +67,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 func (m *Metrics) init(chain string) {
 	m.head.WithLabelValues(chain)
 	m.lastProduced.WithLabelValues(chain)
+	m.lastProducedTime.WithLabelValues(chain)
 	m.blocks.WithLabelValues(chain)
 	m.txs.WithLabelValues(chain)
 	m.reorgs.WithLabelValues(chain)

@@ -16,9 +16,11 @@ import (
 )
 
 func main() {
-	// A higher GC target than Go's default (see obs.DefaultGOGC); GOGC
-	// still overrides it.
+	// A higher GC target than Go's default (see obs.DefaultGOGC), under a
+	// soft memory limit of 768 MiB (obs.DefaultMemoryLimit); GOGC and
+	// GOMEMLIMIT still override them.
 	obs.DefaultGOGC(300)
+	obs.DefaultMemoryLimit(768 << 20)
 	var cfg app.Config
 	os.Exit(obs.Main("processor", os.Args[1:], cfg.RegisterFlags, &cfg.Log,
 		func(ctx context.Context, logger *slog.Logger, reg *prometheus.Registry) error {

@@ -101,6 +101,11 @@
 //	moraine_processor_batch_rows
 //	moraine_processor_decode_errors_total
 //	moraine_processor_last_written_block{chain}
+//	moraine_processor_last_written_block_timestamp_seconds{chain}  its timestamp (time() - it: the indexed chain's lag)
+//
+// Every 30 s while it writes, the sink logs an "indexed" line per chain: the
+// highest block written, its age (lag), and blocks and transactions per
+// second over the interval.
 //
 // Matcher:
 //
@@ -115,4 +120,8 @@
 //	moraine_processor_watchlist_catchup_timeouts_total
 //	moraine_processor_watchlist_addresses, _webhooks, _records_applied_total{kind}, _malformed_records_total (package watchlist)
 //	moraine_processor_token_metadata_lookups_total{result} (package tokenmeta)
+//
+// Both: moraine_kafka_consumer_lag_records{group,topic,partition} of the
+// sink's and the matcher's groups, and franz-go's client metrics
+// moraine_kafka_*{client} (package kafkautil).
 package app

@@ -10,9 +10,11 @@
 //	moraine-admin key revoke --key-id ID
 //	moraine-admin plan list [--plans.file FILE]
 //	moraine-admin dev-key --out PATH [--plan free]   (make run: reuse or create the development key)
+//	moraine-admin status [--sample 5s] [--watch 10s]  (every chain's heads, lag, rate and ETA; consumer groups' lag)
 //
-// Every subcommand takes the --clickhouse.* flags; flags not given fall
-// back to MORAINE_* environment variables (MORAINE_CLICKHOUSE_ADDR, ...).
+// Every subcommand takes the --clickhouse.* flags (status also --kafka.*
+// and --chains.file); flags not given fall back to MORAINE_* environment
+// variables (MORAINE_CLICKHOUSE_ADDR, ...).
 // Scriptable output (ids, keys) goes to stdout, explanations to stderr.
 package main
 
@@ -30,11 +32,16 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
 	"github.com/moraine-data/moraine/pkg/accountdb"
+	"github.com/moraine-data/moraine/pkg/chains"
 	"github.com/moraine-data/moraine/pkg/chdb"
+	"github.com/moraine-data/moraine/pkg/kafkautil"
 	"github.com/moraine-data/moraine/pkg/obs"
 	"github.com/moraine-data/moraine/query/internal/admin"
 	"github.com/moraine-data/moraine/query/internal/plan"
+	"github.com/moraine-data/moraine/query/internal/status"
 )
 
 const usage = `usage: moraine-admin <command> [flags]
@@ -48,6 +55,9 @@ commands:
   key revoke --key-id ID                   revoke a key (effective within the query key-cache TTL)
   plan list [--plans.file FILE]            show plan limits
   dev-key --out PATH [--plan PLAN]         print the development key saved at PATH, creating it if needed
+  status [--sample 5s] [--watch 10s]       per chain: node head, ingested (Kafka) and indexed (ClickHouse) heads,
+                                           blocks behind, lag, rate and ETA; every consumer group's lag
+                                           (also takes --kafka.brokers, --kafka.topic-prefix, --chains.file)
 
 plans: free, base, growth, pro, enterprise, custom
 every command takes --clickhouse.addr, --clickhouse.database, ... (env MORAINE_CLICKHOUSE_ADDR, ...)
@@ -110,6 +120,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		e.admin = &admin.Admin{DB: db, Clock: accountdb.NewClock(nil)}
+		e.conn = conn
 	}
 	if err := run(ctx); err != nil {
 		var u usageError
@@ -134,6 +145,7 @@ func need(flagName, v string) error {
 
 type env struct {
 	ch     chdb.Config
+	conn   driver.Conn
 	admin  *admin.Admin
 	stdout io.Writer
 	stderr io.Writer
@@ -276,6 +288,7 @@ var commands = map[string]command{
 			return tw.Flush()
 		}
 	}},
+	"status": {db: true, setup: statusCommand},
 	"dev-key": {db: true, setup: func(fs *flag.FlagSet, e *env) func(context.Context) error {
 		out := fs.String("out", defaultDevKeyPath(), "file holding the development key")
 		pl := fs.String("plan", plan.Free, "plan of the development account when it is created")
@@ -294,6 +307,56 @@ var commands = map[string]command{
 			return nil
 		}
 	}},
+}
+
+// statusCommand is `moraine-admin status`: two snapshots --sample apart,
+// rendered with the rates between them; with --watch, a new one every
+// interval, its rates over that interval.
+func statusCommand(fs *flag.FlagSet, e *env) func(context.Context) error {
+	var kc kafkautil.Config
+	kc.RegisterFlags(fs)
+	var chainsFile string
+	chains.RegisterFlag(fs, &chainsFile)
+	sample := fs.Duration("sample", 5*time.Second, "time between the two snapshots that give rates and ETA (0: one snapshot, no rates)")
+	watch := fs.Duration("watch", 0, "print a new view every this often until interrupted (0: once)")
+	return func(ctx context.Context) error {
+		cc, err := chains.Load(chainsFile)
+		if err != nil {
+			return err
+		}
+		logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		cl, err := kafkautil.NewClient(cctx, logger, kc.BaseOpts(logger, "moraine-admin-status")...)
+		cancel()
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		src := status.Source{Chains: cc.Chains, Kafka: kc, Client: cl, Conn: e.conn}
+		var prev *status.Snapshot
+		if *sample > 0 {
+			s := status.Take(ctx, src)
+			prev = &s
+			if !obs.Sleep(ctx, *sample) {
+				return nil
+			}
+		}
+		for {
+			cur := status.Take(ctx, src)
+			fmt.Fprintf(e.stdout, "%s\n", cur.At.UTC().Format(time.RFC3339))
+			if err := status.Render(e.stdout, prev, cur); err != nil {
+				return err
+			}
+			if *watch <= 0 {
+				return nil
+			}
+			prev = &cur
+			fmt.Fprintln(e.stdout)
+			if !obs.Sleep(ctx, *watch) {
+				return nil
+			}
+		}
+	}
 }
 
 // defaultDevKeyPath is $MORAINE_STATE_DIR/dev-api-key (.moraine without it).

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/moraine-data/moraine/pkg/accountdb"
 	"github.com/moraine-data/moraine/pkg/accountdb/accountdbtest"
+	"github.com/moraine-data/moraine/pkg/testenv"
 )
 
 func TestCommands(t *testing.T) {
@@ -88,4 +90,22 @@ func TestCommands(t *testing.T) {
 	}
 	code, _, _ = cli("key", "revoke", "--key-id", "unknown")
 	require.Equal(t, 1, code)
+}
+
+// TestStatusCommand runs `status` once, without sampling, against a fresh
+// deployment: every chain of the file is listed, nothing indexed yet.
+func TestStatusCommand(t *testing.T) {
+	_, ch, _ := accountdbtest.Open(t)
+	kc := testenv.Kafka(t)
+	chainsFile := filepath.Join(t.TempDir(), "chains.json")
+	require.NoError(t, os.WriteFile(chainsFile, []byte(`{"chains":[{"evmChainId":"4242","name":"Test chain","network":"devnet",
+		"rpcUrls":["http://127.0.0.1:1"],"networkToken":{"name":"T","symbol":"T","decimals":18}}]}`), 0o644))
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), []string{"status", "--sample", "0", "--chains.file", chainsFile,
+		"--kafka.brokers", kc.Brokers, "--kafka.topic-prefix", kc.TopicPrefix,
+		"--clickhouse.addr", ch.Addr, "--clickhouse.database", ch.Database}, &out, &errOut)
+	require.Equal(t, 0, code, errOut.String())
+	require.Contains(t, out.String(), "CHAIN  NAME")
+	require.Regexp(t, `(?m)^4242\s+Test chain\s+\? \(node unreachable\)\s+\? \(nothing ingested yet\)\s+-`, out.String())
+	require.Contains(t, out.String(), "CONSUMER GROUP")
 }

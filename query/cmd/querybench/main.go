@@ -4,12 +4,16 @@
 //	querybench seed [--clickhouse.* flags] --chain 43112 --blocks 10000000 [--first 0] [--step 1]
 //	querybench load --url http://127.0.0.1:8080 --rate 500 --duration 30s \
 //	    --path /v1/chains/43112/blocks --path '/v1/chains/43112/blocks/{rand:0:9999999}'
+//	querybench load --rate 200 --duration 2h --head-chain 99913 --report-every 10s \
+//	    --path '/v1/chains/99913/blocks/{rand:1:head}'      (a chain being backfilled)
 //
 // seed writes the chain with INSERT ... SELECT FROM numbers() (10M blocks in
 // about a minute on 2 cores) and sets its head in chain_heads; the service's
 // chain file must list the chain. load fires requests open-loop at --rate
-// (round-robin over --path; "{rand:LO:HI}" is a random integer per request)
-// and prints p50/p90/p99/max per path. Flags fall back to MORAINE_* env vars.
+// (round-robin over --path; "{rand:LO:HI}" is a random integer per request,
+// "{rand:LO:head}" one up to the newest block of --head-chain) and prints
+// p50/p90/p99/max per path, with --report-every also per interval. An
+// interrupt (SIGINT) ends the run early and prints what it measured. Flags fall back to MORAINE_* env vars.
 package main
 
 import (
@@ -85,10 +89,13 @@ func run() int {
 		fs.IntVar(&lc.Concurrency, "concurrency", 64, "most requests in flight")
 		fs.DurationVar(&lc.Timeout, "timeout", 10*time.Second, "per-request timeout")
 		fs.BoolVar(&lc.AllowRemote, "allow-remote", false, "allow a non-loopback target")
+		fs.StringVar(&lc.HeadChain, "head-chain", "", "chain whose newest block {rand:LO:head} reads (asked every second; the load starts once it is known)")
+		fs.DurationVar(&lc.Report, "report-every", 0, "also print the statistics of each interval of this length while running (0: only at the end)")
 		if err := fs.Parse(os.Args[2:]); err != nil {
 			return 2
 		}
 		lc.Paths = ps
+		lc.ReportTo = os.Stdout
 		if len(lc.Paths) == 0 {
 			lc.Paths = []string{"/v1/chains/43112/blocks"}
 		}

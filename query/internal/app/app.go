@@ -76,6 +76,7 @@ func New(cfg Config, deps Deps) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	cfg.Mgmt.Kafka.Metrics = deps.Registry // franz-go's client metrics (kafkautil.ClientMetrics)
 	return &App{cfg: cfg, logger: deps.Logger, reg: deps.Registry, resolver: deps.Resolver, chains: cc, health: obs.NewHealth()}, nil
 }
 

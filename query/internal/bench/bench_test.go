@@ -2,9 +2,11 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -112,4 +114,56 @@ func BenchmarkStore(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestLoadHead: "{rand:LO:head}" draws up to the chain's newest block, which
+// the load keeps asking for; per-interval lines are written while it runs.
+func TestLoadHead(t *testing.T) {
+	var mu sync.Mutex
+	head := 50
+	var maxSeen int
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if r.URL.Path == "/v1/chains/7/blocks" {
+			fmt.Fprintf(w, `{"blocks":[{"blockNumber":"%d"}]}`, head)
+			head += 50
+			return
+		}
+		n, err := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/b/"))
+		if err != nil || n < 10 {
+			w.WriteHeader(http.StatusBadRequest)
+		}
+		maxSeen = max(maxSeen, n)
+	}))
+	defer srv.Close()
+	var report syncBuffer
+	res, err := Load(t.Context(), LoadConfig{BaseURL: srv.URL, Paths: []string{"/b/{rand:10:head}"}, Rate: 200, Duration: 1500 * time.Millisecond,
+		HeadChain: "7", Report: 500 * time.Millisecond, ReportTo: &report})
+	require.NoError(t, err)
+	require.Zero(t, res.Total.Errors)
+	mu.Lock()
+	require.Greater(t, maxSeen, 50, "the head moved while the load ran")
+	require.LessOrEqual(t, maxSeen, head)
+	mu.Unlock()
+	require.GreaterOrEqual(t, strings.Count(report.String(), "interval "), 2, report.String())
+	_, err = Load(t.Context(), LoadConfig{BaseURL: srv.URL, Paths: []string{"/b/{rand:10:head}"}, Rate: 1, Duration: time.Second})
+	require.Error(t, err, "head without a head chain")
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -22,8 +24,17 @@ type LoadConfig struct {
 	// BaseURL of the query service, e.g. http://127.0.0.1:8080.
 	BaseURL string
 	// Paths are requested round-robin. "{rand:LO:HI}" in a path is replaced
-	// by a uniform random integer in [LO, HI] per request.
+	// by a uniform random integer in [LO, HI] per request; HI may be
+	// "head", the newest block of HeadChain (a chain being written to).
 	Paths []string
+	// HeadChain is the chain whose newest block "{rand:LO:head}" reads: the
+	// load asks the service for it every second (GET
+	// /v1/chains/{HeadChain}/blocks?pageSize=1) and starts once it is known.
+	HeadChain string
+	// Report, when positive, writes a line of the statistics of each
+	// interval of that length to ReportTo while the load runs.
+	Report   time.Duration
+	ReportTo io.Writer
 	// Rate is the request rate (per second), held open-loop: requests are
 	// scheduled by the clock, not by the previous answer, so latency is
 	// not hidden by back-pressure (coordinated omission).
@@ -58,13 +69,17 @@ type Result struct {
 	Achieved float64 // completed requests per second
 }
 
-var randParam = regexp.MustCompile(`\{rand:(\d+):(\d+)\}`)
+var randParam = regexp.MustCompile(`\{rand:(\d+):(\d+|head)\}`)
 
-func expand(p string, r *rand.Rand) string {
+// expand fills the placeholders of p; head is the newest block number.
+func expand(p string, r *rand.Rand, head uint64) string {
 	return randParam.ReplaceAllStringFunc(p, func(m string) string {
 		g := randParam.FindStringSubmatch(m)
 		lo, _ := strconv.ParseUint(g[1], 10, 64)
-		hi, _ := strconv.ParseUint(g[2], 10, 64)
+		hi := head
+		if g[2] != "head" {
+			hi, _ = strconv.ParseUint(g[2], 10, 64)
+		}
 		if hi < lo {
 			lo, hi = hi, lo
 		}
@@ -99,6 +114,11 @@ func Load(ctx context.Context, c LoadConfig) (Result, error) {
 	if err := checkTarget(c.BaseURL, c.AllowRemote); err != nil {
 		return Result{}, err
 	}
+	for _, p := range c.Paths {
+		if strings.Contains(p, ":head}") && c.HeadChain == "" {
+			return Result{}, fmt.Errorf("bench: %s reads the head: set the head chain", p)
+		}
+	}
 	if c.Concurrency <= 0 {
 		c.Concurrency = 64
 	}
@@ -110,17 +130,28 @@ func Load(ctx context.Context, c LoadConfig) (Result, error) {
 		Timeout:   c.Timeout,
 		Transport: &http.Transport{MaxIdleConns: c.Concurrency, MaxIdleConnsPerHost: c.Concurrency},
 	}
-	type sample struct {
-		path int
-		code int
-		d    time.Duration
-		err  bool
-	}
 	var (
 		mu      sync.Mutex
 		samples []sample
 		wg      sync.WaitGroup
 	)
+	var head atomic.Uint64
+	if c.HeadChain != "" {
+		hctx, stopHead := context.WithCancel(ctx)
+		defer stopHead()
+		if err := followHead(hctx, client, base, c.HeadChain, &head); err != nil {
+			return Result{}, err
+		}
+	}
+	if c.Report > 0 && c.ReportTo != nil {
+		stopReport := make(chan struct{})
+		reportDone := make(chan struct{})
+		go func() {
+			defer close(reportDone)
+			reportIntervals(c.Report, c.ReportTo, &mu, &samples, stopReport)
+		}()
+		defer func() { close(stopReport); <-reportDone }()
+	}
 	slots := make(chan struct{}, c.Concurrency)
 	rng := rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
 	interval := time.Duration(float64(time.Second) / c.Rate)
@@ -140,7 +171,7 @@ func Load(ctx context.Context, c LoadConfig) (Result, error) {
 			break
 		}
 		pi := i % len(c.Paths)
-		target := base + expand(c.Paths[pi], rng)
+		target := base + expand(c.Paths[pi], rng, head.Load())
 		select {
 		case slots <- struct{}{}:
 		default:
@@ -154,7 +185,7 @@ func Load(ctx context.Context, c LoadConfig) (Result, error) {
 			defer func() { <-slots }()
 			t0 := time.Now()
 			resp, err := client.Get(target)
-			s := sample{path: pi}
+			s := sample{path: pi, at: t0}
 			if err == nil {
 				_, _ = io.Copy(io.Discard, resp.Body)
 				resp.Body.Close()
@@ -164,6 +195,7 @@ func Load(ctx context.Context, c LoadConfig) (Result, error) {
 				s.err = true
 			}
 			s.d = time.Since(t0)
+			s.done = t0.Add(s.d)
 			mu.Lock()
 			samples = append(samples, s)
 			mu.Unlock()
@@ -236,4 +268,97 @@ func (r Result) String() string {
 	}
 	line(r.Total)
 	return b.String()
+}
+
+// sample is one request's outcome.
+type sample struct {
+	path     int
+	code     int
+	d        time.Duration
+	err      bool
+	at, done time.Time
+}
+
+// followHead keeps head at the newest block number of chain, asking every
+// second until ctx ends; it returns once the first answer came (or ctx
+// ended: the chain may still be empty when the load is started).
+func followHead(ctx context.Context, client *http.Client, base, chain string, head *atomic.Uint64) error {
+	url := base + "/v1/chains/" + chain + "/blocks?pageSize=1"
+	ask := func() bool {
+		rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		req, _ := http.NewRequestWithContext(rctx, http.MethodGet, url, nil)
+		resp, err := client.Do(req)
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		var out struct {
+			Blocks []struct {
+				BlockNumber string `json:"blockNumber"`
+			} `json:"blocks"`
+		}
+		if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&out) != nil || len(out.Blocks) == 0 {
+			return false
+		}
+		n, err := strconv.ParseUint(out.Blocks[0].BlockNumber, 10, 64)
+		if err != nil {
+			return false
+		}
+		head.Store(n)
+		return true
+	}
+	for !ask() {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("bench: the newest block of chain %s never became known: %w", chain, ctx.Err())
+		case <-time.After(time.Second):
+		}
+	}
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Second):
+				ask()
+			}
+		}
+	}()
+	return nil
+}
+
+// reportIntervals writes, every interval until stop, the statistics of the
+// requests that completed in it.
+func reportIntervals(interval time.Duration, w io.Writer, mu *sync.Mutex, samples *[]sample, stop <-chan struct{}) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	from := time.Now()
+	seen := 0
+	for {
+		select {
+		case <-stop:
+			return
+		case now := <-t.C:
+			mu.Lock()
+			all := *samples
+			var st Stats
+			st.Path, st.Codes = "interval", map[int]int{}
+			for _, s := range all[seen:] {
+				st.Count++
+				st.Codes[s.code]++
+				if s.err {
+					st.Errors++
+				}
+				st.latencies = append(st.latencies, s.d)
+			}
+			seen = len(all)
+			mu.Unlock()
+			st.finish()
+			fmt.Fprintf(w, "interval %s..%s n=%d err=%d p50=%s p90=%s p99=%s max=%s\n",
+				from.Format("15:04:05"), now.Format("15:04:05"), st.Count, st.Errors,
+				st.P50.Round(10*time.Microsecond), st.P90.Round(10*time.Microsecond), st.P99.Round(10*time.Microsecond), st.Max.Round(10*time.Microsecond))
+			from = now
+		}
+	}
 }

@@ -1,4 +1,8 @@
-package replay
+// Package jsonscan finds the spans of JSON values without decoding them, so
+// that recorded values can be served, or rewritten, byte for byte. It trusts
+// its input to be JSON: it checks structure (brackets, quotes, separators),
+// not the insides of strings and numbers.
+package jsonscan
 
 import (
 	"bytes"
@@ -6,12 +10,11 @@ import (
 	"fmt"
 )
 
-// A small JSON scanner that finds the spans of values without decoding them,
-// so that recorded values can be served byte for byte.
+// ErrTruncated is returned when the input ends inside a value.
+var ErrTruncated = errors.New("truncated JSON")
 
-var errTruncated = errors.New("truncated JSON")
-
-func skipWS(d []byte, i int) int {
+// SkipWS returns the index of the first non-space byte of d at or after i.
+func SkipWS(d []byte, i int) int {
 	for i < len(d) {
 		switch d[i] {
 		case ' ', '\t', '\n', '\r':
@@ -23,13 +26,13 @@ func skipWS(d []byte, i int) int {
 	return i
 }
 
-// skipString returns the index just past the string that starts at d[i] == '"'.
-func skipString(d []byte, i int) (int, error) {
+// SkipString returns the index just past the string that starts at d[i] == '"'.
+func SkipString(d []byte, i int) (int, error) {
 	i++
 	for {
 		j := bytes.IndexByte(d[i:], '"')
 		if j < 0 {
-			return 0, errTruncated
+			return 0, ErrTruncated
 		}
 		end := i + j
 		// The quote is escaped when an odd number of backslashes precede it.
@@ -44,20 +47,20 @@ func skipString(d []byte, i int) (int, error) {
 	}
 }
 
-// skipValue returns the index just past the JSON value that starts at d[i].
-func skipValue(d []byte, i int) (int, error) {
+// SkipValue returns the index just past the JSON value that starts at d[i].
+func SkipValue(d []byte, i int) (int, error) {
 	if i >= len(d) {
-		return 0, errTruncated
+		return 0, ErrTruncated
 	}
 	switch d[i] {
 	case '"':
-		return skipString(d, i)
+		return SkipString(d, i)
 	case '{', '[':
 		depth := 0
 		for i < len(d) {
 			switch d[i] {
 			case '"':
-				j, err := skipString(d, i)
+				j, err := SkipString(d, i)
 				if err != nil {
 					return 0, err
 				}
@@ -73,7 +76,7 @@ func skipValue(d []byte, i int) (int, error) {
 			}
 			i++
 		}
-		return 0, errTruncated
+		return 0, ErrTruncated
 	default:
 		j := i
 		for j < len(d) {
@@ -90,14 +93,14 @@ func skipValue(d []byte, i int) (int, error) {
 	}
 }
 
-// eachField calls fn for every member of the JSON object obj with the key
+// EachField calls fn for every member of the JSON object obj with the key
 // (without quotes, not unescaped), the raw key (with quotes) and the raw value.
-func eachField(obj []byte, fn func(key, rawKey, val []byte) error) error {
-	i := skipWS(obj, 0)
+func EachField(obj []byte, fn func(key, rawKey, val []byte) error) error {
+	i := SkipWS(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
 		return errors.New("not a JSON object")
 	}
-	i = skipWS(obj, i+1)
+	i = SkipWS(obj, i+1)
 	if i < len(obj) && obj[i] == '}' {
 		return nil
 	}
@@ -105,30 +108,30 @@ func eachField(obj []byte, fn func(key, rawKey, val []byte) error) error {
 		if i >= len(obj) || obj[i] != '"' {
 			return fmt.Errorf("expected a key at offset %d", i)
 		}
-		kEnd, err := skipString(obj, i)
+		kEnd, err := SkipString(obj, i)
 		if err != nil {
 			return err
 		}
 		rawKey := obj[i:kEnd]
-		i = skipWS(obj, kEnd)
+		i = SkipWS(obj, kEnd)
 		if i >= len(obj) || obj[i] != ':' {
 			return fmt.Errorf("expected ':' at offset %d", i)
 		}
-		i = skipWS(obj, i+1)
-		vEnd, err := skipValue(obj, i)
+		i = SkipWS(obj, i+1)
+		vEnd, err := SkipValue(obj, i)
 		if err != nil {
 			return err
 		}
 		if err := fn(rawKey[1:len(rawKey)-1], rawKey, obj[i:vEnd]); err != nil {
 			return err
 		}
-		i = skipWS(obj, vEnd)
+		i = SkipWS(obj, vEnd)
 		if i >= len(obj) {
-			return errTruncated
+			return ErrTruncated
 		}
 		switch obj[i] {
 		case ',':
-			i = skipWS(obj, i+1)
+			i = SkipWS(obj, i+1)
 		case '}':
 			return nil
 		default:
@@ -137,31 +140,31 @@ func eachField(obj []byte, fn func(key, rawKey, val []byte) error) error {
 	}
 }
 
-// eachElement calls fn for every element of the JSON array arr.
-func eachElement(arr []byte, fn func(val []byte) error) error {
-	i := skipWS(arr, 0)
+// EachElement calls fn for every element of the JSON array arr.
+func EachElement(arr []byte, fn func(val []byte) error) error {
+	i := SkipWS(arr, 0)
 	if i >= len(arr) || arr[i] != '[' {
 		return errors.New("not a JSON array")
 	}
-	i = skipWS(arr, i+1)
+	i = SkipWS(arr, i+1)
 	if i < len(arr) && arr[i] == ']' {
 		return nil
 	}
 	for {
-		vEnd, err := skipValue(arr, i)
+		vEnd, err := SkipValue(arr, i)
 		if err != nil {
 			return err
 		}
 		if err := fn(arr[i:vEnd]); err != nil {
 			return err
 		}
-		i = skipWS(arr, vEnd)
+		i = SkipWS(arr, vEnd)
 		if i >= len(arr) {
-			return errTruncated
+			return ErrTruncated
 		}
 		switch arr[i] {
 		case ',':
-			i = skipWS(arr, i+1)
+			i = SkipWS(arr, i+1)
 		case ']':
 			return nil
 		default:

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# make bench-backfill: the sustained backfill of a large corpus (make corpus) end to end, with reads
+# while it writes (BenchmarkBackfillCorpus in e2e/backfill_test.go says what is measured). Prints a
+# line every 10 s, then the summary; the report goes to bench/backfill.md and into bench/results.md and
+# README.md. Needs the local stack (make bench-backfill starts it) and, for the current-ClickHouse half
+# of the column study, chDB (installed here).
+#
+# Settings (environment): MORAINE_BENCH_NOTE (a paragraph put at the head of the report), MORAINE_BENCH_CORPUS (the corpus directory; built with the CORPUS_* sizes
+# when missing), MORAINE_BENCH_READ_RATE (200), MORAINE_BENCH_REPORT (10s), MORAINE_BENCH_AFTER_RATE
+# (500), MORAINE_BENCH_AFTER_DURATION (30s), MORAINE_BENCH_AFTER_WARMUP (60s), MORAINE_BENCH_STUDY_ROWS
+# (1000000), MORAINE_BENCH_COLUMN_STUDY=0 to skip the study, MORAINE_BENCH_INGEST_ARGS,
+# MORAINE_E2E_PROCESSOR_ARGS, MORAINE_TEST_KEEP_DB=1 to keep the database afterwards.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source bench/longrun.sh
+STATE_DIR=${MORAINE_STATE_DIR:-.moraine}
+CORPUS=${MORAINE_BENCH_CORPUS:-$STATE_DIR/corpus}
+if [ ! -f "$CORPUS/corpus.json" ]; then
+    echo "bench-backfill: no corpus at $CORPUS; building it"
+    (cd deploy && go build -o ../bin/corpus ./cmd/corpus)
+    bin/corpus --out "$CORPUS" --blocks "${CORPUS_BLOCKS:-200000}" --transactions "${CORPUS_TRANSACTIONS:-5000000}"
+fi
+CORPUS=$(cd "$CORPUS" && pwd -P)
+export MORAINE_BENCH_CORPUS=$CORPUS
+export MORAINE_CHDB_PYTHON=${MORAINE_CHDB_PYTHON:-$(bash deploy/stack/chdb.sh install)}
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+machine="$(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(. /etc/os-release && echo "$PRETTY_NAME")"
+echo "bench-backfill: machine: $machine; corpus: $CORPUS"
+(cd e2e && go test -run '^$' -bench 'BenchmarkBackfillCorpus' -benchtime 1x -count 1 -timeout 6h . 2>&1) | tee "$TMP/out.txt"
+grep -q '^backfill summary' "$TMP/out.txt" || { echo "bench-backfill: the run did not finish; nothing written"; exit 1; }
+{
+    echo "## Sustained backfill (make bench-backfill)"
+    echo
+    if [ -n "${MORAINE_BENCH_NOTE:-}" ]; then
+        echo "$MORAINE_BENCH_NOTE"
+        echo
+    fi
+    echo "Measured $(date -u +%Y-%m-%d) on: $machine; ClickHouse 18.16 and Apache Kafka from the local stack on the same machine."
+    echo "Corpus: $(python3 -c "import json,sys; m=json.load(open(sys.argv[1])); print(f\"{m['blocks']:,} blocks ({m['first']:,}..{m['last']:,}), {m['transactions']:,} transactions, {m['logs']:,} logs, {m['callFrames']:,} call frames, built by make corpus from {', '.join(s['file'] for s in m.get('sources', []))}\")" "$CORPUS/corpus.json"),"
+    echo "served from disk by the replay source; ingest -> Kafka -> processor (sink and matcher) -> ClickHouse, with \`querybench load\` reading"
+    echo "the newest blocks, random blocks and random blocks' transactions of what is indexed so far at ${MORAINE_BENCH_READ_RATE:-200} req/s."
+    echo
+    echo '```'
+    grep -E '^(backfill|column|codecs)' "$TMP/out.txt"
+    echo '```'
+} >bench/backfill.md
+splice_report backfill bench/backfill.md
+echo "bench-backfill: wrote bench/backfill.md, bench/results.md and README.md"

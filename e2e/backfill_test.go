@@ -1,0 +1,477 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/moraine-data/moraine/pkg/kafkautil"
+)
+
+// corpusMeta is the part of a corpus's corpus.json the benchmark reads
+// (deploy/replay.CorpusMeta).
+type corpusMeta struct {
+	ChainID      uint64 `json:"chainId"`
+	First        uint64 `json:"first"`
+	Last         uint64 `json:"last"`
+	Blocks       uint64 `json:"blocks"`
+	Transactions uint64 `json:"transactions"`
+	Logs         uint64 `json:"logs"`
+	CallFrames   uint64 `json:"callFrames"`
+}
+
+// envDuration reads a duration from the environment, or def.
+func envDuration(tb testing.TB, name string, def time.Duration) time.Duration {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		tb.Fatalf("%s=%q: %v", name, v, err)
+	}
+	return d
+}
+
+func envFloat(tb testing.TB, name string, def float64) float64 {
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		tb.Fatalf("%s=%q: %v", name, v, err)
+	}
+	return f
+}
+
+// BenchmarkBackfillCorpus backfills a corpus (make corpus) end to end:
+// replay source serving it from disk -> ingest -> Kafka -> processor (sink
+// and matcher) -> ClickHouse, with the query service answering reads while
+// it writes. make bench-backfill runs it once (-benchtime 1x) with
+// MORAINE_BENCH_CORPUS naming the corpus directory.
+//
+// Every MORAINE_BENCH_REPORT (10 s) it prints a "backfill" line: blocks,
+// transactions and call frames indexed and their rates over the interval and
+// since the start, each process's resident memory, Kafka's and ClickHouse's
+// disk, ClickHouse's active parts and running merges, and the interval's
+// read latency. While it runs, `querybench load` reads at
+// MORAINE_BENCH_READ_RATE (200 req/s; 0: no reads) the newest blocks, random
+// blocks and random blocks' transactions of what is indexed so far. At the
+// end it prints the summary ("backfill summary" lines): rates per quarter of
+// the run, peak memory, bytes stored per transaction in ClickHouse (per
+// table) and in Kafka, the reads' latency; then the query goals on the
+// database it built: MORAINE_BENCH_AFTER_RATE (500) req/s for
+// MORAINE_BENCH_AFTER_DURATION (30 s) on the newest blocks and on random
+// blocks, after a warm-up of MORAINE_BENCH_AFTER_WARMUP (60 s); and what
+// other column types and codecs would store (columnStudy).
+func BenchmarkBackfillCorpus(b *testing.B) {
+	dir := os.Getenv("MORAINE_BENCH_CORPUS")
+	if dir == "" {
+		b.Fatal("MORAINE_BENCH_CORPUS is not set: build a corpus with `make corpus` and name its directory (make bench-backfill does)")
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "corpus.json"))
+	if err != nil {
+		b.Fatalf("corpus: %v (build one with `make corpus`)", err)
+	}
+	var meta corpusMeta
+	if err := json.Unmarshal(raw, &meta); err != nil {
+		b.Fatalf("corpus.json: %v", err)
+	}
+	for b.Loop() {
+		runBackfill(b, dir, meta)
+	}
+}
+
+// backfillSample is the pipeline's state at one instant of the run.
+type backfillSample struct {
+	at                        time.Duration
+	block                     uint64 // highest block written to ClickHouse
+	blocks, txs, frames, logs uint64 // rows in ClickHouse
+	chBytes, kafkaBytes       uint64
+	parts, merges             uint64
+	rss                       map[string]uint64
+}
+
+func runBackfill(b *testing.B, dir string, meta corpusMeta) {
+	report := envDuration(b, "MORAINE_BENCH_REPORT", 10*time.Second)
+	readRate := envFloat(b, "MORAINE_BENCH_READ_RATE", 200)
+	rpcAddr := freeAddr(b)
+	chain := strconv.FormatUint(meta.ChainID, 10)
+	replay := start(b, "replay", "--replay.file", dir, "--rpc.listen-address", rpcAddr)
+	eventually(b, time.Minute, "replay source", func() bool {
+		_, err := rpcCall("http://"+rpcAddr, "eth_blockNumber")
+		return err == nil
+	})
+	// A contiguous chain: ingest checks every parent link, as on a node.
+	s := startServices(b, fmt.Sprintf(`{"evmChainId":"%s","name":"Corpus","network":"mainnet","rpcUrls":["http://%s"],
+		"wsUrl":"ws://%s","networkToken":{"name":"Avalanche","symbol":"AVAX","decimals":18},"traces":true,"webhooks":true,"startBlock":%d}`,
+		chain, rpcAddr, rpcAddr, meta.First), pipelineOpts{noWaitIngest: true, ingestArgs: strings.Fields(os.Getenv("MORAINE_BENCH_INGEST_ARGS"))})
+	s.procs["replay"], s.pids["replay"] = replay, replay.cmd.Process.Pid
+	for name, pid := range stackPIDs(b) {
+		s.pids[name] = pid
+	}
+	fmt.Printf("\nbackfill corpus %s: blocks %d..%d, %d transactions, %d logs, %d call frames, chain %s; database %s, topic prefix %s\n",
+		dir, meta.First, meta.Last, meta.Transactions, meta.Logs, meta.CallFrames, chain, s.ch.Database, s.kafka.TopicPrefix)
+
+	var reads *proc
+	readsLog := filepath.Join(b.TempDir(), "reads.txt")
+	if readRate > 0 {
+		reads = startTo(b, readsLog, "querybench", "load", "--url", s.api, "--rate", strconv.FormatFloat(readRate, 'f', -1, 64),
+			"--duration", "100h", "--head-chain", chain, "--report-every", report.String(),
+			"--path", "/v1/chains/"+chain+"/blocks",
+			"--path", fmt.Sprintf("/v1/chains/%s/blocks/{rand:%d:head}", chain, meta.First),
+			"--path", fmt.Sprintf("/v1/chains/%s/blocks/{rand:%d:head}/transactions", chain, meta.First))
+	}
+	kcl, err := kafkautil.NewClient(b.Context(), testLogger(), s.kafka.BaseOpts(testLogger(), "bench-backfill")...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer kcl.Close()
+	adm := kadm.NewClient(kcl)
+
+	var samples []backfillSample
+	peak := map[string]uint64{}
+	maxParts, maxMerges := uint64(0), uint64(0)
+	readLines := 0
+	var done bool
+	for !done {
+		time.Sleep(report)
+		cur := sampleBackfill(b, s, adm, chain)
+		done = cur.block >= meta.Last
+		for n, v := range cur.rss {
+			peak[n] = max(peak[n], v)
+		}
+		maxParts, maxMerges = max(maxParts, cur.parts), max(maxMerges, cur.merges)
+		prev := backfillSample{}
+		if len(samples) > 0 {
+			prev = samples[len(samples)-1]
+		}
+		samples = append(samples, cur)
+		secs := (cur.at - prev.at).Seconds()
+		rate := func(a, b uint64) float64 { return float64(a-min(a, b)) / secs }
+		all := cur.at.Seconds()
+		var read string
+		if reads != nil {
+			lines := grepLines(readsLog, "interval ")
+			if len(lines) > readLines {
+				read = " | reads " + strings.TrimSpace(lines[len(lines)-1][strings.Index(lines[len(lines)-1], " n=")+1:])
+				readLines = len(lines)
+			}
+		}
+		fmt.Printf("backfill t=%s block %d/%d | blocks %d (%.0f/s, avg %.0f/s) txs %d (%.0f/s, avg %.0f/s) frames %d (%.0f/s) | rss MB %s | kafka %.0f MB, clickhouse %.0f MB | parts %d, merges %d%s\n",
+			cur.at.Round(time.Second), cur.block, meta.Last, cur.blocks, rate(cur.blocks, prev.blocks), float64(cur.blocks)/all,
+			cur.txs, rate(cur.txs, prev.txs), float64(cur.txs)/all, cur.frames, rate(cur.frames, prev.frames),
+			rssLine(cur.rss), float64(cur.kafkaBytes)/1e6, float64(cur.chBytes)/1e6, cur.parts, cur.merges, read)
+		if cur.at > envDuration(b, "MORAINE_BENCH_BACKFILL_TIMEOUT", 3*time.Hour) {
+			b.Fatalf("backfill not done after %s", cur.at)
+		}
+	}
+	last := samples[len(samples)-1]
+	var readSummary []string
+	if reads != nil {
+		_ = reads.cmd.Process.Signal(syscall.SIGINT)
+		select {
+		case <-reads.done:
+		case <-time.After(30 * time.Second):
+			reads.kill()
+		}
+		for _, l := range grepLines(readsLog, "") {
+			if strings.HasPrefix(l, "/v1/") || strings.HasPrefix(l, "all ") || strings.HasPrefix(l, "elapsed ") {
+				readSummary = append(readSummary, l)
+			}
+		}
+	}
+	// Merges settle what the backfill wrote; the bytes are read once they
+	// have (or after a minute).
+	settleMerges(b, s.conn, s.ch.Database, time.Minute)
+	tables := tableSizes(b, s.conn, s.ch.Database)
+	kafkaBytes := topicBytes(b, adm, s.kafka.TopicPrefix)
+
+	fmt.Printf("\nbackfill summary: %d blocks, %d transactions, %d call frames in %s: %.0f tx/s, %.0f blocks/s, %.0f call frames/s\n",
+		last.blocks, last.txs, last.frames, last.at.Round(time.Second), float64(last.txs)/last.at.Seconds(),
+		float64(last.blocks)/last.at.Seconds(), float64(last.frames)/last.at.Seconds())
+	fmt.Printf("backfill summary: tx/s by quarter of the run: %s\n", quarters(samples))
+	fmt.Printf("backfill summary: peak rss MB %s; most active parts %d, most running merges %d\n", rssLine(peak), maxParts, maxMerges)
+	var chTotal uint64
+	for _, t := range tables {
+		chTotal += t.bytes
+	}
+	fmt.Printf("backfill summary: ClickHouse %.1f MB on disk = %.0f bytes/tx; Kafka %.1f MB = %.0f bytes/tx (every topic of the run)\n",
+		float64(chTotal)/1e6, float64(chTotal)/float64(last.txs), float64(kafkaBytes)/1e6, float64(kafkaBytes)/float64(last.txs))
+	for _, t := range tables {
+		fmt.Printf("backfill table %-22s %10d rows %9.1f MB %7.0f bytes/tx  compressed %5.1fx, %d parts\n",
+			t.name, t.rows, float64(t.bytes)/1e6, float64(t.bytes)/float64(last.txs), float64(t.uncompressed)/float64(max(t.compressed, 1)), t.parts)
+	}
+	for _, l := range readSummary {
+		fmt.Printf("backfill reads %s\n", l)
+	}
+	if reads != nil {
+		// Where the reads' time went: the query service's time per route and
+		// its ClickHouse time per query, means over the run.
+		fmt.Printf("backfill reads, mean time in the query service: %s; in ClickHouse: %s\n",
+			meanBy(b, s.metrics["query"], "moraine_query_http_request_duration_seconds", "route"),
+			meanBy(b, s.metrics["query"], "moraine_query_clickhouse_query_duration_seconds", "query"))
+	}
+	afterBackfillReads(b, s, chain, meta)
+	if os.Getenv("MORAINE_BENCH_COLUMN_STUDY") != "0" {
+		columnStudy(b, s.conn, s.ch.Database, last.txs)
+	}
+	for _, p := range s.procs {
+		p.stop(15 * time.Second)
+	}
+}
+
+// sampleBackfill reads the pipeline's state.
+func sampleBackfill(b *testing.B, s *stackUp, adm *kadm.Client, chain string) backfillSample {
+	cur := backfillSample{at: time.Since(s.ingestStarted), rss: map[string]uint64{}}
+	if v, ok := scrape(b, s.metrics["processor"], "moraine_processor_last_written_block")[`{chain="`+chain+`"}`]; ok {
+		cur.block = uint64(v)
+	}
+	for _, t := range tableSizes(b, s.conn, s.ch.Database) {
+		cur.chBytes += t.bytes
+		cur.parts += t.parts
+		switch t.name {
+		case "blocks":
+			cur.blocks = t.rows
+		case "transactions":
+			cur.txs = t.rows
+		case "internal_transactions":
+			cur.frames = t.rows
+		case "logs":
+			cur.logs = t.rows
+		}
+	}
+	cur.merges = queryUint(b, s.conn, "SELECT count() FROM system.merges WHERE database = ?", s.ch.Database)
+	cur.kafkaBytes = topicBytes(b, adm, s.kafka.TopicPrefix)
+	for name, pid := range s.pids {
+		cur.rss[name] = procRSS(pid)
+	}
+	return cur
+}
+
+// tableSize is what one table holds on disk (active parts).
+type tableSize struct {
+	name                                  string
+	rows, bytes, compressed, uncompressed uint64
+	parts                                 uint64
+}
+
+// tableSizes reads system.parts. Row counts include rows not yet merged
+// away (a redelivered batch); a backfill without failures has none.
+func tableSizes(tb testing.TB, conn driver.Conn, db string) []tableSize {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	rows, err := conn.Query(ctx, `SELECT table, sum(rows), sum(bytes_on_disk), sum(data_compressed_bytes), sum(data_uncompressed_bytes), count()
+FROM system.parts WHERE database = ? AND active GROUP BY table ORDER BY sum(bytes_on_disk) DESC`, db)
+	if err != nil {
+		tb.Logf("system.parts: %v", err)
+		return nil
+	}
+	defer rows.Close()
+	var out []tableSize
+	for rows.Next() {
+		var t tableSize
+		if err := rows.Scan(&t.name, &t.rows, &t.bytes, &t.compressed, &t.uncompressed, &t.parts); err != nil {
+			tb.Logf("system.parts: %v", err)
+			return out
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+func queryUint(tb testing.TB, conn driver.Conn, q string, args ...any) uint64 {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var n uint64
+	if err := conn.QueryRow(ctx, q, args...).Scan(&n); err != nil {
+		tb.Logf("%s: %v", q, err)
+	}
+	return n
+}
+
+// settleMerges waits up to timeout for ClickHouse to have no merge running
+// in db.
+func settleMerges(tb testing.TB, conn driver.Conn, db string, timeout time.Duration) {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) && queryUint(tb, conn, "SELECT count() FROM system.merges WHERE database = ?", db) > 0 {
+		time.Sleep(time.Second)
+	}
+}
+
+// topicBytes is the size of every partition of the run's topics on the
+// brokers' disks (one replica each on the local stack's single broker).
+func topicBytes(tb testing.TB, adm *kadm.Client, prefix string) uint64 {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dirs, err := adm.DescribeAllLogDirs(ctx, nil)
+	if err != nil {
+		tb.Logf("kafka log dirs: %v", err)
+		return 0
+	}
+	var n uint64
+	dirs.Each(func(d kadm.DescribedLogDir) {
+		d.Topics.Each(func(p kadm.DescribedLogDirPartition) {
+			if strings.HasPrefix(p.Topic, prefix) {
+				n += uint64(p.Size)
+			}
+		})
+	})
+	return n
+}
+
+// procRSS is a process's resident memory in bytes (0 when gone).
+func procRSS(pid int) uint64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmRSS:"); ok {
+			kb, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// stackPIDs are the local stack's ClickHouse and Kafka processes.
+func stackPIDs(tb testing.TB) map[string]int {
+	dir := os.Getenv("MORAINE_STATE_DIR")
+	out := map[string]int{}
+	for name, pidfile := range map[string]string{
+		"clickhouse": filepath.Join(dir, "clickhouse", "clickhouse-server.pid"),
+		"kafka":      filepath.Join(dir, "kafka", "kafka.pid"),
+	} {
+		b, err := os.ReadFile(pidfile)
+		if err != nil {
+			tb.Logf("no pid file %s: %v", pidfile, err)
+			continue
+		}
+		pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		out[name] = pid
+	}
+	return out
+}
+
+func rssLine(rss map[string]uint64) string {
+	names := make([]string, 0, len(rss))
+	for n := range rss {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	parts := make([]string, 0, len(names))
+	for _, n := range names {
+		parts = append(parts, fmt.Sprintf("%s %d", n, rss[n]>>20))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// quarters is the transaction rate over each quarter of the run's time.
+func quarters(samples []backfillSample) string {
+	if len(samples) == 0 {
+		return "-"
+	}
+	total := samples[len(samples)-1].at
+	at := func(d time.Duration) (time.Duration, uint64) {
+		// The sample at or before d (interpolated linearly between two).
+		prev := backfillSample{}
+		for _, s := range samples {
+			if s.at >= d {
+				if s.at == prev.at {
+					return d, s.txs
+				}
+				f := float64(d-prev.at) / float64(s.at-prev.at)
+				return d, prev.txs + uint64(f*float64(s.txs-prev.txs))
+			}
+			prev = s
+		}
+		return d, prev.txs
+	}
+	var out []string
+	for q := range 4 {
+		t0, a := at(total * time.Duration(q) / 4)
+		t1, c := at(total * time.Duration(q+1) / 4)
+		out = append(out, fmt.Sprintf("%.0f", float64(c-min(c, a))/(t1-t0).Seconds()))
+	}
+	return strings.Join(out, ", ")
+}
+
+// grepLines returns the lines of a file holding substr.
+func grepLines(path, substr string) []string {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if strings.Contains(sc.Text(), substr) {
+			out = append(out, sc.Text())
+		}
+	}
+	return out
+}
+
+// afterBackfillReads runs the query service's 500 req/s goals on the
+// database the backfill built: the newest blocks, then random blocks
+// (after a warm-up of the same load: ClickHouse's cache of decompressed
+// blocks, which random lookups read through, is cold after a backfill).
+func afterBackfillReads(b *testing.B, s *stackUp, chain string, meta corpusMeta) {
+	rate := strconv.FormatFloat(envFloat(b, "MORAINE_BENCH_AFTER_RATE", 500), 'f', -1, 64)
+	dur := envDuration(b, "MORAINE_BENCH_AFTER_DURATION", 30*time.Second)
+	warm := envDuration(b, "MORAINE_BENCH_AFTER_WARMUP", 60*time.Second)
+	if dur <= 0 {
+		return
+	}
+	random := fmt.Sprintf("/v1/chains/%s/blocks/{rand:%d:%d}", chain, meta.First, meta.Last)
+	if warm > 0 {
+		out := runTool(b, "querybench", "load", "--url", s.api, "--rate", rate, "--duration", warm.String(), "--path", random)
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, "all ") {
+				fmt.Printf("backfill after warm-up (%s of the random lookups): %s\n", warm, strings.Join(strings.Fields(l), " "))
+			}
+		}
+	}
+	for _, path := range []string{"/v1/chains/" + chain + "/blocks", random} {
+		out := runTool(b, "querybench", "load", "--url", s.api, "--rate", rate, "--duration", dur.String(), "--path", path)
+		for _, l := range strings.Split(out, "\n") {
+			if strings.HasPrefix(l, "/v1/") || strings.HasPrefix(l, "elapsed ") {
+				fmt.Printf("backfill after %s req/s: %s\n", rate, strings.Join(strings.Fields(l), " "))
+			}
+		}
+	}
+}
+
+// meanBy is a histogram's mean per value of one label (sum / count), as
+// "value 1.2ms, ...".
+func meanBy(tb testing.TB, url, name, label string) string {
+	sums, counts := scrape(tb, url, name+"_sum"), scrape(tb, url, name+"_count")
+	re := regexp.MustCompile(label + `="([^"]*)"`)
+	var parts []string
+	for labels, sum := range sums {
+		n := counts[labels]
+		m := re.FindStringSubmatch(labels)
+		if n == 0 || m == nil {
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s %s", m[1], time.Duration(sum/n*float64(time.Second)).Round(10*time.Microsecond)))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
+}
