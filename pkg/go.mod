@@ -7,9 +7,12 @@ require (
 	github.com/moraine-data/moraine/schemas v0.0.0
 	github.com/twmb/franz-go v1.22.2
 	github.com/twmb/franz-go/pkg/kadm v1.19.0
+	golang.org/x/crypto v0.58.0
+	golang.org/x/sync v0.22.0
 )
 
 require (
+	github.com/kylelemons/godebug v1.1.0 // indirect
 	github.com/planetscale/vtprotobuf v0.6.0 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 )
