@@ -31,7 +31,7 @@ func TestNewBatchRowsAndSizes(t *testing.T) {
 			ChainId: 1, ForkNumber: 11, Orphaned: []*record.OrphanedBlock{{Number: 11}}}}}},
 		block(13, 11, tx(1, 5)), // the block replacing the orphan
 	}
-	b := NewBatch(events)
+	b := NewBatch(events, false)
 	for _, c := range []struct {
 		name           string
 		len, cap, want int
