@@ -11,8 +11,9 @@
 //     that a redelivered event rewrites identical rows. Redelivery after a
 //     crash or rebalance therefore never doubles rows, and readers use FINAL.
 //   - Children first: transactions, logs, internal transactions and the
-//     history rows of a batch are inserted before the block rows, and the chain head last, so a reader
-//     that finds a block also finds its contents.
+//     history rows of a batch are inserted before the block rows, and the
+//     chain head last, so a reader that finds a block also finds its
+//     contents.
 //   - Reorgs: a Reorg event writes removed=1 rows for each orphaned block
 //     (blocks and block_hashes) with a newer version, so they stop being
 //     served; the replacing blocks follow with still newer versions. Child
