@@ -164,3 +164,81 @@ func boolU8(b bool) uint8 {
 	}
 	return 0
 }
+
+// IndexRow is one row of address_index (migration 6). Addresses are 20
+// bytes (From, To, Contract may be empty).
+type IndexRow struct {
+	ChainID   uint64
+	Address   []byte
+	List      uint8
+	Block     uint64
+	TxIndex   uint32
+	Position  uint32
+	Sub       uint32
+	BlockHash store.Hash
+	TxHash    store.Hash
+	Roles     uint8
+	TxType    uint8
+	CallType  string
+	TokenKind uint8
+	From, To  []byte
+	Contract  []byte
+	Value     string
+	TokenID   string
+	Gas       uint64
+	GasPrice  string
+	Nonce     uint64
+	Selector  []byte
+	Status    uint8
+	GasUsed   uint64
+	Version   uint64
+}
+
+// InsertIndex writes rows to address_index.
+func InsertIndex(ctx context.Context, conn driver.Conn, rows []IndexRow) error {
+	b, err := conn.PrepareBatch(ctx, `INSERT INTO address_index (chain_id, address, list, block_number, tx_index, position,
+		sub_index, block_hash, tx_hash, roles, tx_type, call_type, token_kind, from_address, to_address, contract_address,
+		value, token_id, gas, gas_price, nonce, selector, status, gas_used, version)`)
+	if err != nil {
+		return fmt.Errorf("prepare address_index: %w", err)
+	}
+	for _, r := range rows {
+		if err := b.Append(r.ChainID, string(r.Address), r.List, r.Block, r.TxIndex, r.Position, r.Sub,
+			string(r.BlockHash[:]), string(r.TxHash[:]), r.Roles, r.TxType, r.CallType, r.TokenKind, string(r.From),
+			string(r.To), string(r.Contract), r.Value, r.TokenID, r.Gas, r.GasPrice, r.Nonce, string(r.Selector),
+			r.Status, r.GasUsed, r.Version); err != nil {
+			return fmt.Errorf("append index row: %w", err)
+		}
+	}
+	if err := b.Send(); err != nil {
+		return fmt.Errorf("send address_index: %w", err)
+	}
+	return nil
+}
+
+// TxHashRow is one row of transaction_hashes.
+type TxHashRow struct {
+	ChainID   uint64
+	Hash      store.Hash
+	BlockHash store.Hash
+	Block     uint64
+	TxIndex   uint32
+	Version   uint64
+}
+
+// InsertTxHashes writes rows to transaction_hashes.
+func InsertTxHashes(ctx context.Context, conn driver.Conn, rows []TxHashRow) error {
+	b, err := conn.PrepareBatch(ctx, `INSERT INTO transaction_hashes (chain_id, hash, block_hash, block_number, tx_index, version)`)
+	if err != nil {
+		return fmt.Errorf("prepare transaction_hashes: %w", err)
+	}
+	for _, r := range rows {
+		if err := b.Append(r.ChainID, string(r.Hash[:]), string(r.BlockHash[:]), r.Block, r.TxIndex, r.Version); err != nil {
+			return fmt.Errorf("append tx hash: %w", err)
+		}
+	}
+	if err := b.Send(); err != nil {
+		return fmt.Errorf("send transaction_hashes: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,588 @@
+package store
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"golang.org/x/sync/errgroup"
+)
+
+// Reads of the address lists (address_index, ordered by chain, address,
+// list, then block number and position). ClickHouse 18.16 cannot read a
+// key range in order and stop at a LIMIT: it reads every row of the range,
+// then sorts. So a page never reads "all rows below the cursor" of an
+// address with millions of them; it reads a window of blocks below the
+// cursor that should hold the page:
+//
+//   - An address with few rows (most of them) is read in one query over the
+//     whole remaining range, under a row budget (max_rows_to_read,
+//     Config.AddressScanRows): ClickHouse checks the budget against the
+//     granules its index selects before reading anything, so an address
+//     over budget costs one refused query, about a millisecond.
+//   - Over budget, reads go window by window: the first spans
+//     listFirstWindowPerRow blocks per wanted row, each next one (past an
+//     exhausted window) listWindowGrowth times more.
+//   - The page token carries the span of blocks the page took (the Window
+//     hint), so the next page of a busy address starts with a window that
+//     holds about one page: the 1,000th page costs what the first does.
+const (
+	listFirstWindowPerRow = 4
+	listWindowGrowth      = 16
+	maxListReads          = 64
+)
+
+// tooManyRows reports ClickHouse's refusal of a read over max_rows_to_read
+// (TOO_MANY_ROWS).
+func tooManyRows(err error) bool {
+	var ex *clickhouse.Exception
+	return errors.As(err, &ex) && ex.Code == 158
+}
+
+// AddressList returns a page of an address list: up to r.Limit canonical
+// rows from r.Start (or the start of the range) on, in list order. Rows of
+// orphaned blocks are skipped.
+func (s *ClickHouse) AddressList(ctx context.Context, r ListRequest) (ListPage, error) {
+	if r.Limit <= 0 || r.Lo > r.Hi || r.Hi == math.MaxUint64 {
+		return ListPage{}, nil
+	}
+	// bound is the exclusive upper bound of what is left (newest first) or
+	// the inclusive lower bound (oldest first).
+	var bound Seek
+	switch {
+	case r.Start != nil && !r.Asc:
+		bound = r.Start.next()
+	case r.Start != nil:
+		bound = *r.Start
+	case r.Asc:
+		bound = Seek{Block: r.Lo}
+	default:
+		bound = Seek{Block: r.Hi + 1}
+	}
+	if !r.Asc && bound.Compare(Seek{Block: r.Hi + 1}) > 0 {
+		bound = Seek{Block: r.Hi + 1}
+	}
+	window := r.Window
+	page := make([]IndexRow, 0, r.Limit)
+	for reads := 0; reads < maxListReads && len(page) < r.Limit; reads++ {
+		lo, hi := r.Lo, r.Hi
+		if r.Asc {
+			lo = max(lo, bound.Block)
+		} else {
+			top := bound.Block
+			if bound == (Seek{Block: bound.Block}) {
+				if top == 0 {
+					break
+				}
+				top-- // nothing of block bound.Block is left
+			}
+			hi = min(hi, top)
+		}
+		if lo > hi {
+			break
+		}
+		if window > 0 && hi-lo >= window {
+			if r.Asc {
+				hi = lo + window - 1
+			} else {
+				lo = hi - window + 1
+			}
+		}
+		want := r.Limit - len(page)
+		rows, err := s.listRead(ctx, r, lo, hi, bound, want, window == 0)
+		if window == 0 && tooManyRows(err) {
+			window = uint64(listFirstWindowPerRow * r.Limit)
+			continue
+		}
+		if err != nil {
+			return ListPage{}, err
+		}
+		canon, err := s.keepCanonical(ctx, r.ChainID, rows)
+		if err != nil {
+			return ListPage{}, err
+		}
+		page = append(page, canon...)
+		if len(rows) == want {
+			// The read stopped at its LIMIT: the window may hold more, after
+			// the last row read (some rows were not canonical).
+			last := rows[len(rows)-1].Seek
+			if r.Asc {
+				bound = last.next()
+			} else {
+				bound = last
+			}
+			continue
+		}
+		// The window is exhausted.
+		if r.Asc {
+			if hi == r.Hi {
+				break
+			}
+			bound = Seek{Block: hi + 1}
+		} else {
+			if lo == r.Lo {
+				break
+			}
+			bound = Seek{Block: lo}
+		}
+		if window > 0 {
+			window = min(window*listWindowGrowth, math.MaxUint64/listWindowGrowth)
+		}
+	}
+	out := ListPage{Rows: page}
+	if window > 0 && len(page) > 1 {
+		// The blocks this page spanned, with a quarter to spare.
+		first, last := page[0].Block.Number, page[len(page)-1].Block.Number
+		span := max(first, last) - min(first, last) + 1
+		out.Window = span + span/4 + 1
+	}
+	return out, nil
+}
+
+// listRead reads up to limit rows of r's list in blocks [lo, hi] after
+// bound, deduplicated by key; withBudget makes ClickHouse refuse the read
+// (TOO_MANY_ROWS) when its index selects more than Config.AddressScanRows
+// rows.
+func (s *ClickHouse) listRead(ctx context.Context, r ListRequest, lo, hi uint64, bound Seek, limit int, withBudget bool) ([]IndexRow, error) {
+	q := qListDesc
+	if r.Asc {
+		q = qListAsc
+	}
+	var settings clickhouse.Settings
+	if withBudget {
+		settings = clickhouse.Settings{"max_rows_to_read": s.cfg.AddressScanRows} // read_overflow_mode is "throw" by default
+	}
+	rows, done, err := s.queryWith(ctx, "address_list", settings, q, r.ChainID, hex.EncodeToString(r.Address[:]), r.List,
+		lo, hi, bound.Block, bound.TxIndex, bound.Position, bound.Sub, r.Roles, r.Roles, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	return scanIndexRows("address_list", rows, false)
+}
+
+// scanIndexRows reads indexColumns (preceded by list when withList).
+func scanIndexRows(name string, rows driver.Rows, withList bool) ([]IndexRow, error) {
+	defer rows.Close()
+	var out []IndexRow
+	for rows.Next() {
+		var (
+			r                                  IndexRow
+			blockHash, txHash, from, to, ca, s string
+		)
+		dest := []any{&r.Block.Number, &r.TxIndex, &r.Position, &r.Sub, &blockHash, &txHash, &r.Roles, &r.TxType,
+			&r.CallType, &r.TokenKind, &from, &to, &ca, &r.Value, &r.TokenID, &r.Gas, &r.GasPrice, &r.Nonce, &s,
+			&r.Status, &r.GasUsed}
+		if withList {
+			dest = append([]any{&r.List}, dest...)
+		}
+		if err := rows.Scan(dest...); err != nil {
+			return nil, fmt.Errorf("store: %s: scan: %w", name, err)
+		}
+		r.Seek.Block = r.Block.Number
+		copy(r.BlockHash[:], blockHash)
+		copy(r.TxHash[:], txHash)
+		r.From, r.To, r.Contract, r.Selector = address(from), address(to), address(ca), []byte(s)
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify(name, err)
+	}
+	return out, nil
+}
+
+// keepCanonical returns the rows whose block is canonical, with the block
+// header filled in.
+func (s *ClickHouse) keepCanonical(ctx context.Context, chainID uint64, rows []IndexRow) ([]IndexRow, error) {
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	numbers := make([]uint64, 0, len(rows))
+	for i, r := range rows {
+		if i == 0 || r.Block.Number != rows[i-1].Block.Number {
+			numbers = append(numbers, r.Block.Number)
+		}
+	}
+	blocks, err := s.CanonicalBlocks(ctx, chainID, numbers)
+	if err != nil {
+		return nil, err
+	}
+	out := rows[:0]
+	for _, r := range rows {
+		if b, ok := blocks[r.Block.Number]; ok && b.Hash == r.BlockHash {
+			r.Block = b
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// CanonicalBlocks returns the canonical block of each number that has one:
+// from block_lookup, or from blocks for blocks written before block_lookup
+// existed.
+func (s *ClickHouse) CanonicalBlocks(ctx context.Context, chainID uint64, numbers []uint64) (map[uint64]Block, error) {
+	out := make(map[uint64]Block, len(numbers))
+	if len(numbers) == 0 {
+		return out, nil
+	}
+	set := make([]any, len(numbers))
+	for i, n := range numbers {
+		set[i] = n
+	}
+	rows, done, err := s.query(ctx, "blocks_lookup", qBlocksLookup, chainID, clickhouse.GroupSet{Value: set})
+	if err != nil {
+		return nil, err
+	}
+	found := make(map[uint64]bool, len(numbers))
+	for rows.Next() {
+		var (
+			number  uint64
+			header  string
+			removed uint8
+		)
+		if err := rows.Scan(&number, &header, &removed); err != nil {
+			rows.Close()
+			done()
+			return nil, fmt.Errorf("store: blocks_lookup: scan: %w", err)
+		}
+		found[number] = true
+		if removed != 0 {
+			continue
+		}
+		b, err := parseHeader(chainID, number, header)
+		if err != nil {
+			rows.Close()
+			done()
+			return nil, err
+		}
+		out[number] = b
+	}
+	rows.Close()
+	err = rows.Err()
+	done()
+	if err != nil {
+		return nil, classify("blocks_lookup", err)
+	}
+	var missing []any
+	for _, n := range numbers {
+		if !found[n] {
+			missing = append(missing, n)
+		}
+	}
+	if len(missing) == 0 {
+		return out, nil
+	}
+	rows, done, err = s.query(ctx, "blocks_by_numbers", qBlocksByNumbers, chainID, clickhouse.GroupSet{Value: missing})
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	bs, err := scanBlocks("blocks_by_numbers", rows, len(missing))
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range bs {
+		out[b.Number] = b
+	}
+	return out, nil
+}
+
+// ListRange returns the rows of an address's lists in blocks [lo, hi], in
+// position order, without the canonical check (the caller matches them to
+// canonical rows by block hash), at most limit.
+func (s *ClickHouse) ListRange(ctx context.Context, chainID uint64, a Address, lists []uint8, lo, hi uint64, limit int) ([]IndexRow, error) {
+	set := make([]any, len(lists))
+	for i, l := range lists {
+		set[i] = l
+	}
+	rows, done, err := s.query(ctx, "address_list_range", qListRange, chainID, hex.EncodeToString(a[:]),
+		clickhouse.GroupSet{Value: set}, lo, hi, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	return scanIndexRows("address_list_range", rows, true)
+}
+
+// HasActivity reports whether the address took part in a canonical
+// transaction of the chain.
+func (s *ClickHouse) HasActivity(ctx context.Context, chainID uint64, a Address) (bool, error) {
+	rows, done, err := s.query(ctx, "address_activity", qActivity, chainID, hex.EncodeToString(a[:]))
+	if err != nil {
+		return false, err
+	}
+	var found []IndexRow
+	for rows.Next() {
+		var (
+			r    IndexRow
+			hash string
+		)
+		if err := rows.Scan(&r.Block.Number, &hash); err != nil {
+			rows.Close()
+			done()
+			return false, fmt.Errorf("store: address_activity: scan: %w", err)
+		}
+		copy(r.BlockHash[:], hash)
+		found = append(found, r)
+	}
+	rows.Close()
+	err = rows.Err()
+	done()
+	if err != nil {
+		return false, classify("address_activity", err)
+	}
+	canon, err := s.keepCanonical(ctx, chainID, found)
+	return len(canon) > 0, err
+}
+
+// TxByHash finds the canonical block and index of a transaction.
+func (s *ClickHouse) TxByHash(ctx context.Context, chainID uint64, h Hash) (TxRef, error) {
+	rows, done, err := s.query(ctx, "tx_hash", qTxHash, chainID, hex.EncodeToString(h[:]))
+	if err != nil {
+		return TxRef{}, err
+	}
+	var found []IndexRow
+	for rows.Next() {
+		var (
+			r    IndexRow
+			hash string
+		)
+		if err := rows.Scan(&r.Block.Number, &hash, &r.TxIndex); err != nil {
+			rows.Close()
+			done()
+			return TxRef{}, fmt.Errorf("store: tx_hash: scan: %w", err)
+		}
+		copy(r.BlockHash[:], hash)
+		found = append(found, r)
+	}
+	rows.Close()
+	err = rows.Err()
+	done()
+	if err != nil {
+		return TxRef{}, classify("tx_hash", err)
+	}
+	// A transaction is in at most one canonical block.
+	canon, err := s.keepCanonical(ctx, chainID, found)
+	if err != nil {
+		return TxRef{}, err
+	}
+	if len(canon) == 0 {
+		return TxRef{}, ErrNotFound
+	}
+	return TxRef{Block: canon[0].Block, Index: canon[0].TxIndex}, nil
+}
+
+// Bounds of one transaction's logs and call frames read by FullTx.
+const (
+	maxTxLogs   = 100_000
+	maxTxFrames = 1_000_000
+)
+
+// FullTx reads a canonical transaction with its input, logs and call
+// frames (three concurrent reads).
+func (s *ClickHouse) FullTx(ctx context.Context, ref TxRef) (FullTx, error) {
+	b := ref.Block
+	hash := hex.EncodeToString(b.Hash[:])
+	var out FullTx
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		rows, done, err := s.query(gctx, "tx_full", qTxFull, b.ChainID, b.Number, hash, ref.Index)
+		if err != nil {
+			return err
+		}
+		defer done()
+		defer rows.Close()
+		found := false
+		for rows.Next() {
+			var (
+				t                           = &out.Tx
+				txHash, from, to, ca, input string
+			)
+			if err := rows.Scan(&t.BlockIndex, &txHash, &t.Type, &from, &to, &ca, &t.Value, &t.Gas, &t.GasPrice,
+				&t.EffectiveGasPrice, &t.Nonce, &input, &t.Status, &t.GasUsed, &out.MaxFeePerGas, &out.MaxPriorityFeePerGas); err != nil {
+				return fmt.Errorf("store: tx_full: scan: %w", err)
+			}
+			copy(t.Hash[:], txHash)
+			t.From, t.To, t.ContractAddress = address(from), address(to), address(ca)
+			out.Input = []byte(input)
+			t.Selector, t.InputLen = out.Input[:min(len(out.Input), 4)], uint64(len(out.Input))
+			found = true
+		}
+		if err := rows.Err(); err != nil {
+			return classify("tx_full", err)
+		}
+		if !found {
+			return ErrNotFound
+		}
+		return nil
+	})
+	g.Go(func() error {
+		rows, done, err := s.query(gctx, "tx_logs", qTxLogs, b.ChainID, b.Number, hash, ref.Index, maxTxLogs)
+		if err != nil {
+			return err
+		}
+		defer done()
+		defer rows.Close()
+		for rows.Next() {
+			var (
+				l                    Log
+				addr, t0, t1, t2, t3 string
+				data                 string
+			)
+			if err := rows.Scan(&l.Index, &addr, &t0, &t1, &t2, &t3, &data); err != nil {
+				return fmt.Errorf("store: tx_logs: scan: %w", err)
+			}
+			l.Address, l.Data = []byte(addr), []byte(data)
+			for _, t := range []string{t0, t1, t2, t3} {
+				if t == "" {
+					break
+				}
+				l.Topics = append(l.Topics, []byte(t))
+			}
+			out.Logs = append(out.Logs, l)
+		}
+		if err := rows.Err(); err != nil {
+			return classify("tx_logs", err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		rows, done, err := s.query(gctx, "tx_frames", qTxFrames, b.ChainID, b.Number, hash, ref.Index, maxTxFrames)
+		if err != nil {
+			return err
+		}
+		defer done()
+		defer rows.Close()
+		for rows.Next() {
+			var (
+				f        Frame
+				from, to string
+			)
+			if err := rows.Scan(&f.Position, &f.Depth, &f.Type, &from, &to, &f.Value, &f.Gas, &f.GasUsed, &f.Error); err != nil {
+				return fmt.Errorf("store: tx_frames: scan: %w", err)
+			}
+			f.From, f.To = address(from), address(to)
+			out.Frames = append(out.Frames, f)
+		}
+		if err := rows.Err(); err != nil {
+			return classify("tx_frames", err)
+		}
+		return nil
+	})
+	if err := g.Wait(); err != nil {
+		return FullTx{}, err
+	}
+	return out, nil
+}
+
+// Transaction status filters of LatestTxs.
+const (
+	StatusFailed  uint8 = 0
+	StatusSuccess uint8 = 1
+	StatusAny     uint8 = 2
+)
+
+// latestBlocksPerRead is how many canonical blocks LatestTxs takes at a time.
+const latestBlocksPerRead = 64
+
+// LatestTxs returns up to limit canonical transactions of a chain, newest
+// first, from position start on (inclusive: block start.Block, index
+// start.TxIndex and below), with the given status (StatusAny: all). It
+// looks at no more than Config.LatestScanBlocks blocks: when it stops
+// there, resume is where a next call continues (nil when the chain's
+// start was reached or the page is full).
+func (s *ClickHouse) LatestTxs(ctx context.Context, chainID uint64, start Seek, limit int, status uint8) (txs []LatestTx, resume *Seek, err error) {
+	cursor, firstTx := start.Block, start.TxIndex
+	scanned := 0
+	for len(txs) < limit {
+		if scanned >= s.cfg.LatestScanBlocks {
+			return txs, &Seek{Block: cursor, TxIndex: firstTx}, nil
+		}
+		blocks, err := s.Blocks(ctx, chainID, cursor, min(latestBlocksPerRead, s.cfg.LatestScanBlocks-scanned))
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(blocks) == 0 {
+			return txs, nil, nil
+		}
+		// Enough blocks for the page when every transaction counts; all of
+		// them under a status filter.
+		take, count := 0, 0
+		for take < len(blocks) && (status != StatusAny || count < limit-len(txs)) {
+			count += int(blocks[take].TxCount)
+			take++
+		}
+		picked := blocks[:take]
+		byNumber := make(map[uint64]Block, take)
+		for _, b := range picked {
+			byNumber[b.Number] = b
+		}
+		lo, hi := picked[len(picked)-1].Number, picked[0].Number
+		// Rows of orphaned blocks at these numbers count against the LIMIT
+		// too: read again with more room when it was reached.
+		var got []LatestTx
+		for room := count + 64; ; room *= 4 {
+			rows, done, err := s.query(ctx, "latest_txs", qLatestTxs, chainID, lo, hi, status, status, room)
+			if err != nil {
+				return nil, nil, err
+			}
+			var raw int
+			got, raw, err = scanLatest(rows, byNumber)
+			done()
+			if err != nil {
+				return nil, nil, err
+			}
+			if raw < room {
+				break
+			}
+		}
+		for _, t := range got {
+			if t.Block.Number == start.Block && t.Tx.BlockIndex > firstTx {
+				continue // served by the previous page
+			}
+			txs = append(txs, t)
+			if len(txs) == limit {
+				return txs, nil, nil
+			}
+		}
+		scanned += take
+		if lo == 0 {
+			return txs, nil, nil
+		}
+		cursor, firstTx = lo-1, math.MaxUint32
+	}
+	return txs, nil, nil
+}
+
+// scanLatest reads qLatestTxs rows, keeping those of the given canonical
+// blocks; raw counts every row read.
+func scanLatest(rows driver.Rows, byNumber map[uint64]Block) (out []LatestTx, raw int, err error) {
+	defer rows.Close()
+	for rows.Next() {
+		raw++
+		var (
+			number                             uint64
+			blockHash, hash, from, to, ca, sel string
+			t                                  Tx
+		)
+		if err := rows.Scan(&number, &blockHash, &t.BlockIndex, &hash, &t.Type, &from, &to, &ca, &t.Value, &t.Gas,
+			&t.GasPrice, &t.EffectiveGasPrice, &t.Nonce, &sel, &t.InputLen, &t.Status, &t.GasUsed); err != nil {
+			return nil, raw, fmt.Errorf("store: latest_txs: scan: %w", err)
+		}
+		b, ok := byNumber[number]
+		if !ok || string(b.Hash[:]) != blockHash {
+			continue // a row of an orphaned block
+		}
+		copy(t.Hash[:], hash)
+		t.From, t.To, t.ContractAddress, t.Selector = address(from), address(to), address(ca), []byte(sel)
+		out = append(out, LatestTx{Block: b, Tx: t})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, raw, classify("latest_txs", err)
+	}
+	return out, raw, nil
+}

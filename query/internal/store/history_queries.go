@@ -1,0 +1,111 @@
+package store
+
+// Named queries of the transaction-history reads (migration 6). Like the
+// block queries they are bounded by a key prefix and a LIMIT. They read
+// without FINAL: rows with one key are identical copies (a redelivered
+// record rewrites the same row; a reorg's replacement has another block
+// hash, in the key), so "LIMIT 1 BY" the key drops the copies at a fraction
+// of FINAL's merge, and the block hash is checked against the canonical
+// block afterwards.
+const (
+	indexColumns = `block_number, tx_index, position, sub_index, block_hash, tx_hash, roles, tx_type, call_type,
+	token_kind, from_address, to_address, contract_address, value, token_id, gas, gas_price, nonce, selector, status, gas_used`
+
+	indexKey = `block_number, tx_index, position, sub_index, block_hash`
+
+	// qListDesc reads one list's rows of an address strictly before an
+	// exclusive bound (the tuple), newest first, within the block window
+	// [?, ?]; the roles filter keeps rows with one of the given role bits
+	// (0: all).
+	qListDesc = `SELECT ` + indexColumns + `
+FROM address_index
+WHERE chain_id = ? AND address = unhex(?) AND list = ?
+	AND block_number >= ? AND block_number <= ?
+	AND (block_number, tx_index, position, sub_index) < (?, ?, ?, ?)
+	AND (? = 0 OR bitAnd(roles, ?) != 0)
+ORDER BY block_number DESC, tx_index DESC, position DESC, sub_index DESC
+LIMIT 1 BY ` + indexKey + `
+LIMIT ?`
+
+	// qListAsc is qListDesc oldest first, from an inclusive bound.
+	qListAsc = `SELECT ` + indexColumns + `
+FROM address_index
+WHERE chain_id = ? AND address = unhex(?) AND list = ?
+	AND block_number >= ? AND block_number <= ?
+	AND (block_number, tx_index, position, sub_index) >= (?, ?, ?, ?)
+	AND (? = 0 OR bitAnd(roles, ?) != 0)
+ORDER BY block_number ASC, tx_index ASC, position ASC, sub_index ASC
+LIMIT 1 BY ` + indexKey + `
+LIMIT ?`
+
+	// qListRange reads the rows of several lists of an address in a block
+	// range (the transfers and internal transactions of a page of
+	// transactions).
+	qListRange = `SELECT list, ` + indexColumns + `
+FROM address_index
+WHERE chain_id = ? AND address = unhex(?) AND list IN ? AND block_number >= ? AND block_number <= ?
+ORDER BY block_number, tx_index, position, sub_index
+LIMIT 1 BY list, ` + indexKey + `
+LIMIT ?`
+
+	// qActivity finds a few rows of an address's transactions list: does it
+	// have any on the chain? Without ORDER BY the read stops at the LIMIT.
+	qActivity = `SELECT block_number, block_hash
+FROM address_index
+WHERE chain_id = ? AND address = unhex(?) AND list = 1
+LIMIT 16`
+
+	// qBlocksLookup reads the newest version of several blocks from
+	// block_lookup (migration 5); the caller checks removed.
+	qBlocksLookup = `SELECT number, argMax(header, version), argMax(removed, version)
+FROM block_lookup
+WHERE chain_id = ? AND number IN ?
+GROUP BY number`
+
+	// qBlocksByNumbers reads canonical blocks written before block_lookup
+	// existed.
+	qBlocksByNumbers = `SELECT ` + blockColumns + `
+FROM blocks FINAL
+WHERE chain_id = ? AND number IN ? AND removed = 0`
+
+	// qTxHash finds where a transaction hash was included (one row per
+	// block that included it: normally one).
+	qTxHash = `SELECT block_number, block_hash, tx_index
+FROM transaction_hashes
+WHERE chain_id = ? AND hash = unhex(?)
+LIMIT 1 BY block_hash
+LIMIT 64`
+
+	// qTxFull reads one transaction with its input.
+	qTxFull = `SELECT tx_index, hash, type, from_address, to_address, contract_address, value, gas, gas_price,
+	effective_gas_price, nonce, input, status, gas_used, max_fee_per_gas, max_priority_fee_per_gas
+FROM transactions
+WHERE chain_id = ? AND block_number = ? AND block_hash = unhex(?) AND tx_index = ?
+LIMIT 1`
+
+	// qTxLogs reads a transaction's logs (the block's, filtered by index).
+	qTxLogs = `SELECT log_index, address, topic0, topic1, topic2, topic3, data
+FROM logs
+WHERE chain_id = ? AND block_number = ? AND block_hash = unhex(?) AND tx_index = ?
+ORDER BY log_index
+LIMIT 1 BY log_index
+LIMIT ?`
+
+	// qTxFrames reads a transaction's call frames in trace order.
+	qTxFrames = `SELECT trace_position, depth, type, from_address, to_address, value, gas, gas_used, error
+FROM internal_transactions
+WHERE chain_id = ? AND block_number = ? AND block_hash = unhex(?) AND tx_index = ?
+ORDER BY trace_position
+LIMIT 1 BY trace_position
+LIMIT ?`
+
+	// qLatestTxs reads the transactions of a block range, newest first,
+	// optionally of one receipt status (? = 2: any).
+	qLatestTxs = `SELECT block_number, block_hash, tx_index, hash, type, from_address, to_address, contract_address, value,
+	gas, gas_price, effective_gas_price, nonce, substring(input, 1, 4), length(input), status, gas_used
+FROM transactions
+WHERE chain_id = ? AND block_number >= ? AND block_number <= ? AND (? = 2 OR status = ?)
+ORDER BY block_number DESC, tx_index DESC
+LIMIT 1 BY block_number, block_hash, tx_index
+LIMIT ?`
+)
