@@ -8,9 +8,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/moraine-data/moraine/pkg/testenv"
-	schema "github.com/moraine-data/moraine/schemas/clickhouse"
 	"github.com/moraine-data/moraine/query/internal/store"
 	"github.com/moraine-data/moraine/query/internal/storetest"
+	schema "github.com/moraine-data/moraine/schemas/clickhouse"
 )
 
 // historyEnv is a chain of 2,000 blocks with an address index: a busy
