@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -42,6 +43,10 @@ func (m *metrics) initRoute(route, method string) {
 	m.duration.WithLabelValues(route, method)
 }
 
+// routeLabel is a route template without the backslash that registers a
+// literal colon (gin reports it with or without).
+func routeLabel(path string) string { return strings.ReplaceAll(path, `\`, "") }
+
 var knownMethods = map[string]bool{
 	http.MethodGet: true, http.MethodHead: true, http.MethodPost: true, http.MethodPut: true,
 	http.MethodPatch: true, http.MethodDelete: true, http.MethodOptions: true,
@@ -51,7 +56,7 @@ func (m *metrics) middleware() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		start := time.Now()
 		c.Next()
-		route := c.FullPath()
+		route := routeLabel(c.FullPath())
 		if route == "" {
 			route = "unmatched"
 		}

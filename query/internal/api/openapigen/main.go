@@ -31,6 +31,33 @@ var operations = map[string][]string{
 	"/v1/blocks":                                         {"get"},
 }
 
+// historyOperations are the EVM transaction, address-history and contract
+// routes (their own list, merged into operations at start).
+var historyOperations = map[string][]string{
+	"/v1/transactions":                                                    {"get"},
+	"/v1/address/{address}/chains":                                        {"get"},
+	"/v1/chains/allTransactions":                                          {"get"},
+	"/v1/chains/address/{address}":                                        {"get"},
+	"/v1/chains/{chainId}/transactions":                                   {"get"},
+	"/v1/chains/{chainId}/transactions/{txHash}":                          {"get"},
+	"/v1/chains/{chainId}/addresses/{address}":                            {"get"},
+	"/v1/chains/{chainId}/addresses/{address}/transactions":               {"get"},
+	"/v1/chains/{chainId}/addresses/{address}/transactions:listNative":    {"get"},
+	"/v1/chains/{chainId}/addresses/{address}/transactions:listErc20":     {"get"},
+	"/v1/chains/{chainId}/addresses/{address}/transactions:listErc721":    {"get"},
+	"/v1/chains/{chainId}/addresses/{address}/transactions:listErc1155":   {"get"},
+	"/v1/chains/{chainId}/addresses/{address}/transactions:listInternals": {"get"},
+	"/v1/chains/{chainId}/tokens/{address}/transfers":                     {"get"},
+	"/v1/chains/{chainId}/contracts/{address}/transactions:getDeployment": {"get"},
+	"/v1/chains/{chainId}/contracts/{address}/deployments":                {"get"},
+}
+
+func init() {
+	for p, ms := range historyOperations {
+		operations[p] = ms
+	}
+}
+
 func main() {
 	spec := flag.String("spec", "../../shared/spec/glacier_openapi_2026-01.json.zst", "hosted spec (zstd JSON; the as-served copy wraps it in swaggerDoc)")
 	out := flag.String("out", "internal/api/openapi.json", "output file")
@@ -131,7 +158,7 @@ func run(specPath, outPath string) error {
 		}
 	}
 	info, _ := doc["info"].(map[string]any)
-	info["description"] = "The subset of the Avalanche Data API (Glacier) that this moraine deployment serves: EVM chains and blocks. " +
+	info["description"] = "The subset of the Avalanche Data API (Glacier) that this moraine deployment serves: EVM chains, blocks, transactions, address history and contract metadata. " +
 		"Wire-compatible with the hosted API, so its SDKs work unchanged (point them at this server)."
 	result := map[string]any{
 		"openapi":    doc["openapi"],
