@@ -139,17 +139,25 @@ func decodeTransfers(l map[string]string) []hTransfer {
 	return nil
 }
 
-func buildModel(t testing.TB, d dataset) *hModel {
-	golden := goldenTxs(t, d)
-	type blockInfo struct {
-		hash      string
-		timestamp uint64
-		baseFee   string
-	}
+// blockInfo is what the lists say of a block.
+type blockInfo struct {
+	hash      string
+	timestamp uint64
+	baseFee   string
+}
+
+// goldenModel is the model of a dataset's warehouse tables.
+func goldenModel(t testing.TB, d dataset) *hModel {
 	blocks := map[uint64]blockInfo{}
 	for _, b := range d.goldenTable(t, "BLOCKS") {
 		blocks[num(b["BLOCKNUMBER"])] = blockInfo{lower(b["BLOCKHASH"]), num(b["BLOCKTIMESTAMP"]), orZero(b["BLOCKBASEFEEPERGAS"])}
 	}
+	return buildModel(goldenTxs(t, d), blocks)
+}
+
+// buildModel computes every list from transactions in the golden tables'
+// shape (goldenTx: TRANSACTIONS, RECEIPTS, LOGS, INTERNAL_TRANSACTIONS rows).
+func buildModel(golden map[string]*goldenTx, blocks map[uint64]blockInfo) *hModel {
 	m := &hModel{byHash: map[string]*hTx{}, transactions: map[string][]hRow{}, erc20: map[string][]hRow{}, erc721: map[string][]hRow{},
 		erc1155: map[string][]hRow{}, tokens: map[string][]hRow{}, internals: map[string][]hRow{}, deployments: map[string][]hRow{},
 		creations: map[string][]hRow{}}
@@ -357,8 +365,18 @@ func checkNative(m *mismatches, k string, got any, x *hTx, chainID uint64) {
 }
 
 // checkTransferDetail compares an Erc20/721/1155TransferDetails (or the
-// transfer fields of a list item) with a golden transfer.
-func checkTransferDetail(m *mismatches, k string, got any, tr *hTransfer) {
+// transfer fields of a list item) with a golden transfer; the token's name,
+// symbol and decimals are what it answers, "" and 0 when it does not (both
+// name and symbol must answer).
+func (h historyCheck) checkTransferDetail(m *mismatches, k string, got any, tr *hTransfer) {
+	a := h.answer(tr.token)
+	name, symbol, decimals := "", "", "0"
+	if a.nameOK && a.symbolOK {
+		name, symbol = a.name, a.symbol
+		if a.decimalsOK {
+			decimals = strconv.Itoa(a.decimals)
+		}
+	}
 	m.check(k, "from", lower(field(got, "from", "address")), tr.from)
 	m.check(k, "to", lower(field(got, "to", "address")), tr.to)
 	m.check(k, "logIndex", field(got, "logIndex"), strconv.FormatUint(tr.logIndex, 10))
@@ -367,11 +385,16 @@ func checkTransferDetail(m *mismatches, k string, got any, tr *hTransfer) {
 		m.check(k, "value", field(got, "value"), tr.value)
 		m.check(k, "erc20Token.address", lower(field(got, "erc20Token", "address")), tr.token)
 		m.check(k, "erc20Token.ercType", field(got, "erc20Token", "ercType"), "ERC-20")
+		m.check(k, "erc20Token.name", field(got, "erc20Token", "name"), name)
+		m.check(k, "erc20Token.symbol", field(got, "erc20Token", "symbol"), symbol)
+		m.check(k, "erc20Token.decimals", field(got, "erc20Token", "decimals"), decimals)
 	case 721:
 		m.check(k, "erc721Token.address", lower(field(got, "erc721Token", "address")), tr.token)
 		m.check(k, "erc721Token.tokenId", field(got, "erc721Token", "tokenId"), tr.tokenID)
 		m.check(k, "erc721Token.ercType", field(got, "erc721Token", "ercType"), "ERC-721")
 		m.check(k, "erc721Token.metadata.indexStatus", field(got, "erc721Token", "metadata", "indexStatus"), "UNINDEXED")
+		m.check(k, "erc721Token.name", field(got, "erc721Token", "name"), name)
+		m.check(k, "erc721Token.symbol", field(got, "erc721Token", "symbol"), symbol)
 	case 1155:
 		m.check(k, "value", field(got, "value"), tr.value)
 		m.check(k, "erc1155Token.address", lower(field(got, "erc1155Token", "address")), tr.token)
@@ -405,9 +428,50 @@ func expected(rows []hRow) []hRow {
 	return out
 }
 
-func compareHistory(t *testing.T, d dataset, s *stackUp) {
-	m := buildModel(t, d)
-	chain := fmt.Sprintf("%s/v1/chains/%d", s.api, d.chainID)
+// contractAnswer is what the contract at an address answers through
+// eth_call, as the test's own oracle reads it.
+type contractAnswer struct {
+	hasCode                   bool
+	name, symbol              string
+	nameOK, symbolOK          bool
+	decimals                  int
+	decimalsOK                bool
+	supports721, supports1155 bool
+}
+
+// ercType is the contract's type by the rules of query/README.md.
+func (a contractAnswer) ercType() string {
+	switch {
+	case a.supports721:
+		return "ERC-721"
+	case a.supports1155:
+		return "ERC-1155"
+	case a.decimalsOK && (a.nameOK || a.symbolOK):
+		return "ERC-20"
+	}
+	return "UNKNOWN"
+}
+
+// historyCheck is one chain's expected lists and where to ask for them.
+type historyCheck struct {
+	m       *hModel
+	chainID uint64
+	api     string
+	// contract answers for an address (nil: no contract answers, as on a
+	// replayed chain, which has no state).
+	contract func(addr string) contractAnswer
+}
+
+func (h historyCheck) answer(addr string) contractAnswer {
+	if h.contract == nil {
+		return contractAnswer{}
+	}
+	return h.contract(addr)
+}
+
+func compareHistory(t *testing.T, h historyCheck) {
+	m := h.m
+	chain := fmt.Sprintf("%s/v1/chains/%d", h.api, h.chainID)
 	// Small pages make many page boundaries; long lists get larger ones,
 	// so that the test takes seconds, not minutes.
 	pageSize := func(rows int) int {
@@ -429,7 +493,7 @@ func compareHistory(t *testing.T, d dataset, s *stackUp) {
 			}
 			for i, w := range want {
 				k := fmt.Sprintf("%s[%d]", a, i)
-				checkNative(mm, k, got[i]["nativeTransaction"], w.tx, d.chainID)
+				checkNative(mm, k, got[i]["nativeTransaction"], w.tx, h.chainID)
 				// Only the transfers and internal transactions a is a party of.
 				var e20, e721, e1155 []*hTransfer
 				for j := range w.tx.transfers {
@@ -450,7 +514,7 @@ func compareHistory(t *testing.T, d dataset, s *stackUp) {
 					items, _ := got[i][key].([]any)
 					mm.check(k, key+" count", strconv.Itoa(len(items)), strconv.Itoa(len(trs)))
 					for j := range min(len(items), len(trs)) {
-						checkTransferDetail(mm, fmt.Sprintf("%s.%s[%d]", k, key, j), items[j], trs[j])
+						h.checkTransferDetail(mm, fmt.Sprintf("%s.%s[%d]", k, key, j), items[j], trs[j])
 					}
 				}
 				var ins []*hInternal
@@ -509,7 +573,7 @@ func compareHistory(t *testing.T, d dataset, s *stackUp) {
 				continue
 			}
 			for i, w := range want {
-				checkNative(mm, fmt.Sprintf("%s[%d]", a, i), got[i], w.tx, d.chainID)
+				checkNative(mm, fmt.Sprintf("%s[%d]", a, i), got[i], w.tx, h.chainID)
 				compared++
 			}
 		}
@@ -532,7 +596,7 @@ func compareHistory(t *testing.T, d dataset, s *stackUp) {
 			for i, w := range want {
 				k := fmt.Sprintf("%s[%d]", a, i)
 				checkRef(mm, k, got[i], w.tx)
-				checkTransferDetail(mm, k, got[i], w.transfer)
+				h.checkTransferDetail(mm, k, got[i], w.transfer)
 				compared++
 			}
 		}
@@ -591,8 +655,9 @@ func compareHistory(t *testing.T, d dataset, s *stackUp) {
 				mm.check(k, "deploymentDetails.txHash", field(got[i], "deploymentDetails", "txHash"), w.tx.hash)
 				mm.check(k, "deploymentDetails.deployerAddress", lower(field(got[i], "deploymentDetails", "deployerAddress")), w.tx.from)
 				mm.check(k, "deploymentDetails.deployerContractAddress", lower(field(got[i], "deploymentDetails", "deployerContractAddress")), w.creation.creator)
-				// The replay source has no state: contracts answer nothing.
-				mm.check(k, "ercType", field(got[i], "ercType"), "UNKNOWN")
+				a := h.answer(w.creation.contract)
+				mm.check(k, "ercType", field(got[i], "ercType"), a.ercType())
+				mm.check(k, "name", field(got[i], "name"), map[bool]string{true: a.name}[a.nameOK])
 				compared++
 			}
 		}
@@ -614,7 +679,9 @@ func compareHistory(t *testing.T, d dataset, s *stackUp) {
 		mm := &mismatches{t: t, where: "getTransaction"}
 		compared := 0
 		start := time.Now()
-		defer func() { t.Logf("getTransaction: %d requests, %v each on average", compared, time.Since(start)/time.Duration(max(compared, 1))) }()
+		defer func() {
+			t.Logf("getTransaction: %d requests, %v each on average", compared, time.Since(start)/time.Duration(max(compared, 1)))
+		}()
 		// Every transaction of a small file; of a large one every n-th, and
 		// every 8th with transfers, internal transactions or creations.
 		step := max(1, len(m.txs)/600)
@@ -629,7 +696,7 @@ func compareHistory(t *testing.T, d dataset, s *stackUp) {
 				continue
 			}
 			n := got["nativeTransaction"]
-			checkNative(mm, x.hash, n, x, d.chainID)
+			checkNative(mm, x.hash, n, x, h.chainID)
 			mm.check(x.hash, "input", field(n, "input"), cmp.Or(x.input, "0x"))
 			mm.check(x.hash, "baseFeePerGas", field(n, "baseFeePerGas"), x.baseFee)
 			mm.check(x.hash, "maxFeePerGas", field(n, "maxFeePerGas"), x.maxFee)
@@ -642,7 +709,7 @@ func compareHistory(t *testing.T, d dataset, s *stackUp) {
 				key := byKind[tr.kind]
 				items, _ := got[key].([]any)
 				if seen[key] < len(items) {
-					checkTransferDetail(mm, fmt.Sprintf("%s.%s[%d]", x.hash, key, seen[key]), items[seen[key]], tr)
+					h.checkTransferDetail(mm, fmt.Sprintf("%s.%s[%d]", x.hash, key, seen[key]), items[seen[key]], tr)
 				}
 				seen[key]++
 			}
@@ -673,7 +740,7 @@ func compareHistory(t *testing.T, d dataset, s *stackUp) {
 		}
 		for i := range got {
 			x := m.txs[len(m.txs)-1-i]
-			checkNative(mm, x.hash, got[i], x, d.chainID)
+			checkNative(mm, x.hash, got[i], x, h.chainID)
 		}
 		var failed []*hTx
 		for i := len(m.txs) - 1; i >= 0; i-- {
@@ -693,7 +760,7 @@ func compareHistory(t *testing.T, d dataset, s *stackUp) {
 			t.Errorf("status=failed: %d transactions, want %d", len(gotHashes), len(wantHashes))
 		}
 		// All chains (the one chain of this pipeline): the same list.
-		all := walk(t, s.api+"/v1/transactions", "transactions", 50)
+		all := walk(t, h.api+"/v1/transactions", "transactions", 50)
 		if len(all) != len(got) || field(all[len(all)-1], "txHash") != field(got[len(got)-1], "txHash") {
 			t.Errorf("/v1/transactions: %d transactions, want %d", len(all), len(got))
 		}
@@ -704,17 +771,17 @@ func compareHistory(t *testing.T, d dataset, s *stackUp) {
 		for _, a := range busiest(m.transactions, 3) {
 			for _, path := range []string{"/v1/address/" + a + "/chains", "/v1/chains/address/" + a} {
 				var got map[string]any
-				if code := getJSON(t, s.api+path, &got); code != http.StatusOK {
+				if code := getJSON(t, h.api+path, &got); code != http.StatusOK {
 					t.Fatalf("GET %s: %d", path, code)
 				}
 				chains, _ := got["indexedChains"].([]any)
-				if len(chains) != 1 || field(chains[0], "chainId") != strconv.FormatUint(d.chainID, 10) {
+				if len(chains) != 1 || field(chains[0], "chainId") != strconv.FormatUint(h.chainID, 10) {
 					t.Errorf("%s: %v", path, got)
 				}
 			}
 		}
 		var got map[string]any
-		getJSON(t, s.api+"/v1/address/0x"+hex.EncodeToString([]byte("no such address here"))+"/chains", &got)
+		getJSON(t, h.api+"/v1/address/0x"+hex.EncodeToString([]byte("no such address here"))+"/chains", &got)
 		if chains, _ := got["indexedChains"].([]any); len(chains) != 0 {
 			t.Errorf("an unknown address has chains: %v", got)
 		}

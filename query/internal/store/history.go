@@ -43,44 +43,52 @@ func tooManyRows(err error) bool {
 	return errors.As(err, &ex) && ex.Code == 158
 }
 
+// listBound is where an address list read starts: a row position and block
+// hash, inclusive or not, in the list's order.
+type listBound struct {
+	seek      Seek
+	hash      Hash
+	inclusive bool
+}
+
+var (
+	hashMin = Hash{}
+	hashMax = func() (h Hash) {
+		for i := range h {
+			h[i] = 0xff
+		}
+		return h
+	}()
+	seekMax = Seek{TxIndex: math.MaxUint32, Position: math.MaxUint32, Sub: math.MaxUint32}
+)
+
 // AddressList returns a page of an address list: up to r.Limit canonical
 // rows from r.Start (or the start of the range) on, in list order. Rows of
 // orphaned blocks are skipped.
 func (s *ClickHouse) AddressList(ctx context.Context, r ListRequest) (ListPage, error) {
-	if r.Limit <= 0 || r.Lo > r.Hi || r.Hi == math.MaxUint64 {
+	if r.Limit <= 0 || r.Lo > r.Hi {
 		return ListPage{}, nil
 	}
-	// bound is the exclusive upper bound of what is left (newest first) or
-	// the inclusive lower bound (oldest first).
-	var bound Seek
+	// Every row at or past bound (in list order) is still to read.
+	var bound listBound
 	switch {
-	case r.Start != nil && !r.Asc:
-		bound = r.Start.next()
+	case r.Start != nil && r.Asc:
+		bound = listBound{seek: *r.Start, hash: hashMin, inclusive: true}
 	case r.Start != nil:
-		bound = *r.Start
+		bound = listBound{seek: *r.Start, hash: hashMax, inclusive: true}
 	case r.Asc:
-		bound = Seek{Block: r.Lo}
+		bound = listBound{seek: Seek{Block: r.Lo}, hash: hashMin, inclusive: true}
 	default:
-		bound = Seek{Block: r.Hi + 1}
-	}
-	if !r.Asc && bound.Compare(Seek{Block: r.Hi + 1}) > 0 {
-		bound = Seek{Block: r.Hi + 1}
+		top := seekMax
+		top.Block = r.Hi
+		bound = listBound{seek: top, hash: hashMax, inclusive: true}
 	}
 	window := r.Window
 	page := make([]IndexRow, 0, r.Limit)
 	for reads := 0; reads < maxListReads && len(page) < r.Limit; reads++ {
-		lo, hi := r.Lo, r.Hi
-		if r.Asc {
-			lo = max(lo, bound.Block)
-		} else {
-			top := bound.Block
-			if bound == (Seek{Block: bound.Block}) {
-				if top == 0 {
-					break
-				}
-				top-- // nothing of block bound.Block is left
-			}
-			hi = min(hi, top)
+		lo, hi := max(r.Lo, bound.seek.Block), r.Hi
+		if !r.Asc {
+			lo, hi = r.Lo, min(r.Hi, bound.seek.Block)
 		}
 		if lo > hi {
 			break
@@ -109,12 +117,8 @@ func (s *ClickHouse) AddressList(ctx context.Context, r ListRequest) (ListPage, 
 		if len(rows) == want {
 			// The read stopped at its LIMIT: the window may hold more, after
 			// the last row read (some rows were not canonical).
-			last := rows[len(rows)-1].Seek
-			if r.Asc {
-				bound = last.next()
-			} else {
-				bound = last
-			}
+			last := rows[len(rows)-1]
+			bound = listBound{seek: last.Seek, hash: last.BlockHash}
 			continue
 		}
 		// The window is exhausted.
@@ -122,12 +126,14 @@ func (s *ClickHouse) AddressList(ctx context.Context, r ListRequest) (ListPage, 
 			if hi == r.Hi {
 				break
 			}
-			bound = Seek{Block: hi + 1}
+			bound = listBound{seek: Seek{Block: hi + 1}, hash: hashMin, inclusive: true}
 		} else {
 			if lo == r.Lo {
 				break
 			}
-			bound = Seek{Block: lo}
+			next := seekMax
+			next.Block = lo - 1
+			bound = listBound{seek: next, hash: hashMax, inclusive: true}
 		}
 		if window > 0 {
 			window = min(window*listWindowGrowth, math.MaxUint64/listWindowGrowth)
@@ -143,21 +149,29 @@ func (s *ClickHouse) AddressList(ctx context.Context, r ListRequest) (ListPage, 
 	return out, nil
 }
 
-// listRead reads up to limit rows of r's list in blocks [lo, hi] after
-// bound, deduplicated by key; withBudget makes ClickHouse refuse the read
-// (TOO_MANY_ROWS) when its index selects more than Config.AddressScanRows
-// rows.
-func (s *ClickHouse) listRead(ctx context.Context, r ListRequest, lo, hi uint64, bound Seek, limit int, withBudget bool) ([]IndexRow, error) {
-	q := qListDesc
-	if r.Asc {
-		q = qListAsc
+// listRead reads up to limit rows of r's list in blocks [lo, hi] from
+// bound on, deduplicated by key; withBudget makes ClickHouse refuse the
+// read (TOO_MANY_ROWS) when its index selects more than
+// Config.AddressScanRows rows.
+func (s *ClickHouse) listRead(ctx context.Context, r ListRequest, lo, hi uint64, bound listBound, limit int, withBudget bool) ([]IndexRow, error) {
+	var q string
+	switch {
+	case r.Asc && bound.inclusive:
+		q = qListAscFrom
+	case r.Asc:
+		q = qListAscAbove
+	case bound.inclusive:
+		q = qListDescUpTo
+	default:
+		q = qListDescBelow
 	}
 	var settings clickhouse.Settings
 	if withBudget {
 		settings = clickhouse.Settings{"max_rows_to_read": s.cfg.AddressScanRows} // read_overflow_mode is "throw" by default
 	}
+	b := bound.seek
 	rows, done, err := s.queryWith(ctx, "address_list", settings, q, r.ChainID, hex.EncodeToString(r.Address[:]), r.List,
-		lo, hi, bound.Block, bound.TxIndex, bound.Position, bound.Sub, r.Roles, r.Roles, limit)
+		lo, hi, r.Roles, r.Roles, b.Block, b.TxIndex, b.Position, b.Sub, hex.EncodeToString(bound.hash[:]), limit)
 	if err != nil {
 		return nil, err
 	}

@@ -13,30 +13,33 @@ const (
 
 	indexKey = `block_number, tx_index, position, sub_index, block_hash`
 
-	// qListDesc reads one list's rows of an address strictly before an
-	// exclusive bound (the tuple), newest first, within the block window
-	// [?, ?]; the roles filter keeps rows with one of the given role bits
-	// (0: all).
-	qListDesc = `SELECT ` + indexColumns + `
+	// The list reads: one list's rows of an address within the block window
+	// [?, ?], from a bound on (seek, block hash) on, in list order, the
+	// roles filter keeping rows with one of the given role bits (0: all).
+	// The block hash is part of the bound because rows of two branches can
+	// share a seek: a read that stops at its LIMIT between them continues
+	// from the exact row. Four forms: newest first up to (<=) or strictly
+	// before (<) the bound, oldest first from (>=) or strictly after (>) it.
+	listWhere = `
 FROM address_index
 WHERE chain_id = ? AND address = unhex(?) AND list = ?
 	AND block_number >= ? AND block_number <= ?
-	AND (block_number, tx_index, position, sub_index) < (?, ?, ?, ?)
 	AND (? = 0 OR bitAnd(roles, ?) != 0)
-ORDER BY block_number DESC, tx_index DESC, position DESC, sub_index DESC
+	AND (block_number, tx_index, position, sub_index, block_hash) `
+	listBoundArgs = ` (?, ?, ?, ?, unhex(?))`
+	listDesc      = `
+ORDER BY block_number DESC, tx_index DESC, position DESC, sub_index DESC, block_hash DESC
+LIMIT 1 BY ` + indexKey + `
+LIMIT ?`
+	listAsc = `
+ORDER BY block_number, tx_index, position, sub_index, block_hash
 LIMIT 1 BY ` + indexKey + `
 LIMIT ?`
 
-	// qListAsc is qListDesc oldest first, from an inclusive bound.
-	qListAsc = `SELECT ` + indexColumns + `
-FROM address_index
-WHERE chain_id = ? AND address = unhex(?) AND list = ?
-	AND block_number >= ? AND block_number <= ?
-	AND (block_number, tx_index, position, sub_index) >= (?, ?, ?, ?)
-	AND (? = 0 OR bitAnd(roles, ?) != 0)
-ORDER BY block_number ASC, tx_index ASC, position ASC, sub_index ASC
-LIMIT 1 BY ` + indexKey + `
-LIMIT ?`
+	qListDescUpTo  = `SELECT ` + indexColumns + listWhere + `<=` + listBoundArgs + listDesc
+	qListDescBelow = `SELECT ` + indexColumns + listWhere + `<` + listBoundArgs + listDesc
+	qListAscFrom   = `SELECT ` + indexColumns + listWhere + `>=` + listBoundArgs + listAsc
+	qListAscAbove  = `SELECT ` + indexColumns + listWhere + `>` + listBoundArgs + listAsc
 
 	// qListRange reads the rows of several lists of an address in a block
 	// range (the transfers and internal transactions of a page of

@@ -54,7 +54,10 @@ func newHistoryEnv(t *testing.T, scanRows int) *historyEnv {
 	}
 	// Block 1000 of another branch: its rows must never be served.
 	orphan := storetest.Block{ChainID: chain, Number: 1000, Hash: storetest.HashOf(chain, 1000, "orphan")}
-	rows = append(rows, row(e.busy, orphan, 7, schema.RoleSender), row(e.calm, orphan, 1, schema.RoleRecipient))
+	rows = append(rows, row(e.busy, orphan, 7, schema.RoleSender), row(e.calm, orphan, 1, schema.RoleRecipient),
+		// and at the same positions as canonical rows (every read order
+		// must keep the canonical one).
+		row(e.busy, orphan, 0, schema.RoleSender), row(e.busy, orphan, 3, schema.RoleTransferParty))
 	// Every row twice, as a redelivered batch writes them.
 	require.NoError(t, storetest.InsertIndex(c, conn, rows))
 	require.NoError(t, storetest.InsertIndex(c, conn, rows))
@@ -266,4 +269,21 @@ func blockNumbersOf(txs []store.LatestTx) []uint64 {
 		out[i] = x.Block.Number
 	}
 	return out
+}
+
+// Rows of an orphaned block at the same positions as canonical ones: a read
+// that stops between them must not lose the canonical row, whatever the
+// page size and order.
+func TestAddressListBranchesAtOnePosition(t *testing.T) {
+	e := newHistoryEnv(t, 16384)
+	for _, asc := range []bool{false, true} {
+		for size := 1; size <= 4; size++ {
+			r := store.ListRequest{ChainID: chain, Address: e.busy, List: schema.ListTransactions, Lo: 995, Hi: 1004, Asc: asc}
+			all, _, _ := e.walk(t, r, size)
+			require.Len(t, all, 20, "asc %v, page size %d", asc, size)
+			for _, x := range all {
+				require.Equal(t, e.blocks[x.Block.Number].Hash, x.BlockHash)
+			}
+		}
+	}
 }

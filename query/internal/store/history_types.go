@@ -3,7 +3,6 @@ package store
 import (
 	"encoding/hex"
 	"errors"
-	"math"
 	"strings"
 )
 
@@ -54,22 +53,6 @@ func cmp3(less bool) int {
 		return -1
 	}
 	return 1
-}
-
-// next is the smallest seek after a (the sub-index carries into the
-// position, and so on).
-func (a Seek) next() Seek {
-	switch {
-	case a.Sub < math.MaxUint32:
-		a.Sub++
-	case a.Position < math.MaxUint32:
-		a.Position, a.Sub = a.Position+1, 0
-	case a.TxIndex < math.MaxUint32:
-		a.TxIndex, a.Position, a.Sub = a.TxIndex+1, 0, 0
-	default:
-		a = Seek{Block: a.Block + 1}
-	}
-	return a
 }
 
 // ListRequest asks for one page of an address list (address_index, see
