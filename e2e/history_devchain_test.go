@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"math/big"
 	"net/http"
+	"os"
+	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -124,6 +127,8 @@ func TestHistoryDevchain(t *testing.T) {
 		return ans
 	}
 	compareHistory(t, historyCheck{m: m, chainID: 43112, api: s.api, contract: oracle})
+
+	t.Run("official SDK", func(t *testing.T) { runHistorySDK(t, s.api, m, oracle) })
 
 	// Contract metadata: every token and every created contract.
 	t.Run("contract metadata", func(t *testing.T) {
@@ -340,4 +345,131 @@ func abiText(b []byte) (string, bool) {
 		return string(b[off+32 : off+32+n]), true
 	}
 	return "", false
+}
+
+// runHistorySDK runs query/sdktest/history.mjs: the official SDK calls every
+// transaction, address and contract method and checks the answers against
+// what the model (the node's own data) says.
+func runHistorySDK(t *testing.T, api string, m *hModel, oracle func(string) contractAnswer) {
+	count := func(rows []hRow, keep func(hRow) bool) int {
+		n := 0
+		for _, r := range rows {
+			if keep(r) {
+				n++
+			}
+		}
+		return n
+	}
+	busy := busiest(m.transactions, 1)[0]
+	rows := m.transactions[busy]
+	var first []string
+	for i := len(rows) - 1; i >= 0 && len(first) < 5; i-- {
+		first = append(first, rows[i].tx.hash)
+	}
+	lo, hi := rows[0].seek.block, rows[len(rows)-1].seek.block
+	start, end := lo+(hi-lo)/3, lo+2*(hi-lo)/3
+	transfers, internals := 0, 0
+	for _, r := range rows {
+		for _, tr := range r.tx.transfers {
+			if tr.from == busy || tr.to == busy {
+				transfers++
+			}
+		}
+		for _, in := range r.tx.internals {
+			if in.from == busy || in.to == busy {
+				internals++
+			}
+		}
+	}
+	holder := func(lists map[string][]hRow) map[string]any {
+		a := busiest(lists, 1)[0]
+		return map[string]any{"address": a, "count": len(lists[a])}
+	}
+	internalParty := busiest(m.internals, 1)[0]
+	var tokens []map[string]any
+	for _, kind := range []int{20, 721, 1155} {
+		var best string
+		for a, rs := range m.tokens {
+			if rs[0].transfer.kind == kind && (best == "" || len(rs) > len(m.tokens[best])) {
+				best = a
+			}
+		}
+		tokens = append(tokens, map[string]any{"address": best, "ercType": fmt.Sprintf("ERC-%d", kind), "transfers": len(m.tokens[best])})
+	}
+	var txs []map[string]any
+	picked := map[string]bool{}
+	pick := func(keep func(x *hTx) bool) {
+		for _, x := range m.txs {
+			if keep(x) && !picked[x.hash] {
+				picked[x.hash] = true
+				byKind := map[int]int{}
+				for _, tr := range x.transfers {
+					byKind[tr.kind]++
+				}
+				txs = append(txs, map[string]any{"hash": x.hash, "status": x.status, "erc20": byKind[20], "erc721": byKind[721],
+					"erc1155": byKind[1155], "internal": len(x.internals)})
+				return
+			}
+		}
+		t.Error("no transaction of a kind the SDK test needs")
+	}
+	kindOf := func(k int) func(x *hTx) bool {
+		return func(x *hTx) bool {
+			return slices.ContainsFunc(x.transfers, func(tr hTransfer) bool { return tr.kind == k })
+		}
+	}
+	pick(kindOf(20))
+	pick(kindOf(721))
+	pick(kindOf(1155))
+	pick(func(x *hTx) bool {
+		return len(x.internals) > 1 && slices.ContainsFunc(x.internals, func(in hInternal) bool { return in.reverted })
+	})
+	pick(func(x *hTx) bool { return x.status == "0" })
+	failed := 0
+	for _, x := range m.txs {
+		if x.status == "0" {
+			failed++
+		}
+	}
+	var contracts []map[string]any
+	addContract := func(a string) {
+		ans := oracle(a)
+		c := map[string]any{"address": a, "ercType": ans.ercType(), "decimals": ans.decimals}
+		if rs := m.creations[a]; len(rs) > 0 {
+			c["deployTx"] = rs[len(rs)-1].tx.hash
+		}
+		contracts = append(contracts, c)
+	}
+	for _, tok := range tokens {
+		addContract(tok["address"].(string))
+	}
+	for _, a := range busiest(m.creations, 3) {
+		addContract(a)
+	}
+	deployer := busiest(m.deployments, 1)[0]
+	fx, err := json.Marshal(map[string]any{
+		"chainId": "43112",
+		"busy": map[string]any{"address": busy, "transactions": len(rows), "firstHashes": first,
+			"native":           count(rows, func(r hRow) bool { return r.roles&(roleSender|roleRecipient) != 0 }),
+			"transfersAsParty": transfers, "internalsAsParty": internals, "rangeStart": start, "rangeEnd": end,
+			"inRange": count(rows, func(r hRow) bool { return r.seek.block >= start && r.seek.block < end })},
+		"erc20Holder": holder(m.erc20), "erc721Holder": holder(m.erc721), "erc1155Holder": holder(m.erc1155),
+		"internalParty": map[string]any{"address": internalParty, "count": len(m.internals[internalParty]),
+			"reverted": count(m.internals[internalParty], func(r hRow) bool { return r.internal.reverted })},
+		"tokens": tokens, "txs": txs, "latest": len(m.txs), "failed": failed, "contracts": contracts,
+		"deployer": map[string]any{"address": deployer, "count": len(m.deployments[deployer])},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "node", "history.mjs")
+	cmd.Dir = sdkDir(t)
+	cmd.Env = append(os.Environ(), "MORAINE_SDKTEST_URL="+api, "MORAINE_SDKTEST_FIXTURE="+string(fx))
+	out, err := cmd.CombinedOutput()
+	t.Logf("node history.mjs:\n%s", out)
+	if err != nil || !strings.Contains(string(out), ", 0 failures") {
+		t.Fatalf("the official SDK's history calls failed: %v", err)
+	}
 }
