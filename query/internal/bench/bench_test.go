@@ -16,6 +16,7 @@ import (
 
 	"github.com/moraine-data/moraine/pkg/testenv"
 	"github.com/moraine-data/moraine/query/internal/store"
+	schema "github.com/moraine-data/moraine/schemas/clickhouse"
 )
 
 func TestSeed(t *testing.T) {
@@ -39,6 +40,58 @@ func TestSeed(t *testing.T) {
 	require.Equal(t, uint64(299800), b.Number)
 }
 
+// SeedHistory's rows are what the store reads: canonical (their blocks are
+// Seed's), routers with about their share of the transactions, a pool with a
+// handful each, transfer calls with their logs and ERC-20 rows.
+func TestSeedHistory(t *testing.T) {
+	_, conn := testenv.ClickHouse(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	require.NoError(t, Seed(ctx, conn, SeedConfig{ChainID: 7, Blocks: 2000}, testenv.Logger(t)))
+	cfg := HistoryConfig{ChainID: 7, Txs: 10_000, TxPerBlock: 5, Addresses: 500, Tokens: 3, Chunk: 4000}
+	require.NoError(t, SeedHistory(ctx, conn, cfg, testenv.Logger(t)))
+	s, err := store.New(store.DefaultConfig(), store.Deps{Logger: testenv.Logger(t), Registerer: prometheus.NewRegistry(), ChainIDs: []uint64{7}})
+	require.NoError(t, err)
+	s.SetConn(conn)
+	list := func(id uint64, list uint8) []store.IndexRow {
+		a, err := store.ParseAddress(AddressID(id))
+		require.NoError(t, err)
+		p, err := s.AddressList(ctx, store.ListRequest{ChainID: 7, Address: a, List: list, Hi: 1999, Limit: 100_000})
+		require.NoError(t, err)
+		return p.Rows
+	}
+	router := list(0, schema.ListTransactions)
+	require.InDelta(t, 0.8*0.10*10_000, len(router), 150, "the busiest router receives a tenth of the value transfers")
+	require.Equal(t, schema.RoleRecipient, router[0].Roles)
+	quiet := list(100, schema.ListTransactions)
+	require.NotEmpty(t, quiet)
+	require.Less(t, len(quiet), 100)
+	var erc20, tokenRows uint64
+	require.NoError(t, conn.QueryRow(ctx, "SELECT countIf(list = 2), countIf(list = 5) FROM address_index WHERE chain_id = 7").Scan(&erc20, &tokenRows))
+	require.InDelta(t, 2*0.2*0.98*10_000, erc20, 250, "each transfer is in its two parties' ERC-20 lists")
+	require.Equal(t, erc20, 2*tokenRows, "and in its token's")
+	var withTransfers uint64
+	for id := uint64(3); withTransfers == 0 && id < 503; id++ {
+		withTransfers = uint64(len(list(id, schema.ListERC20)))
+	}
+	require.NotZero(t, withTransfers)
+
+	h, err := store.ParseHash(TxHashID(4242))
+	require.NoError(t, err)
+	ref, err := s.TxByHash(ctx, 7, h)
+	require.NoError(t, err)
+	require.Equal(t, uint64(4242/5), ref.Block.Number)
+	require.Equal(t, uint32(4242%5), ref.Index)
+	full, err := s.FullTx(ctx, ref)
+	require.NoError(t, err)
+	require.Equal(t, h, full.Hash)
+	require.Len(t, full.Frames, 1)
+	if len(full.Input) > 0 {
+		require.Len(t, full.Input, 68)
+		require.Len(t, full.Logs, int(full.Status))
+	}
+}
+
 func TestLoad(t *testing.T) {
 	var mu sync.Mutex
 	seen := map[string]int{}
@@ -51,14 +104,15 @@ func TestLoad(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	res, err := Load(t.Context(), LoadConfig{BaseURL: srv.URL, Paths: []string{"/ok/{rand:5:7}", "/bad"}, Rate: 200, Duration: 500 * time.Millisecond})
+	res, err := Load(t.Context(), LoadConfig{BaseURL: srv.URL, Paths: []string{"/ok/{rand:5:7}", "/bad", "/ok/{addr:1:1}/{txhash:2:2}"},
+		Rate: 300, Duration: 500 * time.Millisecond})
 	require.NoError(t, err)
-	require.InDelta(t, 100, res.Total.Count, 15)
+	require.InDelta(t, 150, res.Total.Count, 20)
 	require.Equal(t, res.PerPath[1].Count, res.PerPath[1].Errors)
 	require.Zero(t, res.PerPath[0].Errors)
 	require.Positive(t, res.Total.P99)
 	for p := range seen {
-		require.Contains(t, []string{"/ok/5", "/ok/6", "/ok/7", "/bad"}, p)
+		require.Contains(t, []string{"/ok/5", "/ok/6", "/ok/7", "/bad", "/ok/" + AddressID(1) + "/" + TxHashID(2)}, p)
 	}
 	require.Contains(t, res.String(), "p99=")
 
