@@ -1,8 +1,13 @@
 // What the processor stores for the Data API's transaction reads and the
-// query service renders: the detail of a transaction in ClickHouse's
-// transaction_lookup.detail (migration 6), so that GET
+// query service renders (ClickHouse migration 6): the detail of a
+// transaction in transaction_lookup.detail, so that GET
 // /v1/chains/{chainId}/transactions/{txHash} reads one small row instead of
-// the transaction's, its logs' and its call frames' granules.
+// the transaction's, its logs' and its call frames' granules; and the
+// payload of each address_index row in address_index.detail, by its list:
+// TxDetail (transactions: input cut to its 4-byte selector, only the
+// transfers and internal transactions the address sent or received),
+// TokenTransfer (ERC-20/721/1155 and token lists), CallDetail (internal
+// transactions), Deployment (deployments and creations).
 //
 // Conventions and evolution rules as in chain.proto.
 
@@ -393,6 +398,69 @@ func (x *CallDetail) GetReverted() bool {
 	return false
 }
 
+// Deployment is the creation of a contract.
+type Deployment struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Contract []byte                 `protobuf:"bytes,1,opt,name=contract,proto3" json:"contract,omitempty"`
+	// The sender of the creating transaction.
+	Deployer []byte `protobuf:"bytes,2,opt,name=deployer,proto3" json:"deployer,omitempty"`
+	// The contract that ran CREATE or CREATE2; empty for a top-level creation.
+	Creator       []byte `protobuf:"bytes,3,opt,name=creator,proto3" json:"creator,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Deployment) Reset() {
+	*x = Deployment{}
+	mi := &file_proto_moraine_v1_history_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Deployment) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Deployment) ProtoMessage() {}
+
+func (x *Deployment) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_moraine_v1_history_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Deployment.ProtoReflect.Descriptor instead.
+func (*Deployment) Descriptor() ([]byte, []int) {
+	return file_proto_moraine_v1_history_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *Deployment) GetContract() []byte {
+	if x != nil {
+		return x.Contract
+	}
+	return nil
+}
+
+func (x *Deployment) GetDeployer() []byte {
+	if x != nil {
+		return x.Deployer
+	}
+	return nil
+}
+
+func (x *Deployment) GetCreator() []byte {
+	if x != nil {
+		return x.Creator
+	}
+	return nil
+}
+
 var File_proto_moraine_v1_history_proto protoreflect.FileDescriptor
 
 const file_proto_moraine_v1_history_proto_rawDesc = "" +
@@ -433,7 +501,12 @@ const file_proto_moraine_v1_history_proto_rawDesc = "" +
 	"\x05value\x18\x04 \x01(\tR\x05value\x12\x10\n" +
 	"\x03gas\x18\x05 \x01(\x04R\x03gas\x12\x19\n" +
 	"\bgas_used\x18\x06 \x01(\x04R\agasUsed\x12\x1a\n" +
-	"\breverted\x18\a \x01(\bR\brevertedB0Z.github.com/moraine-data/moraine/schemas/recordb\x06proto3"
+	"\breverted\x18\a \x01(\bR\breverted\"^\n" +
+	"\n" +
+	"Deployment\x12\x1a\n" +
+	"\bcontract\x18\x01 \x01(\fR\bcontract\x12\x1a\n" +
+	"\bdeployer\x18\x02 \x01(\fR\bdeployer\x12\x18\n" +
+	"\acreator\x18\x03 \x01(\fR\acreatorB0Z.github.com/moraine-data/moraine/schemas/recordb\x06proto3"
 
 var (
 	file_proto_moraine_v1_history_proto_rawDescOnce sync.Once
@@ -447,11 +520,12 @@ func file_proto_moraine_v1_history_proto_rawDescGZIP() []byte {
 	return file_proto_moraine_v1_history_proto_rawDescData
 }
 
-var file_proto_moraine_v1_history_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
+var file_proto_moraine_v1_history_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
 var file_proto_moraine_v1_history_proto_goTypes = []any{
 	(*TxDetail)(nil),      // 0: moraine.v1.TxDetail
 	(*TokenTransfer)(nil), // 1: moraine.v1.TokenTransfer
 	(*CallDetail)(nil),    // 2: moraine.v1.CallDetail
+	(*Deployment)(nil),    // 3: moraine.v1.Deployment
 }
 var file_proto_moraine_v1_history_proto_depIdxs = []int32{
 	1, // 0: moraine.v1.TxDetail.transfers:type_name -> moraine.v1.TokenTransfer
@@ -474,7 +548,7 @@ func file_proto_moraine_v1_history_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_proto_moraine_v1_history_proto_rawDesc), len(file_proto_moraine_v1_history_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   3,
+			NumMessages:   4,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

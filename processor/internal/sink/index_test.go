@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/moraine-data/moraine/pkg/evm"
 	schema "github.com/moraine-data/moraine/schemas/clickhouse"
 	"github.com/moraine-data/moraine/schemas/record"
@@ -67,26 +69,35 @@ func indexedTx() *record.Transaction {
 	}
 }
 
-// describe renders the rows as sorted lines "address list position/sub: fields".
-func describe(rows []indexRow) []string {
+// describe renders the rows as sorted lines "address list position/sub:
+// fields", decoding each row's detail by its list.
+func describe(t *testing.T, rows []indexRow) []string {
 	names := map[string]string{}
 	for n, a := range map[string][]byte{"alice": alice, "bob": bob, "carol": carol, "usd": usd, "nft": nft, "items": items,
 		"router": router, "relay": relay, "child": child, "orphanKid": orphanKid, "deployed": deployed} {
 		names[string(a)] = n
 	}
-	name := func(a evm.Address) string { return names[string(a[:])] }
+	name := func(a []byte) string { return names[string(a)] }
 	var out []string
 	for _, r := range rows {
-		s := fmt.Sprintf("%s %d %d/%d:", name(r.address), r.list, r.position, r.sub)
+		s := fmt.Sprintf("%s %d %d/%d:", name(r.address[:]), r.list, r.position, r.sub)
 		switch r.list {
 		case schema.ListTransactions:
-			s += fmt.Sprintf(" roles=%d", r.roles)
+			var d record.TxDetail
+			require.NoError(t, d.UnmarshalVT(r.detail))
+			s += fmt.Sprintf(" roles=%d transfers=%d internals=%d", r.roles, len(d.Transfers), len(d.InternalTransactions))
 		case schema.ListInternal:
-			s += fmt.Sprintf(" %s %s->%s %s status=%d", r.callType, name(r.from), name(r.to), r.value, r.status)
+			var c record.CallDetail
+			require.NoError(t, c.UnmarshalVT(r.detail))
+			s += fmt.Sprintf(" %s %s->%s %s reverted=%v", c.Type, name(c.From), name(c.To), c.Value, c.Reverted)
 		case schema.ListDeployments, schema.ListCreation:
-			s += fmt.Sprintf(" %s by %s via %s", name(r.contract), name(r.from), name(r.to))
+			var d record.Deployment
+			require.NoError(t, d.UnmarshalVT(r.detail))
+			s += fmt.Sprintf(" %s by %s via %s", name(d.Contract), name(d.Deployer), name(d.Creator))
 		default:
-			s += fmt.Sprintf(" kind=%d %s %s->%s %s id=%s", r.tokenKind, name(r.contract), name(r.from), name(r.to), r.value, r.tokenID)
+			var x record.TokenTransfer
+			require.NoError(t, x.UnmarshalVT(r.detail))
+			s += fmt.Sprintf(" kind=%d %s %s->%s %s id=%s", x.Kind, name(x.Token), name(x.From), name(x.To), x.Value, x.TokenId)
 		}
 		out = append(out, s)
 	}
@@ -99,22 +110,25 @@ func TestIndexRows(t *testing.T) {
 	failedCreation := &record.Transaction{Hash: word(0xdead), Index: 5, From: bob, ContractAddress: addr(41), Status: 0}
 	events := []Event{{Offset: 5, Event: &record.ChainEvent{Event: &record.ChainEvent_Block{Block: &record.Block{
 		ChainId: 1, Number: 100, Hash: word(0xb10c), Transactions: []*record.Transaction{indexedTx(), creation, failedCreation}}}}}}
-	b := NewBatch(events, true)
+	b, err := NewBatch(events, true)
+	require.NoError(t, err)
 	const (
 		tr, e20, e721, e1155, tok, internal, dep, cre = 1, 2, 3, 4, 5, 6, 7, 8
 	)
 	want := []string{
-		// The transactions list: every party once, with its roles.
-		fmt.Sprintf("alice %d 0/0: roles=%d", tr, schema.RoleSender|schema.RoleTransferParty), // the root frame is the transaction, not an internal one
-		fmt.Sprintf("router %d 0/0: roles=%d", tr, schema.RoleRecipient|schema.RoleInternalParty),
-		fmt.Sprintf("bob %d 0/0: roles=%d", tr, schema.RoleTransferParty),
-		fmt.Sprintf("carol %d 0/0: roles=%d", tr, schema.RoleTransferParty|schema.RoleInternalParty),
-		fmt.Sprintf("usd %d 0/0: roles=%d", tr, schema.RoleToken),
-		fmt.Sprintf("nft %d 0/0: roles=%d", tr, schema.RoleToken),
-		fmt.Sprintf("items %d 0/0: roles=%d", tr, schema.RoleToken),
-		fmt.Sprintf("relay %d 0/0: roles=%d", tr, schema.RoleInternalParty),
-		fmt.Sprintf("child %d 0/0: roles=%d", tr, schema.RoleInternalParty),
-		fmt.Sprintf("orphanKid %d 0/0: roles=%d", tr, schema.RoleInternalParty),
+		// The transactions list: every party once, with its roles and the
+		// transfers and internal transactions it sent or received (the
+		// root frame is the transaction, not an internal one).
+		fmt.Sprintf("alice %d 0/0: roles=%d transfers=3 internals=0", tr, schema.RoleSender|schema.RoleTransferParty),
+		fmt.Sprintf("router %d 0/0: roles=%d transfers=0 internals=3", tr, schema.RoleRecipient|schema.RoleInternalParty),
+		fmt.Sprintf("bob %d 0/0: roles=%d transfers=2 internals=0", tr, schema.RoleTransferParty),
+		fmt.Sprintf("carol %d 0/0: roles=%d transfers=3 internals=1", tr, schema.RoleTransferParty|schema.RoleInternalParty),
+		fmt.Sprintf("usd %d 0/0: roles=%d transfers=0 internals=0", tr, schema.RoleToken),
+		fmt.Sprintf("nft %d 0/0: roles=%d transfers=0 internals=0", tr, schema.RoleToken),
+		fmt.Sprintf("items %d 0/0: roles=%d transfers=0 internals=0", tr, schema.RoleToken),
+		fmt.Sprintf("relay %d 0/0: roles=%d transfers=0 internals=4", tr, schema.RoleInternalParty),
+		fmt.Sprintf("child %d 0/0: roles=%d transfers=0 internals=1", tr, schema.RoleInternalParty),
+		fmt.Sprintf("orphanKid %d 0/0: roles=%d transfers=0 internals=1", tr, schema.RoleInternalParty),
 		// Transfers, by party and by token; a batch is one row per element.
 		fmt.Sprintf("alice %d 7/0: kind=1 usd alice->bob 1000 id=", e20),
 		fmt.Sprintf("bob %d 7/0: kind=1 usd alice->bob 1000 id=", e20),
@@ -130,16 +144,16 @@ func TestIndexRows(t *testing.T) {
 		fmt.Sprintf("items %d 9/1: kind=3 items carol->alice 6 id=2", tok),
 		// Internal transactions: value calls and creations below the root;
 		// the reverted branch is listed with status 0.
-		fmt.Sprintf("router %d 2/0: CALL router->relay 5 status=1", internal),
-		fmt.Sprintf("relay %d 2/0: CALL router->relay 5 status=1", internal),
-		fmt.Sprintf("relay %d 3/0: CALL relay->carol 5 status=1", internal),
-		fmt.Sprintf("carol %d 3/0: CALL relay->carol 5 status=1", internal),
-		fmt.Sprintf("router %d 6/0: CREATE2 router->child 0 status=1", internal),
-		fmt.Sprintf("child %d 6/0: CREATE2 router->child 0 status=1", internal),
-		fmt.Sprintf("router %d 7/0: CALL router->relay 1 status=0", internal),
-		fmt.Sprintf("relay %d 7/0: CALL router->relay 1 status=0", internal),
-		fmt.Sprintf("relay %d 8/0: CREATE relay->orphanKid 0 status=0", internal),
-		fmt.Sprintf("orphanKid %d 8/0: CREATE relay->orphanKid 0 status=0", internal),
+		fmt.Sprintf("router %d 2/0: CALL router->relay 5 reverted=false", internal),
+		fmt.Sprintf("relay %d 2/0: CALL router->relay 5 reverted=false", internal),
+		fmt.Sprintf("relay %d 3/0: CALL relay->carol 5 reverted=false", internal),
+		fmt.Sprintf("carol %d 3/0: CALL relay->carol 5 reverted=false", internal),
+		fmt.Sprintf("router %d 6/0: CREATE2 router->child 0 reverted=false", internal),
+		fmt.Sprintf("child %d 6/0: CREATE2 router->child 0 reverted=false", internal),
+		fmt.Sprintf("router %d 7/0: CALL router->relay 1 reverted=true", internal),
+		fmt.Sprintf("relay %d 7/0: CALL router->relay 1 reverted=true", internal),
+		fmt.Sprintf("relay %d 8/0: CREATE relay->orphanKid 0 reverted=true", internal),
+		fmt.Sprintf("orphanKid %d 8/0: CREATE relay->orphanKid 0 reverted=true", internal),
 		// Deployments: the surviving CREATE2 (deployer alice, through the
 		// router), not the reverted CREATE.
 		fmt.Sprintf("child %d 6/0: child by alice via router", cre),
@@ -148,20 +162,29 @@ func TestIndexRows(t *testing.T) {
 		// The top-level creation; the failed one created nothing.
 		fmt.Sprintf("deployed %d 0/0: deployed by bob via ", cre),
 		fmt.Sprintf("bob %d 0/0: deployed by bob via ", dep),
-		fmt.Sprintf("bob %d 0/0: roles=%d", tr, schema.RoleSender),
-		fmt.Sprintf("deployed %d 0/0: roles=%d", tr, schema.RoleRecipient),
-		fmt.Sprintf("bob %d 0/0: roles=%d", tr, schema.RoleSender),
-		fmt.Sprintf("%s %d 0/0: roles=%d", "", tr, schema.RoleRecipient), // the failed creation's would-be address
+		fmt.Sprintf("bob %d 0/0: roles=%d transfers=0 internals=0", tr, schema.RoleSender),
+		fmt.Sprintf("deployed %d 0/0: roles=%d transfers=0 internals=0", tr, schema.RoleRecipient),
+		fmt.Sprintf("bob %d 0/0: roles=%d transfers=0 internals=0", tr, schema.RoleSender),
+		fmt.Sprintf("%s %d 0/0: roles=%d transfers=0 internals=0", "", tr, schema.RoleRecipient), // the failed creation's would-be address
 	}
 	sort.Strings(want)
-	got := describe(b.index)
+	got := describe(t, b.index)
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 	if b.Len() != 1+1+3+4+9+3+len(b.index) {
 		t.Errorf("Len %d", b.Len())
 	}
-	if plain := NewBatch(events, false); plain.index != nil || plain.Len() != 1+1+3+4+9 {
+	if plain, err := NewBatch(events, false); err != nil || plain.index != nil || plain.Len() != 1+1+3+4+9 {
 		t.Error("index rows without the address index")
 	}
+	// The transaction's lookup detail: every transfer and internal
+	// transaction, the whole input.
+	var d record.TxDetail
+	require.NoError(t, d.UnmarshalVT(b.txs[0].lookup))
+	require.Len(t, d.Transfers, 4)
+	require.Len(t, d.InternalTransactions, 5)
+	require.Equal(t, []byte{1, 2, 3, 4, 5}, d.Input)
+	require.True(t, d.InternalTransactions[3].Reverted)
+	require.Equal(t, "9", d.Value)
 }

@@ -2,7 +2,7 @@
 // (blocks, block_hashes, chain_heads, transactions, logs,
 // internal_transactions) and, unless turned off (--processor.address-index),
 // the transaction-history tables the Data API's address and transaction
-// endpoints read (transaction_hashes, address_index; index.go and migration
+// endpoints read (transaction_lookup, address_index; index.go and migration
 // 6).
 //
 // Guarantees:
@@ -51,7 +51,7 @@ type Batch struct {
 	logs     []logRow
 	internal []internalRow
 	// indexed: the batch also holds the transaction-history rows
-	// (transaction_hashes from txs, and index).
+	// (transaction_lookup from txs, and index).
 	indexed bool
 	index   []indexRow
 	parties parties // scratch of addIndex
@@ -81,6 +81,8 @@ type txRow struct {
 	b       *record.Block
 	tx      *record.Transaction
 	version uint64
+	// lookup is the transaction_lookup detail (indexed batches).
+	lookup []byte
 }
 
 type logRow struct {
@@ -99,7 +101,7 @@ type internalRow struct {
 // final size: grown by appending, the call frames' rows alone (about 200,000
 // in a backfill batch) were copied several times over. With index, it also
 // holds the rows of the transaction-history tables (index.go).
-func NewBatch(events []Event, index bool) *Batch {
+func NewBatch(events []Event, index bool) (*Batch, error) {
 	var blocks, txs, logs, internal int
 	for _, e := range events {
 		switch ev := e.Event.GetEvent().(type) {
@@ -130,9 +132,11 @@ func NewBatch(events []Event, index bool) *Batch {
 		b.index = make([]indexRow, 0, 4*txs+3*logs)
 	}
 	for _, e := range events {
-		b.add(e)
+		if err := b.add(e); err != nil {
+			return nil, err
+		}
 	}
-	return b
+	return b, nil
 }
 
 // Len is the number of rows the batch would insert.
@@ -145,7 +149,7 @@ func (b *Batch) Len() int {
 }
 
 // add appends the rows of one event.
-func (b *Batch) add(e Event) {
+func (b *Batch) add(e Event) error {
 	v := uint64(e.Offset)
 	switch ev := e.Event.GetEvent().(type) {
 	case *record.ChainEvent_Block:
@@ -161,7 +165,9 @@ func (b *Batch) add(e Event) {
 			tr := &txRow{b: blk, tx: tx, version: v}
 			b.txs = append(b.txs, tr)
 			if b.indexed {
-				b.addIndex(tr)
+				if err := b.addIndex(tr); err != nil {
+					return err
+				}
 			}
 			for _, l := range tx.Logs {
 				b.logs = append(b.logs, logRow{tx: tr, l: l, version: v})
@@ -180,6 +186,7 @@ func (b *Batch) add(e Event) {
 			b.hashes = append(b.hashes, hashRow{chainID: r.ChainId, number: o.Number, hash: o.Hash, removed: 1, version: v})
 		}
 	}
+	return nil
 }
 
 // Writer inserts batches.
@@ -213,7 +220,7 @@ func (w *Writer) WriteChildren(ctx context.Context, b *Batch) error {
 	g.Go(func() error { return w.insertLogs(gctx, b.logs) })
 	g.Go(func() error { return w.insertInternal(gctx, b.internal) })
 	if b.indexed {
-		g.Go(func() error { return w.insertTxHashes(gctx, b.txs) })
+		g.Go(func() error { return w.insertTxLookup(gctx, b.txs) })
 		g.Go(func() error { return w.insertIndex(gctx, b.index) })
 	}
 	return g.Wait()

@@ -2,6 +2,7 @@ package sink
 
 import (
 	"context"
+	"encoding/hex"
 	"testing"
 	"time"
 
@@ -19,7 +20,10 @@ func TestWriteIndexIntegration(t *testing.T) {
 		ChainId: 1, Number: 100, Hash: word(0xb10c), Transactions: []*record.Transaction{indexedTx()}}}}}}
 	w := NewWriter(conn, time.Minute)
 	for range 2 {
-		b := NewBatch(events, true)
+		b, err := NewBatch(events, true)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := w.WriteChildren(ctx, b); err != nil {
 			t.Fatal(err)
 		}
@@ -27,35 +31,34 @@ func TestWriteIndexIntegration(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	want := len(NewBatch(events, true).index)
+	b, err := NewBatch(events, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := len(b.index)
 	var rows, hashes uint64
 	if err := conn.QueryRow(ctx, "SELECT count() FROM address_index FINAL").Scan(&rows); err != nil {
 		t.Fatal(err)
 	}
-	if err := conn.QueryRow(ctx, "SELECT count() FROM transaction_hashes FINAL WHERE chain_id = 1 AND hash = ? AND block_number = 100 AND tx_index = 3",
-		string(word(0xfeed))).Scan(&hashes); err != nil {
+	var lookup string
+	if err := conn.QueryRow(ctx, "SELECT count(), any(detail) FROM transaction_lookup FINAL WHERE chain_id = 1 AND hash = unhex(?) AND block_number = 100 AND tx_index = 3",
+		hex.EncodeToString(word(0xfeed))).Scan(&hashes, &lookup); err != nil {
 		t.Fatal(err)
 	}
-	if rows != uint64(want) || hashes != 1 {
-		t.Fatalf("%d index rows (want %d), %d hash rows (want 1)", rows, want, hashes)
+	if rows != uint64(want) || hashes != 1 || lookup != string(b.txs[0].lookup) {
+		t.Fatalf("%d index rows (want %d), %d lookup rows (want 1), detail kept: %v", rows, want, hashes, lookup == string(b.txs[0].lookup))
 	}
 	var (
-		roles, status uint8
-		selector, to  string
-		callType, val string
+		roles  uint8
+		detail string
 	)
-	if err := conn.QueryRow(ctx, "SELECT roles, status, selector, to_address FROM address_index FINAL WHERE address = ? AND list = 1",
-		string(alice)).Scan(&roles, &status, &selector, &to); err != nil {
+	if err := conn.QueryRow(ctx, "SELECT roles, detail FROM address_index FINAL WHERE address = unhex(?) AND list = 1",
+		hex.EncodeToString(alice)).Scan(&roles, &detail); err != nil {
 		t.Fatal(err)
 	}
-	if roles != 5 || status != 1 || selector != "\x01\x02\x03\x04" || to != string(router) {
-		t.Fatalf("alice's transaction row: roles %d status %d selector %x to %x", roles, status, selector, to)
-	}
-	if err := conn.QueryRow(ctx, "SELECT call_type, value, status FROM address_index FINAL WHERE address = ? AND list = 6 AND position = 8",
-		string(orphanKid)).Scan(&callType, &val, &status); err != nil {
-		t.Fatal(err)
-	}
-	if callType != "CREATE" || val != "0" || status != 0 {
-		t.Fatalf("reverted creation: %s %s status %d", callType, val, status)
+	var d record.TxDetail
+	if err := d.UnmarshalVT([]byte(detail)); err != nil || roles != 5 || d.Status != 1 || string(d.Input) != "\x01\x02\x03\x04" ||
+		string(d.To) != string(router) || len(d.Transfers) != 3 {
+		t.Fatalf("alice's transaction row: roles %d, %v, %v", roles, &d, err)
 	}
 }

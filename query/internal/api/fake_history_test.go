@@ -14,16 +14,14 @@ import (
 // list read at once (the store's windows and canonical checks have their
 // own tests).
 type fakeHistory struct {
-	mu      sync.Mutex
-	rows    map[uint64][]histRow // per chain
-	txs     map[uint64]map[store.Hash]store.FullTx
-	refs    map[uint64]map[store.Hash]store.TxRef
-	latest  map[uint64][]store.LatestTx // newest first
-	resume  map[uint64]*store.Seek      // LatestTxs' resume per chain, when set
-	err     error
-	reads   []store.ListRequest
-	ranges  int
-	started bool
+	mu     sync.Mutex
+	rows   map[uint64][]histRow // per chain
+	txs    map[uint64]map[store.Hash]store.FullTx
+	refs   map[uint64]map[store.Hash]store.TxRef
+	latest map[uint64][]store.LatestTx // newest first
+	resume map[uint64]*store.Seek      // LatestTxs' resume per chain, when set
+	err    error
+	reads  []store.ListRequest
 }
 
 type histRow struct {
@@ -40,7 +38,7 @@ func newFakeHistory() *fakeHistory {
 func (f *fakeHistory) add(chainID uint64, a store.Address, list uint8, r store.IndexRow) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	r.List, r.BlockHash = list, r.Block.Hash
+	r.BlockHash = r.Block.Hash
 	f.rows[chainID] = append(f.rows[chainID], histRow{a, list, r})
 	slices.SortStableFunc(f.rows[chainID], func(x, y histRow) int { return x.row.Seek.Compare(y.row.Seek) })
 }
@@ -85,22 +83,6 @@ func (f *fakeHistory) AddressList(_ context.Context, r store.ListRequest) (store
 	return out, nil
 }
 
-func (f *fakeHistory) ListRange(_ context.Context, chainID uint64, a store.Address, lists []uint8, lo, hi uint64, limit int) ([]store.IndexRow, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.ranges++
-	if f.err != nil {
-		return nil, f.err
-	}
-	var out []store.IndexRow
-	for _, x := range f.rows[chainID] {
-		if x.address == a && slices.Contains(lists, x.list) && x.row.Block.Number >= lo && x.row.Block.Number <= hi && len(out) < limit {
-			out = append(out, x.row)
-		}
-	}
-	return out, nil
-}
-
 func (f *fakeHistory) HasActivity(_ context.Context, chainID uint64, a store.Address) (bool, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -115,28 +97,17 @@ func (f *fakeHistory) HasActivity(_ context.Context, chainID uint64, a store.Add
 	return false, nil
 }
 
-func (f *fakeHistory) TxByHash(_ context.Context, chainID uint64, h store.Hash) (store.TxRef, error) {
+func (f *fakeHistory) Transaction(_ context.Context, chainID uint64, h store.Hash) (store.TxRef, store.FullTx, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.err != nil {
-		return store.TxRef{}, f.err
+		return store.TxRef{}, store.FullTx{}, f.err
 	}
 	ref, ok := f.refs[chainID][h]
 	if !ok {
-		return store.TxRef{}, store.ErrNotFound
+		return store.TxRef{}, store.FullTx{}, store.ErrNotFound
 	}
-	return ref, nil
-}
-
-func (f *fakeHistory) FullTx(_ context.Context, ref store.TxRef) (store.FullTx, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for h, r := range f.refs[ref.Block.ChainID] {
-		if r.Block.Hash == ref.Block.Hash && r.Index == ref.Index {
-			return f.txs[ref.Block.ChainID][h], nil
-		}
-	}
-	return store.FullTx{}, store.ErrNotFound
+	return ref, f.txs[chainID][h], nil
 }
 
 func (f *fakeHistory) LatestTxs(_ context.Context, chainID uint64, start store.Seek, limit int, _ uint8) ([]store.LatestTx, *store.Seek, error) {

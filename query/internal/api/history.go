@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"net/http"
 	"slices"
 
@@ -24,15 +23,12 @@ import (
 type HistoryStore interface {
 	// AddressList returns a page of an address list (store.ListRequest).
 	AddressList(ctx context.Context, r store.ListRequest) (store.ListPage, error)
-	// ListRange returns the rows of an address's lists in a block range.
-	ListRange(ctx context.Context, chainID uint64, a store.Address, lists []uint8, lo, hi uint64, limit int) ([]store.IndexRow, error)
 	// HasActivity reports whether the address took part in a canonical
 	// transaction of the chain.
 	HasActivity(ctx context.Context, chainID uint64, a store.Address) (bool, error)
-	// TxByHash finds a canonical transaction (store.ErrNotFound otherwise).
-	TxByHash(ctx context.Context, chainID uint64, h store.Hash) (store.TxRef, error)
-	// FullTx reads a canonical transaction with input, logs and frames.
-	FullTx(ctx context.Context, ref store.TxRef) (store.FullTx, error)
+	// Transaction finds a canonical transaction with its transfers and
+	// internal transactions (store.ErrNotFound otherwise).
+	Transaction(ctx context.Context, chainID uint64, h store.Hash) (store.TxRef, store.FullTx, error)
 	// LatestTxs returns canonical transactions newest first from start.
 	LatestTxs(ctx context.Context, chainID uint64, start store.Seek, limit int, status uint8) ([]store.LatestTx, *store.Seek, error)
 }
@@ -43,10 +39,6 @@ type Contracts interface {
 	Resolve(ctx context.Context, chain uint64, tokens []evm.Address) map[evm.Address]*tokenmeta.Token
 	Describe(ctx context.Context, chain uint64, addrs []evm.Address) (map[evm.Address]*tokenmeta.Contract, error)
 }
-
-// maxDetailRows bounds the transfers and internal transactions of the
-// address read for one page of its transactions (the page's block span).
-const maxDetailRows = 10_000
 
 func registerHistoryRoutes(rt *routes, h *handlers) {
 	rt.handle(http.MethodGet, "/transactions", WeightMedium, h.listLatestAllChains)
@@ -160,64 +152,48 @@ func (h *handlers) listTransactions(c *gin.Context) {
 	if !read {
 		return
 	}
-	ctx := c.Request.Context()
 	out := listTransactionDetailsResponse{NextPageToken: pg.next, Transactions: make([]transactionDetails, 0, len(pg.rows))}
-	// The transfers and internal transactions of the page's transactions
-	// that the address is a party of: one read over the page's blocks.
-	type txKey struct {
-		block store.Hash
-		index uint32
-	}
-	var details []store.IndexRow
-	lo, hi, need := uint64(math.MaxUint64), uint64(0), false
+	var all []store.Transfer
 	for _, r := range pg.rows {
-		lo, hi = min(lo, r.Block.Number), max(hi, r.Block.Number)
-		need = need || r.Roles&(schema.RoleTransferParty|schema.RoleInternalParty) != 0
+		all = append(all, r.Transfers...)
 	}
-	if need {
-		var err error
-		details, err = h.history.store.ListRange(ctx, pg.chain.ID(), pg.address,
-			[]uint8{schema.ListERC20, schema.ListERC721, schema.ListERC1155, schema.ListInternal}, lo, hi, maxDetailRows)
-		if err != nil {
-			apierr.Write(c, storeError(err, ""))
-			return
-		}
-	}
-	byTx := map[txKey][]store.IndexRow{}
-	for _, d := range details {
-		k := txKey{d.BlockHash, d.TxIndex}
-		byTx[k] = append(byTx[k], d)
-	}
-	toks := h.resolveTokens(ctx, pg.chain.ID(), details)
+	toks := h.resolveTokens(c.Request.Context(), pg.chain.ID(), all)
 	for _, r := range pg.rows {
 		item := transactionDetails{NativeTransaction: renderTx(r.Block, indexTx(r))}
-		for _, d := range byTx[txKey{r.BlockHash, r.TxIndex}] {
-			if d.List == schema.ListInternal {
-				item.InternalTransactions = append(item.InternalTransactions,
-					internalDetails(d.From, d.To, d.CallType, d.Value, d.Status == 0, d.GasUsed, d.Gas))
-				continue
-			}
-			toks.appendTransfer(transferOf(d), &item.Erc20Transfers, &item.Erc721Transfers, &item.Erc1155Transfers)
+		for _, t := range r.Transfers {
+			toks.appendTransfer(transferOf(t), &item.Erc20Transfers, &item.Erc721Transfers, &item.Erc1155Transfers)
+		}
+		for _, in := range r.Internals {
+			item.InternalTransactions = append(item.InternalTransactions, internalDetails(in))
 		}
 		out.Transactions = append(out.Transactions, item)
 	}
 	ok(c, out)
 }
 
-// transferOf is a transfer row's transfer.
-func transferOf(r store.IndexRow) transferDetail {
-	token, _ := evm.AddressFrom(r.Contract)
-	return transferDetail{kind: evm.Kind(r.TokenKind), token: token, from: r.From, to: r.To, logIndex: r.Position,
-		value: orZero(r.Value), tokenID: r.TokenID}
+// transferOf is a stored transfer in the shape the renderers take.
+func transferOf(t store.Transfer) transferDetail {
+	token, _ := evm.AddressFrom(t.Token)
+	return transferDetail{kind: evm.Kind(t.Kind), token: token, from: t.From, to: t.To, logIndex: t.LogIndex,
+		value: orZero(t.Value), tokenID: t.TokenID}
 }
 
-// resolveTokens asks the chain's ERC-20 and ERC-721 contracts among rows
-// for their name, symbol and decimals (cached); ERC-1155 tokens carry none.
-func (h *handlers) resolveTokens(ctx context.Context, chainID uint64, rows []store.IndexRow) tokens {
+// transfersOf is the transfers of transfer-list rows.
+func transfersOf(rows []store.IndexRow) []store.Transfer {
+	out := make([]store.Transfer, len(rows))
+	for i, r := range rows {
+		out[i] = r.Transfer
+	}
+	return out
+}
+
+// resolveTokens asks the ERC-20 and ERC-721 contracts among transfers for
+// their name, symbol and decimals (cached); ERC-1155 tokens carry none.
+func (h *handlers) resolveTokens(ctx context.Context, chainID uint64, transfers []store.Transfer) tokens {
 	var want []evm.Address
-	for _, r := range rows {
-		if k := evm.Kind(r.TokenKind); k == evm.ERC20 || k == evm.ERC721 {
-			if a, ok := evm.AddressFrom(r.Contract); ok && !slices.Contains(want, a) {
+	for _, t := range transfers {
+		if k := evm.Kind(t.Kind); k == evm.ERC20 || k == evm.ERC721 {
+			if a, ok := evm.AddressFrom(t.Token); ok && !slices.Contains(want, a) {
 				want = append(want, a)
 			}
 		}
@@ -249,10 +225,10 @@ func (h *handlers) listErc20(c *gin.Context) {
 	if !read {
 		return
 	}
-	toks := h.resolveTokens(c.Request.Context(), pg.chain.ID(), pg.rows)
+	toks := h.resolveTokens(c.Request.Context(), pg.chain.ID(), transfersOf(pg.rows))
 	out := listErc20Response{NextPageToken: pg.next, Transactions: make([]erc20Transfer, 0, len(pg.rows))}
 	for _, r := range pg.rows {
-		x := transferOf(r)
+		x := transferOf(r.Transfer)
 		out.Transactions = append(out.Transactions, erc20Transfer{blockRef: refOf(r.Block, r.TxHash),
 			erc20TransferDetails: erc20TransferDetails{From: addr(x.from), To: addr(x.to), LogIndex: x.logIndex, Value: x.value,
 				Erc20Token: toks.erc20(x.token)}})
@@ -266,10 +242,10 @@ func (h *handlers) listErc721(c *gin.Context) {
 	if !read {
 		return
 	}
-	toks := h.resolveTokens(c.Request.Context(), pg.chain.ID(), pg.rows)
+	toks := h.resolveTokens(c.Request.Context(), pg.chain.ID(), transfersOf(pg.rows))
 	out := listErc721Response{NextPageToken: pg.next, Transactions: make([]erc721Transfer, 0, len(pg.rows))}
 	for _, r := range pg.rows {
-		x := transferOf(r)
+		x := transferOf(r.Transfer)
 		out.Transactions = append(out.Transactions, erc721Transfer{blockRef: refOf(r.Block, r.TxHash),
 			erc721TransferDtl: erc721TransferDtl{From: addr(x.from), To: addr(x.to), LogIndex: x.logIndex,
 				Erc721Token: toks.erc721(x.token, x.tokenID)}})
@@ -285,7 +261,7 @@ func (h *handlers) listErc1155(c *gin.Context) {
 	}
 	out := listErc1155Response{NextPageToken: pg.next, Transactions: make([]erc1155Transfer, 0, len(pg.rows))}
 	for _, r := range pg.rows {
-		x := transferOf(r)
+		x := transferOf(r.Transfer)
 		out.Transactions = append(out.Transactions, erc1155Transfer{blockRef: refOf(r.Block, r.TxHash),
 			erc1155TransferDtl: erc1155TransferDtl{From: addr(x.from), To: addr(x.to), LogIndex: x.logIndex, Value: x.value,
 				Erc1155Token: erc1155Of(x.token, x.tokenID)}})
@@ -302,7 +278,7 @@ func (h *handlers) listInternals(c *gin.Context) {
 	out := listInternalResponse{NextPageToken: pg.next, Transactions: make([]internalTransaction, 0, len(pg.rows))}
 	for _, r := range pg.rows {
 		out.Transactions = append(out.Transactions, internalTransaction{blockRef: refOf(r.Block, r.TxHash),
-			internalTxDetails: internalDetails(r.From, r.To, r.CallType, r.Value, r.Status == 0, r.GasUsed, r.Gas)})
+			internalTxDetails: internalDetails(r.Internal)})
 	}
 	ok(c, out)
 }
@@ -314,10 +290,10 @@ func (h *handlers) listTransfers(c *gin.Context) {
 	if !read {
 		return
 	}
-	toks := h.resolveTokens(c.Request.Context(), pg.chain.ID(), pg.rows)
+	toks := h.resolveTokens(c.Request.Context(), pg.chain.ID(), transfersOf(pg.rows))
 	out := listTransfersResponse{NextPageToken: pg.next, Transfers: make([]any, 0, len(pg.rows))}
 	for _, r := range pg.rows {
-		x, ref := transferOf(r), refOf(r.Block, r.TxHash)
+		x, ref := transferOf(r.Transfer), refOf(r.Block, r.TxHash)
 		switch x.kind {
 		case evm.ERC20:
 			out.Transfers = append(out.Transfers, erc20Transfer{blockRef: ref, erc20TransferDetails: erc20TransferDetails{
@@ -345,24 +321,18 @@ func (h *handlers) getTransaction(c *gin.Context) {
 	if !found {
 		return
 	}
-	ctx := c.Request.Context()
-	ref, err := h.history.store.TxByHash(ctx, ch.ID(), hash)
-	if err != nil {
-		apierr.Write(c, storeError(err, fmt.Sprintf("Transaction %s not found on chain %s", hash.Hex(), ch.EVMChainID)))
-		return
-	}
-	h.writeFullTx(c, ch, ref)
+	h.writeTransaction(c, ch, hash, fmt.Sprintf("Transaction %s not found on chain %s", hash.Hex(), ch.EVMChainID))
 }
 
-// writeFullTx answers with GetTransactionResponse for a canonical
-// transaction: every transfer decoded from its logs, its internal
-// transactions from its call frames (not the root frame, which is the
+// writeTransaction answers with the GetTransactionResponse of a canonical
+// transaction (404 notFound without one): every transfer decoded from its
+// logs, its internal transactions (not the root frame, which is the
 // transaction itself), and the chain's native token (no prices).
-func (h *handlers) writeFullTx(c *gin.Context, ch chains.Chain, ref store.TxRef) {
+func (h *handlers) writeTransaction(c *gin.Context, ch chains.Chain, hash store.Hash, notFound string) {
 	ctx := c.Request.Context()
-	full, err := h.history.store.FullTx(ctx, ref)
+	ref, full, err := h.history.store.Transaction(ctx, ch.ID(), hash)
 	if err != nil {
-		apierr.Write(c, storeError(err, "Transaction not found"))
+		apierr.Write(c, storeError(err, notFound))
 		return
 	}
 	out := getTransactionResponse{
@@ -371,38 +341,12 @@ func (h *handlers) writeFullTx(c *gin.Context, ch chains.Chain, ref store.TxRef)
 		NetworkTokenDetails: networkTokenDetails{NetworkToken: nativeTokenOf(ch)},
 		NativeTransaction:   renderFullTx(ref.Block, full),
 	}
-	var transfers []transferDetail
-	var want []evm.Address
-	for _, l := range full.Logs {
-		token, ok := evm.AddressFrom(l.Address)
-		if !ok {
-			continue
-		}
-		evm.Transfers(l.Topics, l.Data, func(x evm.Transfer) {
-			d := transferDetail{kind: x.Kind, token: token, from: x.From[:], to: x.To[:], logIndex: l.Index, value: evm.Decimal(x.Value)}
-			if x.TokenID != nil {
-				d.tokenID = evm.Decimal(x.TokenID)
-			}
-			transfers = append(transfers, d)
-			if x.Kind != evm.ERC1155 && !slices.Contains(want, token) {
-				want = append(want, token)
-			}
-		})
+	toks := h.resolveTokens(ctx, ch.ID(), full.Transfers)
+	for _, t := range full.Transfers {
+		toks.appendTransfer(transferOf(t), &out.Erc20Transfers, &out.Erc721Transfers, &out.Erc1155Transfers)
 	}
-	toks := tokens{}
-	if len(want) > 0 {
-		toks = h.history.contracts.Resolve(ctx, ch.ID(), want)
-	}
-	for _, x := range transfers {
-		toks.appendTransfer(x, &out.Erc20Transfers, &out.Erc721Transfers, &out.Erc1155Transfers)
-	}
-	var reverts evm.Reverts
-	for _, f := range full.Frames {
-		reverted := reverts.Next(f.Depth, f.Error)
-		if evm.ListedInternal(f.Depth, f.Type, f.Value) {
-			out.InternalTransactions = append(out.InternalTransactions,
-				internalDetails(f.From, f.To, f.Type, f.Value, reverted, f.GasUsed, f.Gas))
-		}
+	for _, in := range full.Internals {
+		out.InternalTransactions = append(out.InternalTransactions, internalDetails(in))
 	}
 	ok(c, out)
 }
@@ -424,12 +368,13 @@ func (h *handlers) getDeployment(c *gin.Context) {
 	if !found {
 		return
 	}
+	notFound := fmt.Sprintf("No deployment of %s found on chain %s", checksumAddress(a[:]), ch.EVMChainID)
 	row, err := h.creation(c.Request.Context(), ch, a)
 	if err != nil {
-		apierr.Write(c, storeError(err, fmt.Sprintf("No deployment of %s found on chain %s", checksumAddress(a[:]), ch.EVMChainID)))
+		apierr.Write(c, storeError(err, notFound))
 		return
 	}
-	h.writeFullTx(c, ch, store.TxRef{Block: row.Block, Index: row.TxIndex})
+	h.writeTransaction(c, ch, row.TxHash, notFound)
 }
 
 // creation returns the newest canonical creation row of a contract
@@ -465,7 +410,7 @@ func (h *handlers) listDeployments(c *gin.Context) {
 	ctx := c.Request.Context()
 	addrs := make([]evm.Address, 0, len(pg.rows))
 	for _, r := range pg.rows {
-		a, _ := evm.AddressFrom(r.Contract)
+		a, _ := evm.AddressFrom(r.Deployment.Contract)
 		addrs = append(addrs, a)
 	}
 	described := map[evm.Address]*tokenmeta.Contract{}
@@ -489,9 +434,9 @@ func nodeUnavailable(err error) error {
 }
 
 func deploymentOf(r store.IndexRow) *deploymentDetails {
-	d := &deploymentDetails{TxHash: r.TxHash.Hex(), DeployerAddress: checksumAddress(r.From)}
-	if len(r.To) == 20 {
-		d.DeployerContractAddress = checksumAddress(r.To)
+	d := &deploymentDetails{TxHash: r.TxHash.Hex(), DeployerAddress: checksumAddress(r.Deployment.Deployer)}
+	if len(r.Deployment.Creator) == 20 {
+		d.DeployerContractAddress = checksumAddress(r.Deployment.Creator)
 	}
 	return d
 }

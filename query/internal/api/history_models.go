@@ -306,9 +306,9 @@ func indexTx(r store.IndexRow) store.Tx {
 		InputLen: uint64(len(r.Selector)), Status: r.Status, GasUsed: r.GasUsed}
 }
 
-func internalDetails(from, to []byte, typ, value string, reverted bool, gasUsed, gas uint64) internalTxDetails {
-	return internalTxDetails{From: addr(from), To: addr(to), InternalTxType: internalTxType(typ), Value: orZero(value),
-		IsReverted: reverted, GasUsed: u64(gasUsed), GasLimit: u64(gas)}
+func internalDetails(in store.Internal) internalTxDetails {
+	return internalTxDetails{From: addr(in.From), To: addr(in.To), InternalTxType: internalTxType(in.Type), Value: orZero(in.Value),
+		IsReverted: in.Reverted, GasUsed: u64(in.GasUsed), GasLimit: u64(in.Gas)}
 }
 
 func renderFullTx(b store.Block, t store.FullTx) fullNativeTransaction {

@@ -53,32 +53,36 @@ func (e *env) seedHistory() {
 			From: alice[:], To: router[:], Value: "5", Gas: 90000, GasPrice: "25000000000", Nonce: n, Selector: []byte{0xa9, 0x05, 0x9c, 0xbb},
 			Status: 1, GasUsed: 50000}
 		if n%2 == 0 {
+			xfer := store.Transfer{Kind: uint8(evm.ERC20), Token: usdToken[:], From: alice[:], To: bob[:], LogIndex: 3, Value: "1000000"}
+			in := store.Internal{Type: "CALL", From: router[:], To: bob[:], Value: "5", Gas: 30000, GasUsed: 21000, Reverted: true}
+			// alice's row carries her transfer; the router's call to bob is
+			// not hers.
 			tx.Roles |= schema.RoleTransferParty
-			xfer := store.IndexRow{Seek: store.Seek{Block: n, Position: 3}, Block: b, TxHash: txHashOf(n), TokenKind: uint8(evm.ERC20),
-				From: alice[:], To: bob[:], Contract: usdToken[:], Value: "1000000"}
-			h.add(cChain, alice, schema.ListERC20, xfer)
-			h.add(cChain, bob, schema.ListERC20, xfer)
-			h.add(cChain, usdToken, schema.ListTokenTransfers, xfer)
-			in := store.IndexRow{Seek: store.Seek{Block: n, Position: 2}, Block: b, TxHash: txHashOf(n), CallType: "CALL",
-				From: router[:], To: bob[:], Value: "5", Gas: 30000, GasUsed: 21000, Status: 0}
-			h.add(cChain, router, schema.ListInternal, in)
-			h.add(cChain, bob, schema.ListInternal, in)
+			tx.Transfers = []store.Transfer{xfer}
+			row := store.IndexRow{Seek: store.Seek{Block: n, Position: 3}, Block: b, TxHash: txHashOf(n), Transfer: xfer}
+			h.add(cChain, alice, schema.ListERC20, row)
+			h.add(cChain, bob, schema.ListERC20, row)
+			h.add(cChain, usdToken, schema.ListTokenTransfers, row)
+			irow := store.IndexRow{Seek: store.Seek{Block: n, Position: 2}, Block: b, TxHash: txHashOf(n), Internal: in}
+			h.add(cChain, router, schema.ListInternal, irow)
+			h.add(cChain, bob, schema.ListInternal, irow)
 		}
 		h.add(cChain, alice, schema.ListTransactions, tx)
 	}
 	b25 := block(cChain, 25, 1050)
-	nft := store.IndexRow{Seek: store.Seek{Block: 25, Position: 1}, Block: b25, TxHash: txHashOf(25), TokenKind: uint8(evm.ERC721),
-		From: bob[:], To: alice[:], Contract: nftToken[:], Value: "1", TokenID: "7"}
+	nft := store.IndexRow{Seek: store.Seek{Block: 25, Position: 1}, Block: b25, TxHash: txHashOf(25),
+		Transfer: store.Transfer{Kind: uint8(evm.ERC721), Token: nftToken[:], From: bob[:], To: alice[:], LogIndex: 1, Value: "1", TokenID: "7"}}
 	h.add(cChain, alice, schema.ListERC721, nft)
 	h.add(cChain, nftToken, schema.ListTokenTransfers, nft)
 	for i, id := range []string{"3", "4"} {
 		it := store.IndexRow{Seek: store.Seek{Block: 25, Position: 2, Sub: uint32(i)}, Block: b25, TxHash: txHashOf(25),
-			TokenKind: uint8(evm.ERC1155), From: bob[:], To: alice[:], Contract: itemsToken[:], Value: "10", TokenID: id}
+			Transfer: store.Transfer{Kind: uint8(evm.ERC1155), Token: itemsToken[:], From: bob[:], To: alice[:], LogIndex: 2, Value: "10", TokenID: id}}
 		h.add(cChain, alice, schema.ListERC1155, it)
 		h.add(cChain, itemsToken, schema.ListTokenTransfers, it)
 	}
 	b26 := block(cChain, 26, 1052)
-	dep := store.IndexRow{Seek: store.Seek{Block: 26}, Block: b26, TxHash: txHashOf(26), From: bob[:], Contract: created[:]}
+	dep := store.IndexRow{Seek: store.Seek{Block: 26}, Block: b26, TxHash: txHashOf(26),
+		Deployment: store.Deployment{Contract: created[:], Deployer: bob[:]}}
 	h.add(cChain, bob, schema.ListDeployments, dep)
 	h.add(cChain, created, schema.ListCreation, dep)
 	h.addTx(cChain, store.TxRef{Block: b26}, store.FullTx{Tx: store.Tx{Hash: txHashOf(26), From: bob[:], ContractAddress: created[:],
@@ -286,22 +290,17 @@ func TestGetTransaction(t *testing.T) {
 	ms := uint64(1024123)
 	b.TimestampMs = &ms
 	hash := txHashOf(12)
-	topic := func(a store.Address) []byte { return append(make([]byte, 12), a[:]...) }
-	word := func(n byte) []byte { w := make([]byte, 32); w[31] = n; return w }
 	e.history.addTx(cChain, store.TxRef{Block: b, Index: 4}, store.FullTx{
 		Tx: store.Tx{BlockIndex: 4, Hash: hash, Type: 2, From: alice[:], To: router[:], Value: "7", Gas: 300000, GasPrice: "30",
 			EffectiveGasPrice: "26", Nonce: 9, Selector: []byte{1, 2, 3, 4}, InputLen: 5, Status: 1, GasUsed: 120000},
 		Input: []byte{1, 2, 3, 4, 5}, MaxFeePerGas: "30", MaxPriorityFeePerGas: "1",
-		Logs: []store.Log{
-			{Index: 40, Address: usdToken[:], Topics: [][]byte{evm.TopicTransfer[:], topic(alice), topic(bob)}, Data: word(99)},
-			{Index: 41, Address: nftToken[:], Topics: [][]byte{evm.TopicTransfer[:], topic(bob), topic(alice), word(7)}},
-			{Index: 42, Address: router[:], Topics: [][]byte{word(1)}},
+		Transfers: []store.Transfer{
+			{Kind: uint8(evm.ERC20), Token: usdToken[:], From: alice[:], To: bob[:], LogIndex: 40, Value: "99"},
+			{Kind: uint8(evm.ERC721), Token: nftToken[:], From: bob[:], To: alice[:], LogIndex: 41, Value: "1", TokenID: "7"},
 		},
-		Frames: []store.Frame{
-			{Position: 0, Depth: 0, Type: "CALL", From: alice[:], To: router[:], Value: "7", Gas: 280000, GasUsed: 100000},
-			{Position: 1, Depth: 1, Type: "STATICCALL", From: router[:], To: usdToken[:], Value: "0"},
-			{Position: 2, Depth: 1, Type: "CALL", From: router[:], To: bob[:], Value: "7", Gas: 2300, GasUsed: 0, Error: "out of gas"},
-			{Position: 3, Depth: 1, Type: "CREATE2", From: router[:], To: created[:], Value: "0", Gas: 100000, GasUsed: 50000},
+		Internals: []store.Internal{
+			{Type: "CALL", From: router[:], To: bob[:], Value: "7", Gas: 2300, GasUsed: 0, Reverted: true},
+			{Type: "CREATE2", From: router[:], To: created[:], Value: "0", Gas: 100000, GasUsed: 50000},
 		},
 	})
 	e.contracts.tokens[evm.Address(usdToken)] = &tokenmeta.Token{Name: "Moraine USD", Symbol: "MUSD", Decimals: 6, HasDecimals: true}
@@ -323,7 +322,6 @@ func TestGetTransaction(t *testing.T) {
 		chk(alice), chk(bob), chk(usdToken)), string(got["erc20Transfers"]))
 	require.Contains(t, string(got["erc721Transfers"]), `"tokenId":"7"`)
 	require.JSONEq(t, `[]`, string(got["erc1155Transfers"]))
-	// Not the root frame, not the static call; the failed call reverted.
 	require.JSONEq(t, fmt.Sprintf(`[
 		{"from":{"address":"%s"},"to":{"address":"%s"},"internalTxType":"CALL","value":"7","isReverted":true,"gasUsed":"0","gasLimit":"2300"},
 		{"from":{"address":"%s"},"to":{"address":"%s"},"internalTxType":"CREATE2","value":"0","isReverted":false,"gasUsed":"50000","gasLimit":"100000"}]`,

@@ -85,17 +85,51 @@ const (
 	topicOf       = `concat(unhex('000000000000000000000000'), `
 )
 
-const (
+// The details are protobufs (schemas/proto/moraine/v1/history.proto),
+// spelled out in SQL so that the rows never leave ClickHouse: a field is its
+// tag byte, then a varint or a length and bytes. Every seeded length is
+// under 128 (one byte) and every seeded number under 2^21 (three bytes).
+func sqlByte(x string) string { return "unhex(hex(toUInt8(" + x + ")))" }
+
+func sqlVarint(x string) string {
+	return "multiIf(" + x + " < 128, " + sqlByte(x) + ", " + x + " < 16384, concat(" + sqlByte(x+" % 128 + 128") + ", " +
+		sqlByte("intDiv("+x+", 128)") + "), concat(" + sqlByte(x+" % 128 + 128") + ", " + sqlByte("intDiv("+x+", 128) % 128 + 128") +
+		", " + sqlByte("intDiv("+x+", 16384)") + "))"
+}
+
+// sqlBytesField is a length-delimited field (tag: the key byte in hex).
+func sqlBytesField(tag, s string) string {
+	return "concat(unhex('" + tag + "'), " + sqlByte("length("+s+")") + ", " + s + ")"
+}
+
+var (
+	// detailTransfer is the TokenTransfer of a seeded transfer call.
+	detailTransfer = "concat(unhex('0801'), " + sqlBytesField("12", "token") + ", " + sqlBytesField("1a", "fromA") + ", " +
+		sqlBytesField("22", "xferTo") + ", unhex('28'), " + sqlVarint("idx") + ", " + sqlBytesField("32", "'1000000000000000000'") + ")"
+
+	// detailTx is a seeded TxDetail with input and, when withTransfer
+	// (an SQL condition), its transfer.
+	detailTx = func(input, withTransfer string) string {
+		return "concat(unhex('0802'), " + sqlBytesField("12", "fromA") + ", " + sqlBytesField("1a", "toA") + ", " +
+			sqlBytesField("2a", "value") + ", unhex('30a08d06'), " + // gas 100000
+			sqlBytesField("3a", "'25000000000'") + ", " + sqlBytesField("42", "'30000000000'") + ", " +
+			sqlBytesField("4a", "'1000000000'") + ", unhex('50'), " + sqlVarint("nonce") + ", " + sqlBytesField("5a", input) +
+			", unhex('60'), " + sqlByte("status") + ", unhex('68'), " + sqlVarint("gasUsed") + ", " +
+			sqlBytesField("72", "'25000000000'") + ", if(" + withTransfer + ", " + sqlBytesField("7a", detailTransfer) + ", ''))"
+	}
+)
+
+var (
 	seedTxs = `INSERT INTO transactions (chain_id, block_number, block_hash, block_timestamp, tx_index, hash, type, from_address,
 	to_address, value, gas, gas_price, max_fee_per_gas, max_priority_fee_per_gas, nonce, input, status, gas_used,
 	cumulative_gas_used, effective_gas_price, contract_address, version)
 SELECT chain, blk, bh, ts, idx, th, toUInt8(2), fromA, toA, value, toUInt64(100000), '25000000000', '30000000000', '1000000000',
-	nonce, if(erc, ` + transferCall + `, ''), status, gasUsed, gasUsed * (idx + 1), '25000000000', '', toUInt64(1)
-FROM (` + historyRows + `)`
+	nonce, input, status, gasUsed, gasUsed * (idx + 1), '25000000000', '', toUInt64(1)
+FROM (SELECT *, if(erc, ` + transferCall + `, '') AS input FROM (` + historyRows + `))`
 
-	seedTxHashes = `INSERT INTO transaction_hashes (chain_id, hash, block_hash, block_number, tx_index, version)
-SELECT chain, th, bh, blk, idx, toUInt64(1)
-FROM (` + historyRows + `)`
+	seedTxLookup = `INSERT INTO transaction_lookup (chain_id, hash, block_hash, block_number, tx_index, detail, version)
+SELECT chain, th, bh, blk, idx, ` + detailTx("input", "erc AND status = 1") + `, toUInt64(1)
+FROM (SELECT *, if(erc, ` + transferCall + `, '') AS input FROM (` + historyRows + `))`
 
 	seedLogs = `INSERT INTO logs (chain_id, block_number, block_hash, block_timestamp, tx_index, tx_hash, log_index, address,
 	topic0, topic1, topic2, topic3, data, version)
@@ -112,25 +146,26 @@ FROM (` + historyRows + `)`
 
 	// The transactions list: the sender (and transfer sender), the
 	// recipient (the token of a transfer call) and the transfer's
-	// recipient, with their roles (schemas/clickhouse/addressindex.go). A
-	// party number k per row (arrayJoin of numbers, which 18.16 runs
-	// several times faster than an ARRAY JOIN of tuples) picks the address.
+	// recipient, with their roles (schemas/clickhouse/addressindex.go), one
+	// row per address as the sink writes them; the transfer's parties'
+	// details carry it. A party number k per row
+	// (arrayJoin of numbers, which 18.16 runs several times faster than an
+	// ARRAY JOIN of tuples) picks the address.
 	seedIndexTxs = `INSERT INTO address_index (chain_id, address, list, block_number, tx_index, position, sub_index, block_hash,
-	tx_hash, roles, tx_type, call_type, token_kind, from_address, to_address, contract_address, value, token_id, gas,
-	gas_price, nonce, selector, status, gas_used, version)
+	tx_hash, roles, detail, version)
 SELECT chain, multiIf(k = 1, fromA, k = 2, toA, xferTo), toUInt8(1), blk, idx, toUInt32(0), toUInt32(0), bh, th,
-	toUInt8(multiIf(transfer, multiIf(k = 1, 5, k = 2, 10, 4), k = 1, 1, 2)), toUInt8(2), '', toUInt8(0), fromA, toA, '',
-	value, '', toUInt64(100000), '25000000000', nonce, if(erc, unhex('a9059cbb'), ''), status, gasUsed, toUInt64(1)
-FROM (SELECT *, erc AND status = 1 AS transfer, arrayJoin(if(transfer, [1, 2, 3], [1, 2])) AS k FROM (` + historyRows + `))`
+	toUInt8(multiIf(transfer, multiIf(k = 1, 5, k = 2, 10, 4), k = 1, if(toA = fromA, 3, 1), 2)),
+	` + detailTx("if(erc, unhex('a9059cbb'), '')", "transfer AND k != 2") + `, toUInt64(1)
+FROM (SELECT *, erc AND status = 1 AS transfer,
+	arrayJoin(multiIf(transfer AND xferTo = fromA, [1, 2], transfer, [1, 2, 3], toA = fromA, [1], [1, 2])) AS k
+	FROM (` + historyRows + `))`
 
 	// The ERC-20 lists of both parties and the token's transfers.
 	seedIndexTransfers = `INSERT INTO address_index (chain_id, address, list, block_number, tx_index, position, sub_index,
-	block_hash, tx_hash, roles, tx_type, call_type, token_kind, from_address, to_address, contract_address, value, token_id,
-	gas, gas_price, nonce, selector, status, gas_used, version)
+	block_hash, tx_hash, roles, detail, version)
 SELECT chain, multiIf(k = 1, fromA, k = 2, xferTo, token), toUInt8(if(k = 3, 5, 2)), blk, idx, idx, toUInt32(0), bh, th,
-	toUInt8(0), toUInt8(0), '', toUInt8(1), fromA, xferTo, token, '1000000000000000000', '', toUInt64(0), '', toUInt64(0), '',
-	toUInt8(0), toUInt64(0), toUInt64(1)
-FROM (SELECT *, arrayJoin([1, 2, 3]) AS k FROM (` + historyRows + `) WHERE erc AND status = 1)`
+	toUInt8(0), ` + detailTransfer + `, toUInt64(1)
+FROM (SELECT *, arrayJoin(if(xferTo = fromA, [1, 3], [1, 2, 3])) AS k FROM (` + historyRows + `) WHERE erc AND status = 1)`
 )
 
 // SeedHistory writes cfg's transactions, chunk by chunk, each chunk's
@@ -150,7 +185,7 @@ func SeedHistory(ctx context.Context, conn driver.Conn, cfg HistoryConfig, logge
 	for off := uint64(0); off < cfg.Txs; off += cfg.Chunk {
 		n := min(cfg.Chunk, cfg.Txs-off)
 		for _, q := range []struct{ name, sql string }{
-			{"transactions", seedTxs}, {"transaction_hashes", seedTxHashes}, {"logs", seedLogs}, {"internal_transactions", seedFrames},
+			{"transactions", seedTxs}, {"transaction_lookup", seedTxLookup}, {"logs", seedLogs}, {"internal_transactions", seedFrames},
 			{"address_index transactions", seedIndexTxs}, {"address_index transfers", seedIndexTransfers},
 		} {
 			cctx, cancel := context.WithTimeout(ctx, 20*time.Minute)

@@ -35,9 +35,9 @@ func TestQueriesRunOnCurrentClickHouse(t *testing.T) {
 		bind(qHashToNumber, n, h), bind(qBlockTxs, n, n, h, n, n), qMigrations,
 		bind(qListDescUpTo, n, a, n, n, n, n, n, n, n, n, n, h, n), bind(qListDescBelow, n, a, n, n, n, n, n, n, n, n, n, h, n),
 		bind(qListAscFrom, n, a, n, n, n, n, n, n, n, n, n, h, n), bind(qListAscAbove, n, a, n, n, n, n, n, n, n, n, n, h, n),
-		bind(qListRange, n, a, set, n, n, n), bind(qActivity, n, a),
+		bind(qActivity, n, a),
 		bind(qBlocksLookup, n, set), bind(qBlocksByNumbers, n, set),
-		bind(qTxHash, n, h), bind(qTxFull, n, n, h, n), bind(qTxLogs, n, n, h, n, n), bind(qTxFrames, n, n, h, n, n),
+		bind(qTxLookup, n, h),
 		bind(qLatestTxs, n, n, n, "2", "2", n),
 	)
 	testenv.OnCurrentClickHouse(t, stmts)

@@ -6,10 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
-	"golang.org/x/sync/errgroup"
+
+	schema "github.com/moraine-data/moraine/schemas/clickhouse"
+	"github.com/moraine-data/moraine/schemas/codec"
+	"github.com/moraine-data/moraine/schemas/record"
 )
 
 // Reads of the address lists (address_index, ordered by chain, address,
@@ -27,9 +31,10 @@ import (
 //   - Over budget, reads go window by window: the first spans
 //     listFirstWindowPerRow blocks per wanted row, each next one (past an
 //     exhausted window) listWindowGrowth times more.
-//   - The page token carries the span of blocks the page took (the Window
-//     hint), so the next page of a busy address starts with a window that
-//     holds about one page: the 1,000th page costs what the first does.
+//   - The page token carries twice the span of blocks the page took (the
+//     Window hint), so the next page of a busy address starts with a window
+//     that holds it: the 1,000th page costs what the first does, one read
+//     of the index and one of the canonical blocks.
 const (
 	listFirstWindowPerRow = 4
 	listWindowGrowth      = 16
@@ -141,10 +146,12 @@ func (s *ClickHouse) AddressList(ctx context.Context, r ListRequest) (ListPage, 
 	}
 	out := ListPage{Rows: page}
 	if window > 0 && len(page) > 1 {
-		// The blocks this page spanned, with a quarter to spare.
+		// Twice the blocks this page spanned: the next page's rows are
+		// about as dense, and a window that falls short costs a second
+		// query, while one twice too wide costs a few more rows.
 		first, last := page[0].Block.Number, page[len(page)-1].Block.Number
 		span := max(first, last) - min(first, last) + 1
-		out.Window = span + span/4 + 1
+		out.Window = 2*span + 1
 	}
 	return out, nil
 }
@@ -176,37 +183,82 @@ func (s *ClickHouse) listRead(ctx context.Context, r ListRequest, lo, hi uint64,
 		return nil, err
 	}
 	defer done()
-	return scanIndexRows("address_list", rows, false)
+	return scanIndexRows("address_list", rows, r.List)
 }
 
-// scanIndexRows reads indexColumns (preceded by list when withList).
-func scanIndexRows(name string, rows driver.Rows, withList bool) ([]IndexRow, error) {
+// scanIndexRows reads indexColumns, decoding each row's detail by list.
+func scanIndexRows(name string, rows driver.Rows, list uint8) ([]IndexRow, error) {
 	defer rows.Close()
 	var out []IndexRow
 	for rows.Next() {
 		var (
-			r                                  IndexRow
-			blockHash, txHash, from, to, ca, s string
+			r                         IndexRow
+			blockHash, txHash, detail string
 		)
-		dest := []any{&r.Block.Number, &r.TxIndex, &r.Position, &r.Sub, &blockHash, &txHash, &r.Roles, &r.TxType,
-			&r.CallType, &r.TokenKind, &from, &to, &ca, &r.Value, &r.TokenID, &r.Gas, &r.GasPrice, &r.Nonce, &s,
-			&r.Status, &r.GasUsed}
-		if withList {
-			dest = append([]any{&r.List}, dest...)
-		}
-		if err := rows.Scan(dest...); err != nil {
+		if err := rows.Scan(&r.Block.Number, &r.TxIndex, &r.Position, &r.Sub, &blockHash, &txHash, &r.Roles, &detail); err != nil {
 			return nil, fmt.Errorf("store: %s: scan: %w", name, err)
 		}
 		r.Seek.Block = r.Block.Number
 		copy(r.BlockHash[:], blockHash)
 		copy(r.TxHash[:], txHash)
-		r.From, r.To, r.Contract, r.Selector = address(from), address(to), address(ca), []byte(s)
+		if err := decodeDetail(&r, list, []byte(detail)); err != nil {
+			return nil, fmt.Errorf("store: %s: row of block %d, index %d: %w", name, r.Block.Number, r.TxIndex, err)
+		}
 		out = append(out, r)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, classify(name, err)
 	}
 	return out, nil
+}
+
+// decodeDetail fills r from an address_index detail of the given list.
+func decodeDetail(r *IndexRow, list uint8, detail []byte) error {
+	switch list {
+	case schema.ListTransactions:
+		d, err := codec.DecodeTxDetail(detail)
+		if err != nil {
+			return err
+		}
+		r.TxType, r.From, r.To, r.Contract, r.Value = uint8(d.Type), d.From, d.To, d.ContractAddress, d.Value
+		r.Gas, r.GasPrice, r.Nonce, r.Selector, r.Status, r.GasUsed = d.Gas, d.GasPrice, d.Nonce, d.Input, uint8(d.Status), d.GasUsed
+		r.Transfers, r.Internals = transfersOf(d.Transfers), internalsOf(d.InternalTransactions)
+	case schema.ListInternal:
+		var c record.CallDetail
+		if err := c.UnmarshalVT(detail); err != nil {
+			return err
+		}
+		r.Internal = internalsOf([]*record.CallDetail{&c})[0]
+	case schema.ListDeployments, schema.ListCreation:
+		var d record.Deployment
+		if err := d.UnmarshalVT(detail); err != nil {
+			return err
+		}
+		r.Deployment = Deployment{Contract: d.Contract, Deployer: d.Deployer, Creator: d.Creator}
+	default:
+		var t record.TokenTransfer
+		if err := t.UnmarshalVT(detail); err != nil {
+			return err
+		}
+		r.Transfer = transfersOf([]*record.TokenTransfer{&t})[0]
+	}
+	return nil
+}
+
+func transfersOf(ts []*record.TokenTransfer) []Transfer {
+	out := make([]Transfer, len(ts))
+	for i, t := range ts {
+		out[i] = Transfer{Kind: uint8(t.Kind), Token: t.Token, From: t.From, To: t.To, LogIndex: t.LogIndex, Value: t.Value, TokenID: t.TokenId}
+	}
+	return out
+}
+
+func internalsOf(cs []*record.CallDetail) []Internal {
+	out := make([]Internal, len(cs))
+	for i, c := range cs {
+		out[i] = Internal{Type: c.Type, From: c.From, To: c.To, Value: c.Value, Gas: c.Gas, GasUsed: c.GasUsed, Reverted: c.Reverted}
+	}
+	return out
 }
 
 // keepCanonical returns the rows whose block is canonical, with the block
@@ -305,23 +357,6 @@ func (s *ClickHouse) CanonicalBlocks(ctx context.Context, chainID uint64, number
 	return out, nil
 }
 
-// ListRange returns the rows of an address's lists in blocks [lo, hi], in
-// position order, without the canonical check (the caller matches them to
-// canonical rows by block hash), at most limit.
-func (s *ClickHouse) ListRange(ctx context.Context, chainID uint64, a Address, lists []uint8, lo, hi uint64, limit int) ([]IndexRow, error) {
-	set := make([]any, len(lists))
-	for i, l := range lists {
-		set[i] = l
-	}
-	rows, done, err := s.query(ctx, "address_list_range", qListRange, chainID, hex.EncodeToString(a[:]),
-		clickhouse.GroupSet{Value: set}, lo, hi, limit)
-	if err != nil {
-		return nil, err
-	}
-	defer done()
-	return scanIndexRows("address_list_range", rows, true)
-}
-
 // HasActivity reports whether the address took part in a canonical
 // transaction of the chain.
 func (s *ClickHouse) HasActivity(ctx context.Context, chainID uint64, a Address) (bool, error) {
@@ -353,144 +388,67 @@ func (s *ClickHouse) HasActivity(ctx context.Context, chainID uint64, a Address)
 	return len(canon) > 0, err
 }
 
-// TxByHash finds the canonical block and index of a transaction.
-func (s *ClickHouse) TxByHash(ctx context.Context, chainID uint64, h Hash) (TxRef, error) {
-	rows, done, err := s.query(ctx, "tx_hash", qTxHash, chainID, hex.EncodeToString(h[:]))
+// Transaction finds a canonical transaction by hash (transaction_lookup)
+// with its detail; ErrNotFound when no canonical block holds it.
+func (s *ClickHouse) Transaction(ctx context.Context, chainID uint64, h Hash) (TxRef, FullTx, error) {
+	rows, done, err := s.query(ctx, "tx_lookup", qTxLookup, chainID, hex.EncodeToString(h[:]))
 	if err != nil {
-		return TxRef{}, err
+		return TxRef{}, FullTx{}, err
 	}
-	var found []IndexRow
+	type placement struct {
+		number uint64
+		hash   Hash
+		index  uint32
+		detail []byte
+	}
+	var found []placement
 	for rows.Next() {
 		var (
-			r    IndexRow
-			hash string
+			p            placement
+			hash, detail string
 		)
-		if err := rows.Scan(&r.Block.Number, &hash, &r.TxIndex); err != nil {
+		if err := rows.Scan(&p.number, &hash, &p.index, &detail); err != nil {
 			rows.Close()
 			done()
-			return TxRef{}, fmt.Errorf("store: tx_hash: scan: %w", err)
+			return TxRef{}, FullTx{}, fmt.Errorf("store: tx_lookup: scan: %w", err)
 		}
-		copy(r.BlockHash[:], hash)
-		found = append(found, r)
+		copy(p.hash[:], hash)
+		p.detail = []byte(detail)
+		found = append(found, p)
 	}
 	rows.Close()
 	err = rows.Err()
 	done()
 	if err != nil {
-		return TxRef{}, classify("tx_hash", err)
+		return TxRef{}, FullTx{}, classify("tx_lookup", err)
+	}
+	numbers := make([]uint64, len(found))
+	for i, p := range found {
+		numbers[i] = p.number
+	}
+	blocks, err := s.CanonicalBlocks(ctx, chainID, numbers)
+	if err != nil {
+		return TxRef{}, FullTx{}, err
 	}
 	// A transaction is in at most one canonical block.
-	canon, err := s.keepCanonical(ctx, chainID, found)
+	i := slices.IndexFunc(found, func(p placement) bool { b, ok := blocks[p.number]; return ok && b.Hash == p.hash })
+	if i < 0 {
+		return TxRef{}, FullTx{}, ErrNotFound
+	}
+	p := found[i]
+	d, err := codec.DecodeTxDetail(p.detail)
 	if err != nil {
-		return TxRef{}, err
+		return TxRef{}, FullTx{}, fmt.Errorf("store: tx_lookup: %w", err)
 	}
-	if len(canon) == 0 {
-		return TxRef{}, ErrNotFound
+	input := d.Input
+	full := FullTx{
+		Tx: Tx{BlockIndex: p.index, Hash: h, Type: uint8(d.Type), From: d.From, To: d.To, ContractAddress: d.ContractAddress,
+			Value: d.Value, Gas: d.Gas, GasPrice: d.GasPrice, EffectiveGasPrice: d.EffectiveGasPrice, Nonce: d.Nonce,
+			Selector: input[:min(len(input), 4)], InputLen: uint64(len(input)), Status: uint8(d.Status), GasUsed: d.GasUsed},
+		Input: input, MaxFeePerGas: d.MaxFeePerGas, MaxPriorityFeePerGas: d.MaxPriorityFeePerGas,
+		Transfers: transfersOf(d.Transfers), Internals: internalsOf(d.InternalTransactions),
 	}
-	return TxRef{Block: canon[0].Block, Index: canon[0].TxIndex}, nil
-}
-
-// Bounds of one transaction's logs and call frames read by FullTx.
-const (
-	maxTxLogs   = 100_000
-	maxTxFrames = 1_000_000
-)
-
-// FullTx reads a canonical transaction with its input, logs and call
-// frames (three concurrent reads).
-func (s *ClickHouse) FullTx(ctx context.Context, ref TxRef) (FullTx, error) {
-	b := ref.Block
-	hash := hex.EncodeToString(b.Hash[:])
-	var out FullTx
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error {
-		rows, done, err := s.query(gctx, "tx_full", qTxFull, b.ChainID, b.Number, hash, ref.Index)
-		if err != nil {
-			return err
-		}
-		defer done()
-		defer rows.Close()
-		found := false
-		for rows.Next() {
-			var (
-				t                           = &out.Tx
-				txHash, from, to, ca, input string
-			)
-			if err := rows.Scan(&t.BlockIndex, &txHash, &t.Type, &from, &to, &ca, &t.Value, &t.Gas, &t.GasPrice,
-				&t.EffectiveGasPrice, &t.Nonce, &input, &t.Status, &t.GasUsed, &out.MaxFeePerGas, &out.MaxPriorityFeePerGas); err != nil {
-				return fmt.Errorf("store: tx_full: scan: %w", err)
-			}
-			copy(t.Hash[:], txHash)
-			t.From, t.To, t.ContractAddress = address(from), address(to), address(ca)
-			out.Input = []byte(input)
-			t.Selector, t.InputLen = out.Input[:min(len(out.Input), 4)], uint64(len(out.Input))
-			found = true
-		}
-		if err := rows.Err(); err != nil {
-			return classify("tx_full", err)
-		}
-		if !found {
-			return ErrNotFound
-		}
-		return nil
-	})
-	g.Go(func() error {
-		rows, done, err := s.query(gctx, "tx_logs", qTxLogs, b.ChainID, b.Number, hash, ref.Index, maxTxLogs)
-		if err != nil {
-			return err
-		}
-		defer done()
-		defer rows.Close()
-		for rows.Next() {
-			var (
-				l                    Log
-				addr, t0, t1, t2, t3 string
-				data                 string
-			)
-			if err := rows.Scan(&l.Index, &addr, &t0, &t1, &t2, &t3, &data); err != nil {
-				return fmt.Errorf("store: tx_logs: scan: %w", err)
-			}
-			l.Address, l.Data = []byte(addr), []byte(data)
-			for _, t := range []string{t0, t1, t2, t3} {
-				if t == "" {
-					break
-				}
-				l.Topics = append(l.Topics, []byte(t))
-			}
-			out.Logs = append(out.Logs, l)
-		}
-		if err := rows.Err(); err != nil {
-			return classify("tx_logs", err)
-		}
-		return nil
-	})
-	g.Go(func() error {
-		rows, done, err := s.query(gctx, "tx_frames", qTxFrames, b.ChainID, b.Number, hash, ref.Index, maxTxFrames)
-		if err != nil {
-			return err
-		}
-		defer done()
-		defer rows.Close()
-		for rows.Next() {
-			var (
-				f        Frame
-				from, to string
-			)
-			if err := rows.Scan(&f.Position, &f.Depth, &f.Type, &from, &to, &f.Value, &f.Gas, &f.GasUsed, &f.Error); err != nil {
-				return fmt.Errorf("store: tx_frames: scan: %w", err)
-			}
-			f.From, f.To = address(from), address(to)
-			out.Frames = append(out.Frames, f)
-		}
-		if err := rows.Err(); err != nil {
-			return classify("tx_frames", err)
-		}
-		return nil
-	})
-	if err := g.Wait(); err != nil {
-		return FullTx{}, err
-	}
-	return out, nil
+	return TxRef{Block: blocks[p.number], Index: p.index}, full, nil
 }
 
 // Transaction status filters of LatestTxs.

@@ -8,8 +8,7 @@ package store
 // of FINAL's merge, and the block hash is checked against the canonical
 // block afterwards.
 const (
-	indexColumns = `block_number, tx_index, position, sub_index, block_hash, tx_hash, roles, tx_type, call_type,
-	token_kind, from_address, to_address, contract_address, value, token_id, gas, gas_price, nonce, selector, status, gas_used`
+	indexColumns = `block_number, tx_index, position, sub_index, block_hash, tx_hash, roles, detail`
 
 	indexKey = `block_number, tx_index, position, sub_index, block_hash`
 
@@ -41,16 +40,6 @@ LIMIT ?`
 	qListAscFrom   = `SELECT ` + indexColumns + listWhere + `>=` + listBoundArgs + listAsc
 	qListAscAbove  = `SELECT ` + indexColumns + listWhere + `>` + listBoundArgs + listAsc
 
-	// qListRange reads the rows of several lists of an address in a block
-	// range (the transfers and internal transactions of a page of
-	// transactions).
-	qListRange = `SELECT list, ` + indexColumns + `
-FROM address_index
-WHERE chain_id = ? AND address = unhex(?) AND list IN ? AND block_number >= ? AND block_number <= ?
-ORDER BY block_number, tx_index, position, sub_index
-LIMIT 1 BY list, ` + indexKey + `
-LIMIT ?`
-
 	// qActivity finds a few rows of an address's transactions list: does it
 	// have any on the chain? Without ORDER BY the read stops at the LIMIT.
 	qActivity = `SELECT block_number, block_hash
@@ -71,36 +60,13 @@ GROUP BY number`
 FROM blocks FINAL
 WHERE chain_id = ? AND number IN ? AND removed = 0`
 
-	// qTxHash finds where a transaction hash was included (one row per
-	// block that included it: normally one).
-	qTxHash = `SELECT block_number, block_hash, tx_index
-FROM transaction_hashes
+	// qTxLookup finds where a transaction hash was included, with its detail
+	// (one row per block that included it: normally one).
+	qTxLookup = `SELECT block_number, block_hash, tx_index, detail
+FROM transaction_lookup
 WHERE chain_id = ? AND hash = unhex(?)
 LIMIT 1 BY block_hash
 LIMIT 64`
-
-	// qTxFull reads one transaction with its input.
-	qTxFull = `SELECT tx_index, hash, type, from_address, to_address, contract_address, value, gas, gas_price,
-	effective_gas_price, nonce, input, status, gas_used, max_fee_per_gas, max_priority_fee_per_gas
-FROM transactions
-WHERE chain_id = ? AND block_number = ? AND block_hash = unhex(?) AND tx_index = ?
-LIMIT 1`
-
-	// qTxLogs reads a transaction's logs (the block's, filtered by index).
-	qTxLogs = `SELECT log_index, address, topic0, topic1, topic2, topic3, data
-FROM logs
-WHERE chain_id = ? AND block_number = ? AND block_hash = unhex(?) AND tx_index = ?
-ORDER BY log_index
-LIMIT 1 BY log_index
-LIMIT ?`
-
-	// qTxFrames reads a transaction's call frames in trace order.
-	qTxFrames = `SELECT trace_position, depth, type, from_address, to_address, value, gas, gas_used, error
-FROM internal_transactions
-WHERE chain_id = ? AND block_number = ? AND block_hash = unhex(?) AND tx_index = ?
-ORDER BY trace_position
-LIMIT 1 BY trace_position
-LIMIT ?`
 
 	// qLatestTxs reads the transactions of a block range, newest first,
 	// optionally of one receipt status (? = 2: any).

@@ -11,6 +11,7 @@ import (
 	"github.com/moraine-data/moraine/query/internal/store"
 	"github.com/moraine-data/moraine/query/internal/storetest"
 	schema "github.com/moraine-data/moraine/schemas/clickhouse"
+	"github.com/moraine-data/moraine/schemas/record"
 )
 
 // historyEnv is a chain of 2,000 blocks with an address index: a busy
@@ -203,35 +204,40 @@ func TestTxByHashAndLatest(t *testing.T) {
 	blocks := storetest.Chain(chain, 0, 99, 1, "a")
 	require.NoError(t, storetest.InsertBlocks(c, conn, blocks))
 	var txs []storetest.Tx
-	var hashes []storetest.TxHashRow
+	var hashes []storetest.TxLookupRow
 	for _, b := range blocks {
 		for i := range b.TxCount {
 			tx := storetest.Tx{ChainID: chain, BlockNumber: b.Number, BlockHash: b.Hash, Index: i, Hash: storetest.HashOf(chain, b.Number*10+uint64(i), "tx"),
 				From: storetest.Address(1), To: storetest.Address(2), Value: "1", Status: uint8((b.Number + uint64(i)) % 2),
 				Input: []byte{0xa9, 0x05, 0x9c, 0xbb, 7}, Version: 1}
 			txs = append(txs, tx)
-			hashes = append(hashes, storetest.TxHashRow{ChainID: chain, Hash: tx.Hash, BlockHash: b.Hash, Block: b.Number, TxIndex: i, Version: 1})
+			hashes = append(hashes, storetest.TxLookupRow{ChainID: chain, Hash: tx.Hash, BlockHash: b.Hash, Block: b.Number, TxIndex: i,
+				Detail: &record.TxDetail{From: tx.From, To: tx.To, Value: tx.Value, Input: tx.Input, Status: uint32(tx.Status),
+					Transfers: []*record.TokenTransfer{{Kind: 1, Token: storetest.Address(7), From: tx.From, To: tx.To, LogIndex: 3, Value: "9"}}},
+				Version: 1})
 		}
 	}
 	// A transaction first mined in an orphaned block 50, then in block 52.
 	moved := storetest.HashOf(chain, 52*10+0, "tx")
 	orphan := storetest.HashOf(chain, 50, "orphan")
-	hashes = append(hashes, storetest.TxHashRow{ChainID: chain, Hash: moved, BlockHash: orphan, Block: 50, TxIndex: 0, Version: 1})
+	hashes = append(hashes, storetest.TxLookupRow{ChainID: chain, Hash: moved, BlockHash: orphan, Block: 50, TxIndex: 0,
+		Detail: &record.TxDetail{Value: "orphaned"}, Version: 1})
 	txs = append(txs, storetest.Tx{ChainID: chain, BlockNumber: 50, BlockHash: orphan, Index: 0, Hash: moved, Status: 1, Version: 1})
 	// Every row twice (a redelivery).
 	require.NoError(t, storetest.InsertTxs(c, conn, append(txs, txs...)))
-	require.NoError(t, storetest.InsertTxHashes(c, conn, append(hashes, hashes...)))
+	require.NoError(t, storetest.InsertTxLookup(c, conn, append(hashes, hashes...)))
 
-	ref, err := s.TxByHash(c, chain, moved)
+	ref, full, err := s.Transaction(c, chain, moved)
 	require.NoError(t, err)
 	require.Equal(t, uint64(52), ref.Block.Number)
 	require.Equal(t, blocks[52].Hash, ref.Block.Hash)
-	full, err := s.FullTx(c, ref)
-	require.NoError(t, err)
 	require.Equal(t, moved, full.Hash)
+	require.Equal(t, "1", full.Value, "the canonical placement's detail, not the orphan's")
 	require.Equal(t, []byte{0xa9, 0x05, 0x9c, 0xbb, 7}, full.Input)
-	require.Empty(t, full.Logs)
-	_, err = s.TxByHash(c, chain, storetest.HashOf(chain, 1, "nope"))
+	require.Equal(t, []byte{0xa9, 0x05, 0x9c, 0xbb}, full.Selector)
+	require.Equal(t, []store.Transfer{{Kind: 1, Token: storetest.Address(7), From: storetest.Address(1), To: storetest.Address(2), LogIndex: 3, Value: "9"}},
+		full.Transfers)
+	_, _, err = s.Transaction(c, chain, storetest.HashOf(chain, 1, "nope"))
 	require.ErrorIs(t, err, store.ErrNotFound)
 
 	// Latest: newest first from an inclusive position, no orphan, no copy.

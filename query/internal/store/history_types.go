@@ -90,28 +90,59 @@ type ListPage struct {
 }
 
 // IndexRow is one canonical row of an address list with its block. Which
-// fields are set depends on the list (schemas/clickhouse/addressindex.go).
+// fields are set depends on the list (schemas/clickhouse/addressindex.go):
+// the transaction fields (ListTransactions: Selector is the input's first
+// four bytes, Transfers and Internals only those the address sent or
+// received), Transfer (ERC-20/721/1155 and token lists), Internal
+// (ListInternal), Deployment (ListDeployments, ListCreation).
 type IndexRow struct {
 	Seek
 	// BlockHash is the row's block; Block is that block's header once the
 	// row is known to be canonical.
 	BlockHash Hash
 	Block     Block
-	// List is the row's list (set by reads of several lists).
-	List      uint8
 	TxHash    Hash
 	Roles     uint8
-	TxType    uint8
-	CallType  string
-	TokenKind uint8
-	// From, To and Contract are 20 bytes or empty.
-	From, To, Contract []byte
-	Value, TokenID     string
+
+	TxType             uint8
+	From, To, Contract []byte // 20 bytes or empty
+	Value              string
 	Gas, Nonce         uint64
 	GasPrice           string
 	Selector           []byte
 	Status             uint8
 	GasUsed            uint64
+	Transfers          []Transfer
+	Internals          []Internal
+
+	Transfer   Transfer
+	Internal   Internal
+	Deployment Deployment
+}
+
+// Transfer is one token transfer (schemas TokenTransfer).
+type Transfer struct {
+	Kind            uint8 // pkg/evm.Kind: 1 ERC-20, 2 ERC-721, 3 ERC-1155
+	Token, From, To []byte
+	LogIndex        uint32
+	Value, TokenID  string
+}
+
+// Internal is one internal transaction (schemas CallDetail).
+type Internal struct {
+	Type         string
+	From, To     []byte
+	Value        string
+	Gas, GasUsed uint64
+	Reverted     bool
+}
+
+// Deployment is a contract's creation.
+type Deployment struct {
+	Contract, Deployer []byte
+	// Creator is the contract that ran CREATE/CREATE2 (empty for a
+	// top-level creation).
+	Creator []byte
 }
 
 // TxRef locates a canonical transaction.
@@ -121,34 +152,15 @@ type TxRef struct {
 }
 
 // FullTx is one transaction with everything GET /transactions/{txHash}
-// renders: the transaction and receipt, its logs and its call frames.
+// renders besides its block: the transaction and receipt, every token
+// transfer and internal transaction.
 type FullTx struct {
 	Tx
 	Input                []byte
 	MaxFeePerGas         string
 	MaxPriorityFeePerGas string
-	Logs                 []Log
-	Frames               []Frame
-}
-
-// Log is one log of a transaction.
-type Log struct {
-	Index   uint32
-	Address []byte
-	Topics  [][]byte
-	Data    []byte
-}
-
-// Frame is one call frame of a transaction, in trace order.
-type Frame struct {
-	Position uint32
-	Depth    uint32
-	Type     string
-	From, To []byte
-	Value    string
-	Gas      uint64
-	GasUsed  uint64
-	Error    string
+	Transfers            []Transfer
+	Internals            []Internal
 }
 
 // LatestTx is one transaction of a chain's latest list.

@@ -9,8 +9,7 @@ import (
 
 // queryNames are the values of the query label.
 var queryNames = []string{"heads", "blocks_range", "block_by_number", "block_hash", "block_transactions", "migrations",
-	"address_list", "address_list_range", "address_activity", "blocks_lookup", "blocks_by_numbers", "tx_hash", "tx_full",
-	"tx_logs", "tx_frames", "latest_txs"}
+	"address_list", "address_activity", "blocks_lookup", "blocks_by_numbers", "tx_lookup", "latest_txs"}
 
 type metrics struct {
 	duration *prometheus.HistogramVec
