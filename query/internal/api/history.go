@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 
 	"github.com/gin-gonic/gin"
 	"golang.org/x/sync/errgroup"
@@ -531,3 +532,7 @@ func (h *handlers) listAddressChains(c *gin.Context) {
 	}
 	ok(c, out)
 }
+
+// routeLabel is a route template without the backslash that registers a
+// literal colon (gin reports it with or without), as metrics label it.
+func routeLabel(path string) string { return strings.ReplaceAll(path, `\`, "") }

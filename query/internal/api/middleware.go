@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -42,10 +41,6 @@ func (m *metrics) initRoute(route, method string) {
 	m.requests.WithLabelValues(route, method, "200")
 	m.duration.WithLabelValues(route, method)
 }
-
-// routeLabel is a route template without the backslash that registers a
-// literal colon (gin reports it with or without).
-func routeLabel(path string) string { return strings.ReplaceAll(path, `\`, "") }
 
 var knownMethods = map[string]bool{
 	http.MethodGet: true, http.MethodHead: true, http.MethodPost: true, http.MethodPut: true,

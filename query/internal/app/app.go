@@ -106,7 +106,8 @@ func (a *App) Start(ctx context.Context) error {
 	contracts := tokenmeta.New(a.cfg.Contracts, rpc, tokenmeta.Deps{Logger: a.logger, Registerer: a.reg, Subsystem: "query"})
 	router, err := api.Router(api.Deps{
 		Logger: a.logger.With("component", "api"), Registerer: a.reg, Chains: a.chains,
-		Store: a.store, History: a.store, Contracts: contracts, Tokens: tokens, Config: a.cfg.API, Middleware: a.mgmt.Middleware(),
+		History: a.store, Contracts: contracts,
+		Store: a.store, Tokens: tokens, Config: a.cfg.API, Middleware: a.mgmt.Middleware(),
 	})
 	if err != nil {
 		return err
