@@ -29,7 +29,10 @@ import (
 // reports blocks/s and tx/s from ingest start to the last block's head row
 // in ClickHouse, the CPU time each process spent, and the time each
 // pipeline stage accumulated. Run it with -benchtime Nx for N runs (make
-// bench does).
+// bench does). Runs alternate the processor's transaction-history tables on
+// and off (--processor.address-index; odd runs on), so one invocation
+// measures what those tables cost; each run's lines follow a "stage
+// variant: address index on|off" line.
 //
 // Each run stops its services when it is measured, but its database and
 // topics are dropped only after the last run: on this machine's ext4
@@ -48,7 +51,10 @@ func BenchmarkPipelineGunzilla(b *testing.B) {
 		// collect it before the measured window, so that this process's
 		// garbage collector does not take a core from the pipeline.
 		runtime.GC()
-		s := runPipeline(b, d, first, pipelineOpts{noWaitIngest: true, ingestArgs: strings.Fields(os.Getenv("MORAINE_BENCH_INGEST_ARGS"))})
+		index := run%2 == 1
+		fmt.Printf("\nstage variant: address index %s\n", map[bool]string{true: "on", false: "off"}[index])
+		s := runPipeline(b, d, first, pipelineOpts{noWaitIngest: true, ingestArgs: strings.Fields(os.Getenv("MORAINE_BENCH_INGEST_ARGS")),
+			processorArgs: []string{fmt.Sprintf("--processor.address-index=%v", index)}})
 		// CPU from here on: ingest has just been started, the rest are idle
 		// and ready (the replay source has loaded its file).
 		cpuBefore := stackCPU(b)

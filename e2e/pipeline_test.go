@@ -37,8 +37,9 @@ type stackUp struct {
 
 // pipelineOpts shape startServices.
 type pipelineOpts struct {
-	// ingestArgs are extra ingest flags.
-	ingestArgs []string
+	// ingestArgs and processorArgs are extra flags of ingest and the
+	// processor.
+	ingestArgs, processorArgs []string
 	// noWaitIngest returns as soon as ingest is started instead of when it
 	// has caught up (the benchmark times the catching up).
 	noWaitIngest bool
@@ -108,7 +109,7 @@ func startServices(t testing.TB, chainJSON string, o pipelineOpts) *stackUp {
 	}
 
 	run("processor", true, args(common, chArgs, []string{"--chains.file", chainsFile},
-		strings.Fields(os.Getenv("MORAINE_E2E_PROCESSOR_ARGS")))...)
+		strings.Fields(os.Getenv("MORAINE_E2E_PROCESSOR_ARGS")), o.processorArgs)...)
 	apiAddr := freeAddr(t)
 	s.api = "http://" + apiAddr
 	run("query", true, args(common, chArgs, []string{"--chains.file", chainsFile, "--http.listen-address", apiAddr,

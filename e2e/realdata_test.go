@@ -136,6 +136,9 @@ func testRealData(t *testing.T, d dataset) {
 	t.Run("internal transactions vs golden", func(t *testing.T) { compareInternal(t, d, s) })
 	t.Run("API blocks vs RPC", func(t *testing.T) { compareAPIBlocks(t, d, s, rec) })
 	t.Run("API pagination", func(t *testing.T) { comparePagination(t, d, s, rec) })
+	t.Run("history vs golden", func(t *testing.T) {
+		compareHistory(t, historyCheck{m: goldenModel(t, d), chainID: d.chainID, api: s.api})
+	})
 }
 
 func query(t testing.TB, conn driver.Conn, q string, args ...any) []map[string]string {

@@ -185,6 +185,23 @@ func activitySamples() map[string]*record.Activity {
 	}
 }
 
+func txDetailSamples() map[string]*record.TxDetail {
+	return map[string]*record.TxDetail{
+		"tx_detail": {
+			Type: 2, From: h("0xf73166f0c75a3df444fabdfdc7e5ee4a73fa51c7"), To: h("0x1dac23e41fc8ce857e86fd8c1ae5b6121c67d96d"),
+			Value: "30576074978046450", Gas: 651108, GasPrice: "31466275484", MaxFeePerGas: "52000000000",
+			MaxPriorityFeePerGas: "1000000000", Nonce: 4, Input: h("0xb80c2f09"), Status: 1, GasUsed: 212125,
+			EffectiveGasPrice: "27000000000",
+			Transfers: []*record.TokenTransfer{{Kind: 1, Token: h("0xb31f66aa3c1e785363f0875a1b74e27b85fd66c7"),
+				From: h("0x1dac23e41fc8ce857e86fd8c1ae5b6121c67d96d"), To: h("0xbe882fb094143b59dc5335d32cecb711570ebdd4"),
+				LogIndex: 2, Value: "30576074978046450"}},
+			InternalTransactions: []*record.CallDetail{{Type: "CALL", From: h("0x1dac23e41fc8ce857e86fd8c1ae5b6121c67d96d"),
+				To: h("0xb31f66aa3c1e785363f0875a1b74e27b85fd66c7"), Value: "30576074978046450", Gas: 600000, GasUsed: 23974,
+				Reverted: true}},
+		},
+	}
+}
+
 // golden is one sample record with its codec.
 type golden struct {
 	msg    proto.Message
@@ -206,6 +223,10 @@ func goldenCases() map[string]golden {
 		out[name] = golden{a, func() ([]byte, error) { return EncodeActivity(a) },
 			func(b []byte) (proto.Message, error) { return DecodeActivity(b) }}
 	}
+	for name, d := range txDetailSamples() {
+		out[name] = golden{d, func() ([]byte, error) { return EncodeTxDetail(d) },
+			func(b []byte) (proto.Message, error) { return DecodeTxDetail(b) }}
+	}
 	return out
 }
 
@@ -213,7 +234,7 @@ func goldenCases() map[string]golden {
 // and when the golden bytes no longer decode to the sample: both mean the
 // wire contract between the services drifted (blocks: ingest -> processor;
 // address-watch: query -> processor and delivery; activity: processor ->
-// delivery).
+// delivery; tx detail: processor -> query through ClickHouse).
 func TestGoldenWireFormat(t *testing.T) {
 	for name, g := range goldenCases() {
 		t.Run(name, func(t *testing.T) {

@@ -34,7 +34,10 @@ type Config struct {
 	Admin      obs.AdminConfig
 	Log        obs.LogConfig
 	// SinkEnabled runs the ClickHouse sink (--processor.sink-enabled).
-	SinkEnabled     bool
+	SinkEnabled bool
+	// AddressIndex makes the sink write the transaction-history tables
+	// (--processor.address-index).
+	AddressIndex    bool
 	Group           string
 	BatchRows       int
 	FlushInterval   time.Duration
@@ -63,6 +66,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.Matcher.RegisterFlags(fs)
 	chains.RegisterFlag(fs, &c.ChainsFile)
 	fs.BoolVar(&c.SinkEnabled, "processor.sink-enabled", true, "run the ClickHouse sink (blocks, transactions, logs, internal transactions)")
+	fs.BoolVar(&c.AddressIndex, "processor.address-index", true, "write the transaction-history tables (transaction_lookup, address_index) that the Data API's transaction and address endpoints read; false saves their cost where only blocks are served")
 	fs.StringVar(&c.Group, "processor.group", "moraine-processor", "Kafka consumer group of the ClickHouse sink (--kafka.topic-prefix is prepended)")
 	fs.IntVar(&c.BatchRows, "processor.batch-rows", 50000, "flush a batch once it holds this many rows (all tables); smaller batches overlap ClickHouse inserts with consuming")
 	fs.DurationVar(&c.FlushInterval, "processor.flush-interval", 100*time.Millisecond, "flush a batch at most this long after its first record (bounds latency at the head)")
@@ -386,7 +390,11 @@ func (c *consumer) writeChildren(ctx context.Context, records []*kgo.Record) (*w
 			w.last[b.Block.ChainId] = lastBlock{number: b.Block.Number, timestamp: b.Block.Timestamp}
 		}
 	}
-	w.batch = sink.NewBatch(events)
+	batch, err := sink.NewBatch(events, c.cfg.AddressIndex)
+	if err != nil {
+		return nil, err
+	}
+	w.batch = batch
 	c.m.stage.WithLabelValues("decode").Observe(time.Since(w.start).Seconds())
 	c.m.rows.Observe(float64(w.batch.Len()))
 	return w, c.retry(ctx, "insert", func(ctx context.Context) error { return c.writer.WriteChildren(ctx, w.batch) })

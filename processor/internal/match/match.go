@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/moraine-data/moraine/processor/internal/evm"
+	"github.com/moraine-data/moraine/pkg/evm"
 	"github.com/moraine-data/moraine/processor/internal/watchlist"
 	"github.com/moraine-data/moraine/schemas/record"
 )

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/moraine-data/moraine/processor/internal/evm"
+	"github.com/moraine-data/moraine/pkg/evm"
 	"github.com/moraine-data/moraine/processor/internal/watchlist"
 	"github.com/moraine-data/moraine/schemas/codec"
 	"github.com/moraine-data/moraine/schemas/record"

@@ -5,9 +5,9 @@ import (
 	"strconv"
 
 	"github.com/moraine-data/moraine/pkg/chains"
-	"github.com/moraine-data/moraine/processor/internal/evm"
+	"github.com/moraine-data/moraine/pkg/evm"
+	"github.com/moraine-data/moraine/pkg/tokenmeta"
 	"github.com/moraine-data/moraine/processor/internal/jcs"
-	"github.com/moraine-data/moraine/processor/internal/tokenmeta"
 	"github.com/moraine-data/moraine/processor/internal/watchlist"
 	"github.com/moraine-data/moraine/schemas/codec"
 	"github.com/moraine-data/moraine/schemas/record"

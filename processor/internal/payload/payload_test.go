@@ -14,9 +14,9 @@ import (
 	"testing"
 
 	"github.com/moraine-data/moraine/pkg/chains"
-	"github.com/moraine-data/moraine/processor/internal/evm"
+	"github.com/moraine-data/moraine/pkg/evm"
+	"github.com/moraine-data/moraine/pkg/tokenmeta"
 	"github.com/moraine-data/moraine/processor/internal/jcs"
-	"github.com/moraine-data/moraine/processor/internal/tokenmeta"
 	"github.com/moraine-data/moraine/processor/internal/watchlist"
 	"github.com/moraine-data/moraine/schemas/record"
 )

@@ -1,13 +1,19 @@
-// Package sink writes blocks-topic events to ClickHouse.
+// Package sink writes blocks-topic events to ClickHouse: the block tables
+// (blocks, block_hashes, chain_heads, transactions, logs,
+// internal_transactions) and, unless turned off (--processor.address-index),
+// the transaction-history tables the Data API's address and transaction
+// endpoints read (transaction_lookup, address_index; index.go and migration
+// 6).
 //
 // Guarantees:
 //   - Idempotent: every row carries version = the Kafka offset of the event
 //     that wrote it, and every table is a ReplacingMergeTree(version) keyed so
 //     that a redelivered event rewrites identical rows. Redelivery after a
 //     crash or rebalance therefore never doubles rows, and readers use FINAL.
-//   - Children first: transactions, logs and internal transactions of a batch
-//     are inserted before the block rows, and the chain head last, so a reader
-//     that finds a block also finds its contents.
+//   - Children first: transactions, logs, internal transactions and the
+//     history rows of a batch are inserted before the block rows, and the
+//     chain head last, so a reader that finds a block also finds its
+//     contents.
 //   - Reorgs: a Reorg event writes removed=1 rows for each orphaned block
 //     (blocks and block_hashes) with a newer version, so they stop being
 //     served; the replacing blocks follow with still newer versions. Child
@@ -44,6 +50,11 @@ type Batch struct {
 	txs      []*txRow
 	logs     []logRow
 	internal []internalRow
+	// indexed: the batch also holds the transaction-history rows
+	// (transaction_lookup from txs, and index).
+	indexed bool
+	index   []indexRow
+	parties parties // scratch of addIndex
 	// Blocks and Txs count what the batch holds, for metrics.
 	Blocks, Txs int
 }
@@ -70,6 +81,8 @@ type txRow struct {
 	b       *record.Block
 	tx      *record.Transaction
 	version uint64
+	// lookup is the transaction_lookup detail (indexed batches).
+	lookup []byte
 }
 
 type logRow struct {
@@ -86,8 +99,9 @@ type internalRow struct {
 
 // NewBatch returns the batch of events, its row slices allocated at their
 // final size: grown by appending, the call frames' rows alone (about 200,000
-// in a backfill batch) were copied several times over.
-func NewBatch(events []Event) *Batch {
+// in a backfill batch) were copied several times over. With index, it also
+// holds the rows of the transaction-history tables (index.go).
+func NewBatch(events []Event, index bool) (*Batch, error) {
 	var blocks, txs, logs, internal int
 	for _, e := range events {
 		switch ev := e.Event.GetEvent().(type) {
@@ -109,20 +123,33 @@ func NewBatch(events []Event) *Batch {
 		txs:      make([]*txRow, 0, txs),
 		logs:     make([]logRow, 0, logs),
 		internal: make([]internalRow, 0, internal),
+		indexed:  index,
+	}
+	if index {
+		// A guess, not a bound: about four parties per transaction and
+		// three rows per transfer log; a batch outgrowing it grows once or
+		// twice.
+		b.index = make([]indexRow, 0, 4*txs+3*logs)
 	}
 	for _, e := range events {
-		b.add(e)
+		if err := b.add(e); err != nil {
+			return nil, err
+		}
 	}
-	return b
+	return b, nil
 }
 
 // Len is the number of rows the batch would insert.
 func (b *Batch) Len() int {
-	return len(b.blocks) + len(b.hashes) + len(b.txs) + len(b.logs) + len(b.internal)
+	n := len(b.blocks) + len(b.hashes) + len(b.txs) + len(b.logs) + len(b.internal)
+	if b.indexed {
+		n += len(b.txs) + len(b.index)
+	}
+	return n
 }
 
 // add appends the rows of one event.
-func (b *Batch) add(e Event) {
+func (b *Batch) add(e Event) error {
 	v := uint64(e.Offset)
 	switch ev := e.Event.GetEvent().(type) {
 	case *record.ChainEvent_Block:
@@ -137,6 +164,11 @@ func (b *Batch) add(e Event) {
 			b.Txs++
 			tr := &txRow{b: blk, tx: tx, version: v}
 			b.txs = append(b.txs, tr)
+			if b.indexed {
+				if err := b.addIndex(tr); err != nil {
+					return err
+				}
+			}
 			for _, l := range tx.Logs {
 				b.logs = append(b.logs, logRow{tx: tr, l: l, version: v})
 			}
@@ -154,6 +186,7 @@ func (b *Batch) add(e Event) {
 			b.hashes = append(b.hashes, hashRow{chainID: r.ChainId, number: o.Number, hash: o.Hash, removed: 1, version: v})
 		}
 	}
+	return nil
 }
 
 // Writer inserts batches.
@@ -169,7 +202,8 @@ func NewWriter(conn driver.Conn, timeout time.Duration) *Writer {
 }
 
 // WriteChildren inserts the child tables of b (transactions, logs, call
-// frames), one concurrent INSERT each. Until WriteBlocks has also
+// frames, and the transaction-history tables when b has them), one
+// concurrent INSERT each. Until WriteBlocks has also
 // succeeded, the rows are not served: readers find children through their
 // block. The processor writes the next batch's children while this batch's
 // blocks go in.
@@ -185,6 +219,10 @@ func (w *Writer) WriteChildren(ctx context.Context, b *Batch) error {
 	g.Go(func() error { return w.insertTxs(gctx, b.txs) })
 	g.Go(func() error { return w.insertLogs(gctx, b.logs) })
 	g.Go(func() error { return w.insertInternal(gctx, b.internal) })
+	if b.indexed {
+		g.Go(func() error { return w.insertTxLookup(gctx, b.txs) })
+		g.Go(func() error { return w.insertIndex(gctx, b.index) })
+	}
 	return g.Wait()
 }
 

@@ -31,7 +31,10 @@ func TestNewBatchRowsAndSizes(t *testing.T) {
 			ChainId: 1, ForkNumber: 11, Orphaned: []*record.OrphanedBlock{{Number: 11}}}}}},
 		block(13, 11, tx(1, 5)), // the block replacing the orphan
 	}
-	b := NewBatch(events)
+	b, err := NewBatch(events, false)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		name           string
 		len, cap, want int

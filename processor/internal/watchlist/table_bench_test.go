@@ -6,7 +6,7 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/moraine-data/moraine/processor/internal/evm"
+	"github.com/moraine-data/moraine/pkg/evm"
 	"github.com/moraine-data/moraine/schemas/codec"
 	"github.com/moraine-data/moraine/schemas/record"
 )

@@ -1,19 +1,29 @@
-// Command querybench seeds synthetic blocks and loads a running query
-// service.
+// Command querybench seeds synthetic blocks and transaction history and
+// loads a running query service.
 //
-//	querybench seed [--clickhouse.* flags] --chain 43112 --blocks 10000000 [--first 0] [--step 1]
+//	querybench seed [--clickhouse.* flags] --chain 43112 --blocks 10000000 [--first 0] [--step 1] \
+//	    [--txs 50000000 --tx-per-block 5 --addresses 10000000 --tokens 100]
 //	querybench load --url http://127.0.0.1:8080 --rate 500 --duration 30s \
 //	    --path /v1/chains/43112/blocks --path '/v1/chains/43112/blocks/{rand:0:9999999}'
 //	querybench load --rate 200 --duration 2h --head-chain 99913 --report-every 10s \
 //	    --path '/v1/chains/99913/blocks/{rand:1:head}'      (a chain being backfilled)
+//	querybench page-token --url http://127.0.0.1:8080 --path /v1/chains/43112/addresses/0x.../transactions --pages 999
 //
 // seed writes the chain with INSERT ... SELECT FROM numbers() (10M blocks in
-// about a minute on 2 cores) and sets its head in chain_heads; the service's
-// chain file must list the chain. load fires requests open-loop at --rate
-// (round-robin over --path; "{rand:LO:HI}" is a random integer per request,
-// "{rand:LO:head}" one up to the newest block of --head-chain) and prints
-// p50/p90/p99/max per path, with --report-every also per interval. An
-// interrupt (SIGINT) ends the run early and prints what it measured. Flags fall back to MORAINE_* env vars.
+// about a minute on 2 cores) and sets its head in chain_heads; with --txs it
+// then writes that many transactions over those blocks (step 1) with the
+// transaction-history tables (bench.SeedHistory: three router addresses with
+// 10%, 5% and 2% of the transactions, a pool of --addresses accounts, ERC-20
+// transfers of --tokens tokens); --blocks 0 seeds only the history of blocks
+// seeded before. The service's chain file must list the chain. load fires
+// requests open-loop at --rate (round-robin over --path; "{rand:LO:HI}" is a
+// random integer per request, "{rand:LO:head}" one up to the newest block of
+// --head-chain, "{addr:LO:HI}" and "{txhash:LO:HI}" a seeded address or
+// transaction hash) and prints p50/p90/p99/max per path, with --report-every
+// also per interval. An interrupt (SIGINT) ends the run early and prints what
+// it measured. page-token follows nextPageToken --pages times and prints the
+// token of the next page, for loading a deep page. Flags fall back to
+// MORAINE_* env vars.
 package main
 
 import (
@@ -39,8 +49,8 @@ func (p *paths) Set(v string) error { *p = append(*p, v); return nil }
 func main() { os.Exit(run()) }
 
 func run() int {
-	if len(os.Args) < 2 || (os.Args[1] != "seed" && os.Args[1] != "load") {
-		fmt.Fprintln(os.Stderr, "usage: querybench seed|load [flags] (-h for the flags of each)")
+	if len(os.Args) < 2 || (os.Args[1] != "seed" && os.Args[1] != "load" && os.Args[1] != "page-token") {
+		fmt.Fprintln(os.Stderr, "usage: querybench seed|load|page-token [flags] (-h for the flags of each)")
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -52,6 +62,7 @@ func run() int {
 		var (
 			ch chdb.Config
 			sc bench.SeedConfig
+			hc bench.HistoryConfig
 		)
 		ch.RegisterFlags(fs)
 		fs.Uint64Var(&sc.ChainID, "chain", 43112, "EVM chain id of the synthetic chain")
@@ -59,8 +70,17 @@ func run() int {
 		fs.Uint64Var(&sc.Blocks, "blocks", 10_000_000, "number of blocks")
 		fs.Uint64Var(&sc.Step, "step", 1, "distance between block numbers (100: every 100th block, like a replay)")
 		fs.Uint64Var(&sc.Chunk, "chunk", 1_000_000, "rows per INSERT ... SELECT")
+		fs.Uint64Var(&hc.Txs, "txs", 0, "transactions of synthetic history over the blocks (0: none)")
+		fs.Uint64Var(&hc.TxPerBlock, "tx-per-block", 5, "transactions per block of the history")
+		fs.Uint64Var(&hc.Addresses, "addresses", 10_000_000, "accounts of the history's address pool (besides the three routers)")
+		fs.Uint64Var(&hc.Tokens, "tokens", 100, "ERC-20 contracts of the history")
 		if err := obs.ParseWithEnv(fs, os.Args[2:], "MORAINE"); err != nil {
 			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		hc.ChainID, hc.First, hc.Chunk = sc.ChainID, sc.First, sc.Chunk
+		if hc.Txs > 0 && sc.Step != 1 {
+			fmt.Fprintln(os.Stderr, "querybench seed: --txs needs --step 1")
 			return 2
 		}
 		octx, cancel := context.WithTimeout(ctx, time.Minute)
@@ -72,11 +92,21 @@ func run() int {
 		}
 		defer conn.Close()
 		start := time.Now()
-		if err := bench.Seed(ctx, conn, sc, logger); err != nil {
-			logger.Error("seed", "err", err)
-			return 1
+		if sc.Blocks > 0 {
+			if err := bench.Seed(ctx, conn, sc, logger); err != nil {
+				logger.Error("seed", "err", err)
+				return 1
+			}
+			fmt.Printf("seeded %d blocks of chain %d in %s\n", sc.Blocks, sc.ChainID, time.Since(start).Round(time.Millisecond))
 		}
-		fmt.Printf("seeded %d blocks of chain %d in %s\n", sc.Blocks, sc.ChainID, time.Since(start).Round(time.Millisecond))
+		if hc.Txs > 0 {
+			start = time.Now()
+			if err := bench.SeedHistory(ctx, conn, hc, logger); err != nil {
+				logger.Error("seed history", "err", err)
+				return 1
+			}
+			fmt.Printf("seeded %d transactions of chain %d in %s\n", hc.Txs, hc.ChainID, time.Since(start).Round(time.Millisecond))
+		}
 	case "load":
 		var (
 			lc bench.LoadConfig
@@ -108,6 +138,23 @@ func run() int {
 		if res.Total.Errors > 0 {
 			return 1
 		}
+	case "page-token":
+		var (
+			base, path string
+			pages      int
+		)
+		fs.StringVar(&base, "url", "http://127.0.0.1:8080", "base URL of the query service")
+		fs.StringVar(&path, "path", "", "list path (with its query parameters, without pageToken)")
+		fs.IntVar(&pages, "pages", 999, "pages to follow")
+		if err := fs.Parse(os.Args[2:]); err != nil {
+			return 2
+		}
+		token, err := bench.PageToken(ctx, base, path, pages)
+		if err != nil {
+			logger.Error("page-token", "err", err)
+			return 1
+		}
+		fmt.Println(token)
 	}
 	return 0
 }

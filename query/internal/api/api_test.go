@@ -44,12 +44,14 @@ const chainFile = `{"chains": [
 ]}`
 
 type env struct {
-	t      *testing.T
-	router *gin.Engine
-	store  *fakeStore
-	reg    *prometheus.Registry
-	tokens *pagetoken.Codec
-	now    time.Time
+	t         *testing.T
+	router    *gin.Engine
+	store     *fakeStore
+	history   *fakeHistory
+	contracts *fakeContracts
+	reg       *prometheus.Registry
+	tokens    *pagetoken.Codec
+	now       time.Time
 }
 
 func hashOf(chain, n uint64, salt string) store.Hash {
@@ -72,11 +74,12 @@ func newEnv(t *testing.T, mw ...gin.HandlerFunc) *env {
 	t.Helper()
 	cc, err := chains.Parse([]byte(chainFile))
 	require.NoError(t, err)
-	e := &env{t: t, store: newFakeStore(), reg: prometheus.NewRegistry(), now: time.Unix(1_800_000_000, 0)}
+	e := &env{t: t, store: newFakeStore(), history: newFakeHistory(), contracts: newFakeContracts(), reg: prometheus.NewRegistry(),
+		now: time.Unix(1_800_000_000, 0)}
 	e.tokens, err = pagetoken.NewCodec(bytes.Repeat([]byte("k"), 32), time.Hour, func() time.Time { return e.now })
 	require.NoError(t, err)
 	e.router, err = Router(Deps{
-		Logger: testenv.Logger(t), Registerer: e.reg, Chains: cc, Store: e.store, Tokens: e.tokens,
+		Logger: testenv.Logger(t), Registerer: e.reg, Chains: cc, Store: e.store, History: e.history, Contracts: e.contracts, Tokens: e.tokens,
 		Config: DefaultConfig(), Now: func() time.Time { return e.now }, Middleware: mw,
 	})
 	require.NoError(t, err)

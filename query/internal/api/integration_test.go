@@ -39,7 +39,7 @@ func TestPagingWhileAppending(t *testing.T) {
 	tokens, err := pagetoken.NewCodec(bytes.Repeat([]byte("k"), 32), time.Hour, nil)
 	require.NoError(t, err)
 	router, err := Router(Deps{Logger: testenv.Logger(t), Registerer: prometheus.NewRegistry(), Chains: cc,
-		Store: st, Tokens: tokens, Config: DefaultConfig()})
+		Store: st, History: st, Contracts: newFakeContracts(), Tokens: tokens, Config: DefaultConfig()})
 	require.NoError(t, err)
 	get := func(path string, into any) {
 		t.Helper()

@@ -72,7 +72,7 @@ func (m *metrics) middleware() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		start := time.Now()
 		c.Next()
-		route := c.FullPath()
+		route := routeLabel(c.FullPath())
 		if route == "" {
 			route = "unmatched"
 		}

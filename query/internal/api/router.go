@@ -44,8 +44,12 @@ type Deps struct {
 	Registerer prometheus.Registerer
 	Chains     *chains.Config
 	Store      Store
-	Tokens     *pagetoken.Codec
-	Config     Config
+	// History serves the transaction, address and contract routes.
+	History HistoryStore
+	// Contracts asks token contracts about themselves (eth_call).
+	Contracts Contracts
+	Tokens    *pagetoken.Codec
+	Config    Config
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 	// Middleware runs on every /v1 route, after the route's compute-unit
@@ -75,6 +79,10 @@ func Router(d Deps) (*gin.Engine, error) {
 		return nil, errors.New("api: Deps.Store is required")
 	case d.Tokens == nil:
 		return nil, errors.New("api: Deps.Tokens is required")
+	case d.History == nil:
+		return nil, errors.New("api: Deps.History is required")
+	case d.Contracts == nil:
+		return nil, errors.New("api: Deps.Contracts is required")
 	}
 	if err := d.Config.Validate(); err != nil {
 		return nil, err
@@ -105,11 +113,13 @@ func Router(d Deps) (*gin.Engine, error) {
 
 	h := &handlers{
 		logger: d.Logger, store: d.Store, tokens: d.Tokens, cfg: d.Config, now: d.Now,
-		chains: newChainIndex(d.Chains),
+		chains:  newChainIndex(d.Chains),
+		history: historyDeps{store: d.History, contracts: d.Contracts, tokens: newHistoryTokens(d.Tokens)},
 	}
 	rt := &routes{group: r.Group("/v1"), middleware: d.Middleware, metrics: m}
 	registerChainRoutes(rt, h)
 	registerBlockRoutes(rt, h)
+	registerHistoryRoutes(rt, h)
 
 	r.GET("/api-json", serveOpenAPI)
 	for _, reg := range d.Register {
@@ -157,7 +167,7 @@ func (rt *routes) handle(method, path string, w Weight, h gin.HandlerFunc) {
 	chain = append(chain, rt.middleware...)
 	chain = append(chain, h)
 	rt.group.Handle(method, path, chain...)
-	rt.metrics.initRoute(rt.group.BasePath()+path, method)
+	rt.metrics.initRoute(routeLabel(rt.group.BasePath()+path), method)
 	if method == http.MethodGet {
 		// Express answers HEAD for every GET route; net/http drops the body.
 		rt.group.Handle(http.MethodHead, path, chain...)
@@ -195,12 +205,20 @@ func (c Config) Validate() error {
 
 // handlers holds what the block and chain handlers share.
 type handlers struct {
-	logger *slog.Logger
-	store  Store
-	tokens *pagetoken.Codec
-	cfg    Config
-	now    func() time.Time
-	chains *chainIndex
+	logger  *slog.Logger
+	store   Store
+	tokens  *pagetoken.Codec
+	cfg     Config
+	now     func() time.Time
+	chains  *chainIndex
+	history historyDeps
+}
+
+// historyDeps are what the transaction, address and contract handlers add.
+type historyDeps struct {
+	store     HistoryStore
+	contracts Contracts
+	tokens    *historyTokens
 }
 
 // storeError maps a store error to the API error.

@@ -145,7 +145,7 @@ func TestOpenAPIMatchesRouter(t *testing.T) {
 		}
 		for m := range ms {
 			gp := p
-			for _, param := range []string{"chainId", "blockId"} {
+			for _, param := range []string{"chainId", "blockId", "address", "txHash"} {
 				gp = strings.ReplaceAll(gp, "{"+param+"}", ":"+param)
 			}
 			spec = append(spec, strings.ToUpper(m)+" "+gp)
@@ -154,7 +154,9 @@ func TestOpenAPIMatchesRouter(t *testing.T) {
 	var served []string
 	for _, r := range e.router.Routes() {
 		if strings.HasPrefix(r.Path, "/v1/") && r.Method != http.MethodHead {
-			served = append(served, r.Method+" "+r.Path)
+			// gin lists a colon registered as "\:" with or without its
+			// backslash, depending on whether it has routed a request yet.
+			served = append(served, r.Method+" "+strings.ReplaceAll(r.Path, `\`, ""))
 		}
 	}
 	sort.Strings(spec)

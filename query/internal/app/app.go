@@ -24,6 +24,7 @@ import (
 	"github.com/moraine-data/moraine/pkg/chdb"
 	"github.com/moraine-data/moraine/pkg/guard"
 	"github.com/moraine-data/moraine/pkg/obs"
+	"github.com/moraine-data/moraine/pkg/tokenmeta"
 	"github.com/moraine-data/moraine/query/internal/api"
 	"github.com/moraine-data/moraine/query/internal/mgmt"
 	"github.com/moraine-data/moraine/query/internal/pagetoken"
@@ -106,8 +107,14 @@ func (a *App) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	rpc := make(map[uint64][]string, len(a.chains.Chains))
+	for _, c := range a.chains.Chains {
+		rpc[c.ID()] = c.RPCURLs
+	}
+	contracts := tokenmeta.New(a.cfg.Contracts, rpc, tokenmeta.Deps{Logger: a.logger, Registerer: a.reg, Subsystem: "query"})
 	router, err := api.Router(api.Deps{
 		Logger: a.logger.With("component", "api"), Registerer: a.reg, Chains: a.chains,
+		History: a.store, Contracts: contracts,
 		Store: a.store, Tokens: tokens, Config: a.cfg.API, Middleware: a.mgmt.Middleware(),
 		Register: []func(*gin.Engine) error{a.mgmt.Register},
 	})

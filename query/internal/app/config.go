@@ -10,6 +10,7 @@ import (
 	"github.com/moraine-data/moraine/pkg/chains"
 	"github.com/moraine-data/moraine/pkg/chdb"
 	"github.com/moraine-data/moraine/pkg/obs"
+	"github.com/moraine-data/moraine/pkg/tokenmeta"
 	"github.com/moraine-data/moraine/query/internal/api"
 	"github.com/moraine-data/moraine/query/internal/mgmt"
 	"github.com/moraine-data/moraine/query/internal/pagetoken"
@@ -32,6 +33,9 @@ type Config struct {
 	PageToken       pagetoken.Config
 	// Mgmt: accounts, keys, rate limits, webhooks, the address-watch topic.
 	Mgmt mgmt.Config
+	// Contracts bounds the eth_calls of contract metadata (token names and
+	// decimals of transfers, GET /v1/chains/{chainId}/addresses/{address}).
+	Contracts tokenmeta.Config
 }
 
 // DefaultConfig mirrors the flag defaults.
@@ -58,6 +62,9 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 		"list a chain as UNAVAILABLE when this process has not seen its indexed head advance for this long (0: never)")
 	c.PageToken.RegisterFlags(fs)
 	c.Mgmt.RegisterFlags(fs)
+	c.Contracts = tokenmeta.DefaultConfig()
+	fs.IntVar(&c.Contracts.CacheSize, "contracts.cache-size", c.Contracts.CacheSize, "contracts whose metadata (name, symbol, decimals, token standard) is kept in memory, answered by their chain's node through eth_call")
+	fs.DurationVar(&c.Contracts.CallTimeout, "contracts.eth-call-timeout", c.Contracts.CallTimeout, "deadline of the eth_calls one request makes to a chain's node for contract metadata")
 }
 
 // Validate checks the settings (without I/O).
@@ -74,6 +81,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ShutdownTimeout <= 0 {
 		errs = append(errs, errors.New("app: --shutdown.timeout must be positive"))
+	}
+	if c.Contracts.CacheSize <= 0 || c.Contracts.CallTimeout <= 0 {
+		errs = append(errs, errors.New("app: --contracts.cache-size and --contracts.eth-call-timeout must be positive"))
 	}
 	c.API.TrustedProxies = nil
 	for _, p := range strings.Split(c.TrustedProxies, ",") {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/moraine-data/moraine/pkg/testenv"
 	"github.com/moraine-data/moraine/query/internal/store"
+	schema "github.com/moraine-data/moraine/schemas/clickhouse"
 )
 
 func TestSeed(t *testing.T) {
@@ -41,6 +42,72 @@ func TestSeed(t *testing.T) {
 	require.Equal(t, uint64(299800), b.Number)
 }
 
+// SeedHistory's rows are what the store reads: canonical (their blocks are
+// Seed's), routers with about their share of the transactions, a pool with a
+// handful each, transfer calls with their logs and ERC-20 rows.
+func TestSeedHistory(t *testing.T) {
+	_, conn := testenv.ClickHouse(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	require.NoError(t, Seed(ctx, conn, SeedConfig{ChainID: 7, Blocks: 2000}, testenv.Logger(t)))
+	cfg := HistoryConfig{ChainID: 7, Txs: 10_000, TxPerBlock: 5, Addresses: 500, Tokens: 3, Chunk: 4000}
+	require.NoError(t, SeedHistory(ctx, conn, cfg, testenv.Logger(t)))
+	s, err := store.New(store.DefaultConfig(), store.Deps{Logger: testenv.Logger(t), Registerer: prometheus.NewRegistry(), ChainIDs: []uint64{7}})
+	require.NoError(t, err)
+	s.SetConn(conn)
+	list := func(id uint64, list uint8) []store.IndexRow {
+		a, err := store.ParseAddress(AddressID(id))
+		require.NoError(t, err)
+		p, err := s.AddressList(ctx, store.ListRequest{ChainID: 7, Address: a, List: list, Hi: 1999, Limit: 100_000})
+		require.NoError(t, err)
+		return p.Rows
+	}
+	router := list(0, schema.ListTransactions)
+	require.InDelta(t, 0.8*0.10*10_000, len(router), 150, "the busiest router receives a tenth of the value transfers")
+	require.Equal(t, schema.RoleRecipient, router[0].Roles)
+	quiet := list(100, schema.ListTransactions)
+	require.NotEmpty(t, quiet)
+	require.Less(t, len(quiet), 100)
+	var erc20, tokenRows uint64
+	require.NoError(t, conn.QueryRow(ctx, "SELECT countIf(list = 2), countIf(list = 5) FROM address_index WHERE chain_id = 7").Scan(&erc20, &tokenRows))
+	require.InDelta(t, 2*0.2*0.98*10_000, erc20, 250, "each transfer is in its two parties' ERC-20 lists")
+	require.InDelta(t, 2*tokenRows, erc20, 20, "and in its token's (a self-transfer is one row)")
+	var withTransfers uint64
+	for id := uint64(3); withTransfers == 0 && id < 503; id++ {
+		withTransfers = uint64(len(list(id, schema.ListERC20)))
+	}
+	require.NotZero(t, withTransfers)
+
+	// Details decode: every transaction's, and the transfer calls'
+	// transfers.
+	transfers := 0
+	for i := uint64(4000); i < 4300; i++ {
+		h, err := store.ParseHash(TxHashID(i))
+		require.NoError(t, err)
+		ref, full, err := s.Transaction(ctx, 7, h)
+		require.NoError(t, err)
+		require.Equal(t, i/5, ref.Block.Number)
+		require.Equal(t, uint32(i%5), ref.Index)
+		require.Equal(t, h, full.Hash)
+		require.Equal(t, uint64(100000), full.Gas)
+		require.Equal(t, "30000000000", full.MaxFeePerGas)
+		if len(full.Input) > 0 {
+			require.Len(t, full.Input, 68)
+			require.Len(t, full.Transfers, int(full.Status))
+			if full.Status == 1 {
+				require.Equal(t, full.To, full.Transfers[0].Token)
+				require.Equal(t, uint32(i%5), full.Transfers[0].LogIndex)
+				transfers++
+			}
+		}
+	}
+	require.NotZero(t, transfers)
+	for _, r := range list(100, schema.ListTransactions) {
+		require.Equal(t, uint64(100000), r.Gas)
+		require.Equal(t, r.Roles&schema.RoleTransferParty != 0, len(r.Transfers) == 1)
+	}
+}
+
 func TestLoad(t *testing.T) {
 	var mu sync.Mutex
 	seen := map[string]int{}
@@ -53,14 +120,15 @@ func TestLoad(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	res, err := Load(t.Context(), LoadConfig{BaseURL: srv.URL, Paths: []string{"/ok/{rand:5:7}", "/bad"}, Rate: 200, Duration: 500 * time.Millisecond})
+	res, err := Load(t.Context(), LoadConfig{BaseURL: srv.URL, Paths: []string{"/ok/{rand:5:7}", "/bad", "/ok/{addr:1:1}/{txhash:2:2}"},
+		Rate: 300, Duration: 500 * time.Millisecond})
 	require.NoError(t, err)
-	require.InDelta(t, 100, res.Total.Count, 15)
+	require.InDelta(t, 150, res.Total.Count, 20)
 	require.Equal(t, res.PerPath[1].Count, res.PerPath[1].Errors)
 	require.Zero(t, res.PerPath[0].Errors)
 	require.Positive(t, res.Total.P99)
 	for p := range seen {
-		require.Contains(t, []string{"/ok/5", "/ok/6", "/ok/7", "/bad"}, p)
+		require.Contains(t, []string{"/ok/5", "/ok/6", "/ok/7", "/bad", "/ok/" + AddressID(1) + "/" + TxHashID(2)}, p)
 	}
 	require.Contains(t, res.String(), "p99=")
 

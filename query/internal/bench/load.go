@@ -24,8 +24,10 @@ type LoadConfig struct {
 	// BaseURL of the query service, e.g. http://127.0.0.1:8080.
 	BaseURL string
 	// Paths are requested round-robin. "{rand:LO:HI}" in a path is replaced
-	// by a uniform random integer in [LO, HI] per request; HI may be
-	// "head", the newest block of HeadChain (a chain being written to).
+	// by a uniform random integer in [LO, HI] per request (HI may be
+	// "head", the newest block of HeadChain, a chain being written to),
+	// "{addr:LO:HI}" and "{txhash:LO:HI}" by the seeded history's address or
+	// transaction hash with such an id (SeedHistory).
 	Paths []string
 	// HeadChain is the chain whose newest block "{rand:LO:head}" reads: the
 	// load asks the service for it every second (GET
@@ -69,21 +71,31 @@ type Result struct {
 	Achieved float64 // completed requests per second
 }
 
-var randParam = regexp.MustCompile(`\{rand:(\d+):(\d+|head)\}`)
+// randParam is "{rand:LO:HI}" (a random integer; HI may be "head"),
+// "{addr:LO:HI}" (the seeded history's address with a random id, AddressID)
+// or "{txhash:LO:HI}" (a random seeded transaction's hash, TxHashID).
+var randParam = regexp.MustCompile(`\{(rand|addr|txhash):(\d+):(\d+|head)\}`)
 
 // expand fills the placeholders of p; head is the newest block number.
 func expand(p string, r *rand.Rand, head uint64) string {
 	return randParam.ReplaceAllStringFunc(p, func(m string) string {
 		g := randParam.FindStringSubmatch(m)
-		lo, _ := strconv.ParseUint(g[1], 10, 64)
+		lo, _ := strconv.ParseUint(g[2], 10, 64)
 		hi := head
-		if g[2] != "head" {
-			hi, _ = strconv.ParseUint(g[2], 10, 64)
+		if g[3] != "head" {
+			hi, _ = strconv.ParseUint(g[3], 10, 64)
 		}
 		if hi < lo {
 			lo, hi = hi, lo
 		}
-		return strconv.FormatUint(lo+r.Uint64N(hi-lo+1), 10)
+		v := lo + r.Uint64N(hi-lo+1)
+		switch g[1] {
+		case "addr":
+			return AddressID(v)
+		case "txhash":
+			return TxHashID(v)
+		}
+		return strconv.FormatUint(v, 10)
 	})
 }
 
@@ -361,4 +373,46 @@ func reportIntervals(interval time.Duration, w io.Writer, mu *sync.Mutex, sample
 			from = now
 		}
 	}
+}
+
+// PageToken follows a list's nextPageToken from its first page, pages
+// times, and returns the token of the page after them (for loading a deep
+// page). The path is given without pageToken.
+func PageToken(ctx context.Context, base, path string, pages int) (string, error) {
+	if err := checkTarget(base, true); err != nil {
+		return "", err
+	}
+	client := &http.Client{Timeout: 30 * time.Second}
+	token := ""
+	for i := range pages {
+		u := strings.TrimRight(base, "/") + path
+		if token != "" {
+			sep := "?"
+			if strings.Contains(path, "?") {
+				sep = "&"
+			}
+			u += sep + "pageToken=" + url.QueryEscape(token)
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+		if err != nil {
+			return "", err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return "", err
+		}
+		var body struct {
+			NextPageToken string `json:"nextPageToken"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			return "", fmt.Errorf("bench: page %d of %s: HTTP %d: %v", i+1, path, resp.StatusCode, err)
+		}
+		if body.NextPageToken == "" {
+			return "", fmt.Errorf("bench: %s has only %d pages", path, i+1)
+		}
+		token = body.NextPageToken
+	}
+	return token, nil
 }

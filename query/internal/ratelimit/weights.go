@@ -33,12 +33,31 @@ var weights = parseWeights([]struct {
 }{
 	{http.MethodGet, "/v1/chains", WeightFree},
 	{http.MethodGet, "/v1/chains/allBlocks", WeightFree},
-	{http.MethodGet, "/v1/chains/allTransactions", WeightMedium},
+	{http.MethodGet, "/v1/chains/allTransactions", WeightFree},
+	{http.MethodGet, "/v1/chains/address/*", WeightFree},
 	{http.MethodGet, "/v1/chains/*", WeightFree},
 	{http.MethodGet, "/v1/chains/*/blocks", WeightSmall},
 	{http.MethodGet, "/v1/chains/*/blocks/*", WeightSmall},
 	{http.MethodGet, "/v1/chains/*/blocks/*/transactions", WeightMedium},
 	{http.MethodGet, "/v1/blocks", WeightMedium},
+	// EVM transactions, address history and contracts. /v1/transactions has
+	// no weight in the spec: priced like its twin /v1/blocks;
+	// /v1/address/{address}/chains like its deprecated twin (free);
+	// getContractMetadata, which asks the chain's node, medium.
+	{http.MethodGet, "/v1/transactions", WeightMedium},
+	{http.MethodGet, "/v1/address/*/chains", WeightFree},
+	{http.MethodGet, "/v1/chains/*/transactions", WeightMedium},
+	{http.MethodGet, "/v1/chains/*/transactions/*", WeightMedium},
+	{http.MethodGet, "/v1/chains/*/addresses/*", WeightMedium},
+	{http.MethodGet, "/v1/chains/*/addresses/*/transactions", WeightMedium},
+	{http.MethodGet, "/v1/chains/*/addresses/*/transactions:listNative", WeightMedium},
+	{http.MethodGet, "/v1/chains/*/addresses/*/transactions:listErc20", WeightMedium},
+	{http.MethodGet, "/v1/chains/*/addresses/*/transactions:listErc721", WeightMedium},
+	{http.MethodGet, "/v1/chains/*/addresses/*/transactions:listErc1155", WeightMedium},
+	{http.MethodGet, "/v1/chains/*/addresses/*/transactions:listInternals", WeightMedium},
+	{http.MethodGet, "/v1/chains/*/tokens/*/transfers", WeightMedium},
+	{http.MethodGet, "/v1/chains/*/contracts/*/transactions:getDeployment", WeightMedium},
+	{http.MethodGet, "/v1/chains/*/contracts/*/deployments", WeightMedium},
 	{http.MethodPost, "/v1/webhooks", WeightMedium},
 	{http.MethodGet, "/v1/webhooks", WeightSmall},
 	{http.MethodPost, "/v1/webhooks:generateOrRotateSharedSecret", WeightMedium},

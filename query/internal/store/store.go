@@ -52,11 +52,20 @@ type Config struct {
 	HeadCacheTTL time.Duration
 	// MaxBlockTxs caps the transactions read for one block (pageSize=0).
 	MaxBlockTxs int
+	// AddressScanRows is the row budget of reading an address list's whole
+	// remaining range at once; an address with more rows there is read in
+	// windows of blocks (history.go).
+	AddressScanRows int
+	// LatestScanBlocks bounds the blocks one page of latest transactions
+	// looks at (a status filter that rarely matches would otherwise read
+	// the chain to its start).
+	LatestScanBlocks int
 }
 
 // DefaultConfig mirrors the flag defaults.
 func DefaultConfig() Config {
-	return Config{QueryTimeout: 5 * time.Second, HeadCacheTTL: 200 * time.Millisecond, MaxBlockTxs: 50000}
+	return Config{QueryTimeout: 5 * time.Second, HeadCacheTTL: 200 * time.Millisecond, MaxBlockTxs: 50000,
+		AddressScanRows: 16384, LatestScanBlocks: 10000}
 }
 
 // RegisterFlags adds the --query.* flags.
@@ -65,6 +74,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.QueryTimeout, "query.timeout", d.QueryTimeout, "deadline of every ClickHouse query (client side and max_execution_time)")
 	fs.DurationVar(&c.HeadCacheTTL, "query.head-cache-ttl", d.HeadCacheTTL, "how long chain heads and block ranges are cached before ClickHouse is read again (0: no cache)")
 	fs.IntVar(&c.MaxBlockTxs, "query.max-block-transactions", d.MaxBlockTxs, "most transactions returned for one block when pageSize is 0")
+	fs.IntVar(&c.AddressScanRows, "query.address-scan-rows", d.AddressScanRows, "an address list whose remaining range holds more index rows than this is read in windows of blocks instead of at once")
+	fs.IntVar(&c.LatestScanBlocks, "query.latest-scan-blocks", d.LatestScanBlocks, "most blocks one page of latest transactions looks at (with a status filter a page may stop there, short, with a nextPageToken)")
 }
 
 // Validate checks the values.
@@ -76,6 +87,10 @@ func (c Config) Validate() error {
 		return errors.New("store: --query.head-cache-ttl must not be negative")
 	case c.MaxBlockTxs <= 0:
 		return errors.New("store: --query.max-block-transactions must be positive")
+	case c.AddressScanRows <= 0:
+		return errors.New("store: --query.address-scan-rows must be positive")
+	case c.LatestScanBlocks <= 0:
+		return errors.New("store: --query.latest-scan-blocks must be positive")
 	}
 	return nil
 }
@@ -150,6 +165,11 @@ func (s *ClickHouse) getConn() (driver.Conn, error) {
 // context and records its duration (from sending to reading the last row)
 // under name; call it after the rows are read.
 func (s *ClickHouse) query(ctx context.Context, name, q string, args ...any) (rows driver.Rows, done func(), err error) {
+	return s.queryWith(ctx, name, nil, q, args...)
+}
+
+// queryWith is query with settings added to the store's (e.g. a row budget).
+func (s *ClickHouse) queryWith(ctx context.Context, name string, extra clickhouse.Settings, q string, args ...any) (rows driver.Rows, done func(), err error) {
 	conn, err := s.getConn()
 	if err != nil {
 		return nil, func() {}, err
@@ -163,7 +183,11 @@ func (s *ClickHouse) query(ctx context.Context, name, q string, args ...any) (ro
 	// over merge_tree_max_rows_to_use_cache rows bypass it): under 500 random
 	// block lookups/s on 10M blocks it took the page-cache misses that went to
 	// disk, and p99 with them, from 40-290 ms to 8-12 ms on this machine.
-	ctx = clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"max_execution_time": secs, "max_threads": 1, "use_uncompressed_cache": 1}))
+	settings := clickhouse.Settings{"max_execution_time": secs, "max_threads": 1, "use_uncompressed_cache": 1}
+	for k, v := range extra {
+		settings[k] = v
+	}
+	ctx = clickhouse.Context(ctx, clickhouse.WithSettings(settings))
 	start := time.Now()
 	done = func() {
 		s.metrics.observe(name, start)

@@ -13,6 +13,8 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/moraine-data/moraine/query/internal/store"
+	"github.com/moraine-data/moraine/schemas/codec"
+	"github.com/moraine-data/moraine/schemas/record"
 )
 
 // Block is one row of blocks (and of block_hashes).
@@ -163,4 +165,91 @@ func boolU8(b bool) uint8 {
 		return 1
 	}
 	return 0
+}
+
+// IndexRow is one row of address_index (migration 6). Detail is the row's
+// protobuf; when it is nil, a ListTransactions row gets a TxDetail made of
+// the transaction fields below.
+type IndexRow struct {
+	ChainID   uint64
+	Address   []byte
+	List      uint8
+	Block     uint64
+	TxIndex   uint32
+	Position  uint32
+	Sub       uint32
+	BlockHash store.Hash
+	TxHash    store.Hash
+	Roles     uint8
+	Detail    []byte
+	// The transaction fields of a ListTransactions row.
+	TxType   uint8
+	From, To []byte
+	Value    string
+	Gas      uint64
+	GasPrice string
+	Nonce    uint64
+	Selector []byte
+	Status   uint8
+	GasUsed  uint64
+	Version  uint64
+}
+
+// InsertIndex writes rows to address_index.
+func InsertIndex(ctx context.Context, conn driver.Conn, rows []IndexRow) error {
+	b, err := conn.PrepareBatch(ctx, `INSERT INTO address_index (chain_id, address, list, block_number, tx_index, position,
+		sub_index, block_hash, tx_hash, roles, detail, version)`)
+	if err != nil {
+		return fmt.Errorf("prepare address_index: %w", err)
+	}
+	for _, r := range rows {
+		detail := r.Detail
+		if detail == nil {
+			d := &record.TxDetail{Type: uint32(r.TxType), From: r.From, To: r.To, Value: r.Value, Gas: r.Gas, GasPrice: r.GasPrice,
+				Nonce: r.Nonce, Input: r.Selector, Status: uint32(r.Status), GasUsed: r.GasUsed}
+			if detail, err = codec.EncodeTxDetail(d); err != nil {
+				return err
+			}
+		}
+		if err := b.Append(r.ChainID, string(r.Address), r.List, r.Block, r.TxIndex, r.Position, r.Sub,
+			string(r.BlockHash[:]), string(r.TxHash[:]), r.Roles, string(detail), r.Version); err != nil {
+			return fmt.Errorf("append index row: %w", err)
+		}
+	}
+	if err := b.Send(); err != nil {
+		return fmt.Errorf("send address_index: %w", err)
+	}
+	return nil
+}
+
+// TxLookupRow is one row of transaction_lookup.
+type TxLookupRow struct {
+	ChainID   uint64
+	Hash      store.Hash
+	BlockHash store.Hash
+	Block     uint64
+	TxIndex   uint32
+	Detail    *record.TxDetail
+	Version   uint64
+}
+
+// InsertTxLookup writes rows to transaction_lookup.
+func InsertTxLookup(ctx context.Context, conn driver.Conn, rows []TxLookupRow) error {
+	b, err := conn.PrepareBatch(ctx, `INSERT INTO transaction_lookup (chain_id, hash, block_hash, block_number, tx_index, detail, version)`)
+	if err != nil {
+		return fmt.Errorf("prepare transaction_lookup: %w", err)
+	}
+	for _, r := range rows {
+		detail, err := codec.EncodeTxDetail(r.Detail)
+		if err != nil {
+			return err
+		}
+		if err := b.Append(r.ChainID, string(r.Hash[:]), string(r.BlockHash[:]), r.Block, r.TxIndex, string(detail), r.Version); err != nil {
+			return fmt.Errorf("append tx lookup: %w", err)
+		}
+	}
+	if err := b.Send(); err != nil {
+		return fmt.Errorf("send transaction_lookup: %w", err)
+	}
+	return nil
 }

@@ -169,7 +169,7 @@ func run(specPath, outPath string) error {
 		}
 	}
 	info, _ := doc["info"].(map[string]any)
-	info["description"] = "The subset of the Avalanche Data API (Glacier) that this moraine deployment serves: EVM chains and blocks, " +
+	info["description"] = "The subset of the Avalanche Data API (Glacier) that this moraine deployment serves: EVM chains, blocks, transactions, address history and contract metadata, " +
 		"and the Webhooks API for EVM address_activity webhooks, plus moraine's extensions (marked x-moraine-extension). " +
 		"Wire-compatible with the hosted API, so its SDKs work unchanged (point them at this server)."
 	result := map[string]any{

@@ -14,7 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/moraine-data/moraine/processor/internal/evm"
+	"github.com/moraine-data/moraine/pkg/evm"
 )
 
 func tokenAddr(n byte) evm.Address {
@@ -64,6 +64,7 @@ func (n *node) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	var reqs []struct {
 		ID     int               `json:"id"`
+		Method string            `json:"method"`
 		Params []json.RawMessage `json:"params"`
 	}
 	if err := json.NewDecoder(r.Body).Decode(&reqs); err != nil {
@@ -73,7 +74,13 @@ func (n *node) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var out []map[string]any
 	for _, q := range reqs {
 		var args struct{ To, Data string }
-		_ = json.Unmarshal(q.Params[0], &args)
+		if q.Method == "eth_getCode" {
+			// The answers table keys code by address and method.
+			_ = json.Unmarshal(q.Params[0], &args.To)
+			args.Data = q.Method
+		} else {
+			_ = json.Unmarshal(q.Params[0], &args)
+		}
 		res, ok := n.answers[strings.ToLower(args.To)+args.Data]
 		switch {
 		case !ok || res == "revert":
@@ -249,5 +256,68 @@ func TestABIDecoding(t *testing.T) {
 	}
 	if decodeHex("0xzz") != nil || decodeHex("0x1") != nil {
 		t.Error("bad hex decoded")
+	}
+}
+
+func TestDescribe(t *testing.T) {
+	n := newNode()
+	code := func(a evm.Address) { n.answers[a.Hex()+"eth_getCode"] = "0x6080" }
+	supports := func(a evm.Address, id string) {
+		n.answers[a.Hex()+selSupportsInterface+id+strings.Repeat("0", 56)] = uintWord(1)
+	}
+	for _, a := range []evm.Address{usdc, mkr, nft, dead, noName} {
+		code(a)
+	}
+	items := tokenAddr(9) // ERC-1155 with neither name nor symbol
+	code(items)
+	supports(nft, interfaceERC721)
+	supports(items, interfaceERC1155)
+	n.answers[usdc.Hex()+selSupportsInterface+interfaceERC721+strings.Repeat("0", 56)] = uintWord(0)
+	account := tokenAddr(10) // no code: eth_getCode answers 0x
+	n.answers[account.Hex()+"eth_getCode"] = "0x"
+	srv := httptest.NewServer(n)
+	defer srv.Close()
+	reg := prometheus.NewRegistry()
+	r := New(Config{BatchTokens: 4}, map[uint64][]string{1: {srv.URL}}, Deps{Registerer: reg, Subsystem: "query"})
+	got, err := r.Describe(t.Context(), 1, []evm.Address{usdc, mkr, nft, dead, noName, items, account})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		a    evm.Address
+		want Contract
+	}{
+		{"erc20 (supportsInterface false)", usdc, Contract{HasCode: true, Kind: evm.ERC20, Name: "USD Coin", Symbol: "USDC", Decimals: 6, HasDecimals: true}},
+		{"erc20 bytes32", mkr, Contract{HasCode: true, Kind: evm.ERC20, Name: "Maker", Symbol: "MKR", Decimals: 18, HasDecimals: true}},
+		{"erc721", nft, Contract{HasCode: true, Kind: evm.ERC721, Name: "Dokyo", Symbol: "DOKYO"}},
+		{"contract answering nothing", dead, Contract{HasCode: true}},
+		{"erc20 without name", noName, Contract{HasCode: true, Kind: evm.ERC20, Symbol: "NN", Decimals: 18, HasDecimals: true}},
+		{"erc1155 without metadata", items, Contract{HasCode: true, Kind: evm.ERC1155}},
+		{"no code", account, Contract{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if g := got[tc.a]; g == nil || *g != tc.want {
+				t.Fatalf("got %+v, want %+v", g, tc.want)
+			}
+		})
+	}
+	calls := n.calls.Load()
+	if _, err := r.Describe(t.Context(), 1, []evm.Address{usdc, account}); err != nil || n.calls.Load() != calls {
+		t.Fatalf("second Describe: err %v, went to the node: %v", err, n.calls.Load() != calls)
+	}
+	if v := testutil.ToFloat64(r.lookup.WithLabelValues("ok")); v != 6 {
+		t.Errorf("ok lookups = %v, want 6 (the account has no code)", v)
+	}
+	if n := testutil.CollectAndCount(reg, "moraine_query_token_metadata_lookups_total"); n != 4 {
+		t.Errorf("%d series under the query subsystem", n)
+	}
+
+	n.fail.Store(true)
+	if got, err := r.Describe(t.Context(), 1, []evm.Address{tokenAddr(11)}); err == nil || got[tokenAddr(11)] != nil {
+		t.Fatalf("a failing node gave %v, %v", got, err)
+	}
+	if _, err := r.Describe(t.Context(), 2, []evm.Address{usdc}); err == nil {
+		t.Fatal("no error for a chain without RPC URLs")
 	}
 }

@@ -1,0 +1,258 @@
+// Package tokenmeta reads what token contracts say about themselves with
+// eth_call, and caches it per (chain, contract): name, symbol and decimals
+// for the erc20Token / erc721Token / erc1155Token objects of webhook payloads
+// and Data API transfers (Resolve), and, for the Data API's contract
+// metadata, whether an address holds code and which token standard it
+// implements (Describe). The processor and the query service share it.
+//
+// What stays with the caller: which contracts to ask about, and what to
+// render without an answer (payloads omit the token object; the API
+// documents its own defaults).
+//
+// Calls go to the chain's rpcUrls (chains file), in order, as JSON-RPC
+// batches at the latest block, several contracts per HTTP request. A token
+// "answers" when name() and symbol() return a string (ABI string, or bytes32
+// as old tokens do); decimals() is separate (NFTs have none). A definitive
+// answer, including "does not answer" (revert, empty result), is cached
+// until evicted (LRU of Config.CacheSize entries per kind of question); a
+// transport failure (node down, timeout) is cached for FailureTTL only, so a
+// dead node costs one timeout per contract per TTL rather than one per
+// request.
+//
+// Metrics (the subsystem is Deps.Subsystem, the service's name):
+//
+//	moraine_<subsystem>_token_metadata_lookups_total{result}   hit, ok, no_answer, error
+package tokenmeta
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/moraine-data/moraine/pkg/evm"
+)
+
+// Token is what a token contract answered. Name and Symbol are always set
+// (a token without them does not answer); Decimals only when HasDecimals.
+type Token struct {
+	Name        string
+	Symbol      string
+	Decimals    int
+	HasDecimals bool
+}
+
+// Config bounds the resolver.
+type Config struct {
+	// CacheSize is the number of (chain, contract) entries kept, per kind
+	// of question (token metadata, contract description).
+	CacheSize int
+	// CallTimeout bounds one Resolve or Describe call (all its HTTP requests).
+	CallTimeout time.Duration
+	// FailureTTL is how long a transport failure is remembered.
+	FailureTTL time.Duration
+	// BatchTokens is the number of contracts per JSON-RPC batch request.
+	BatchTokens int
+	// Parallel is the number of concurrent HTTP requests per call.
+	Parallel int
+}
+
+// DefaultConfig is the configuration the flags default to.
+func DefaultConfig() Config {
+	return Config{CacheSize: 100_000, CallTimeout: 2 * time.Second, FailureTTL: 30 * time.Second, BatchTokens: 50, Parallel: 4}
+}
+
+// Deps are the resolver's dependencies; all optional.
+type Deps struct {
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer
+	// Subsystem names the service in the metric names ("processor" when
+	// empty).
+	Subsystem string
+	HTTP      *http.Client
+	Now       func() time.Time
+}
+
+// Resolver resolves and caches token metadata. It is safe for concurrent use.
+type Resolver struct {
+	cfg    Config
+	rpc    map[uint64][]string
+	http   *http.Client
+	now    func() time.Time
+	logger *slog.Logger
+	lookup *prometheus.CounterVec
+
+	tokenQ    question[*Token]
+	contractQ question[*Contract]
+}
+
+type key struct {
+	chain uint64
+	addr  evm.Address
+}
+
+// New returns a resolver calling the given RPC URLs per chain id.
+func New(cfg Config, rpcURLs map[uint64][]string, deps Deps) *Resolver {
+	def := DefaultConfig()
+	if cfg.CacheSize <= 0 {
+		cfg.CacheSize = def.CacheSize
+	}
+	if cfg.CallTimeout <= 0 {
+		cfg.CallTimeout = def.CallTimeout
+	}
+	if cfg.FailureTTL <= 0 {
+		cfg.FailureTTL = def.FailureTTL
+	}
+	if cfg.BatchTokens <= 0 {
+		cfg.BatchTokens = def.BatchTokens
+	}
+	if cfg.Parallel <= 0 {
+		cfg.Parallel = def.Parallel
+	}
+	if deps.Subsystem == "" {
+		deps.Subsystem = "processor"
+	}
+	r := &Resolver{cfg: cfg, rpc: rpcURLs, http: deps.HTTP, now: deps.Now, logger: deps.Logger,
+		tokenQ: question[*Token]{cache: newCache[*Token](cfg.CacheSize), calls: tokenCalls, decode: decodeToken,
+			answered: func(t *Token) bool { return t != nil }},
+		contractQ: question[*Contract]{cache: newCache[*Contract](cfg.CacheSize), calls: contractCalls, decode: decodeContract,
+			answered: func(c *Contract) bool { return c != nil && c.HasCode }},
+	}
+	if r.http == nil {
+		r.http = &http.Client{}
+	}
+	if r.now == nil {
+		r.now = time.Now
+	}
+	if r.logger == nil {
+		r.logger = slog.New(slog.DiscardHandler)
+	}
+	r.logger = r.logger.With("component", "tokenmeta")
+	r.lookup = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "moraine", Subsystem: deps.Subsystem,
+		Name: "token_metadata_lookups_total", Help: "Token and contract metadata lookups by result: hit (cache), ok, no_answer, error (transport)."},
+		[]string{"result"})
+	for _, l := range []string{"hit", "ok", "no_answer", "error"} {
+		r.lookup.WithLabelValues(l)
+	}
+	if deps.Registerer != nil {
+		deps.Registerer.MustRegister(r.lookup)
+	}
+	return r
+}
+
+// Resolve returns the metadata of tokens on chain: a token maps to nil when
+// it does not answer, or when its node could not be asked in time.
+func (r *Resolver) Resolve(ctx context.Context, chain uint64, tokens []evm.Address) map[evm.Address]*Token {
+	out, _ := resolve(ctx, r, r.tokenQ, chain, tokens)
+	return out
+}
+
+// Len is the number of cached token metadata entries.
+func (r *Resolver) Len() int { return r.tokenQ.cache.len() }
+
+// question is one kind of thing the resolver asks contracts: the JSON-RPC
+// calls per contract, how their results become the cached value, and
+// whether that value is an answer (for the lookups metric).
+type question[V any] struct {
+	cache    *cache[V]
+	calls    func(evm.Address) []rpcCall
+	decode   func(results []json.RawMessage) V
+	answered func(V) bool
+}
+
+// resolve answers addrs from q's cache, asking the chain's node for the
+// missing ones in batches. err is non-nil when some addresses could not be
+// asked (no node for the chain, transport failure); they map to the zero V
+// and are remembered as failures for FailureTTL.
+func resolve[V any](ctx context.Context, r *Resolver, q question[V], chain uint64, addrs []evm.Address) (map[evm.Address]V, error) {
+	out := make(map[evm.Address]V, len(addrs))
+	now := r.now()
+	var missing []evm.Address
+	seen := make(map[evm.Address]bool, len(addrs))
+	for _, a := range addrs {
+		if seen[a] {
+			continue
+		}
+		seen[a] = true
+		if v, ok := q.cache.get(key{chain, a}, now); ok {
+			out[a] = v
+			r.lookup.WithLabelValues("hit").Inc()
+			continue
+		}
+		var zero V
+		out[a] = zero
+		missing = append(missing, a)
+	}
+	if len(missing) == 0 {
+		return out, nil
+	}
+	urls := r.rpc[chain]
+	if len(urls) == 0 {
+		// No node for the chain: nothing can answer; remember as a failure.
+		failed(r, q.cache, chain, missing)
+		return out, fmt.Errorf("tokenmeta: no RPC URL for chain %d", chain)
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout)
+	defer cancel()
+	var (
+		mu       sync.Mutex
+		firstErr error
+	)
+	g := new(errgroup.Group)
+	g.SetLimit(r.cfg.Parallel)
+	for start := 0; start < len(missing); start += r.cfg.BatchTokens {
+		chunk := missing[start:min(start+r.cfg.BatchTokens, len(missing))]
+		g.Go(func() error {
+			var reqs []rpcCall
+			for _, a := range chunk {
+				reqs = append(reqs, q.calls(a)...)
+			}
+			results, err := r.batch(ctx, urls, reqs)
+			if err != nil {
+				r.logger.Warn("contract metadata calls failed; answers lack these contracts until retried",
+					"chain_id", chain, "contracts", len(chunk), "err", err)
+				failed(r, q.cache, chain, chunk)
+				mu.Lock()
+				firstErr = cmp.Or(firstErr, err)
+				mu.Unlock()
+				return nil
+			}
+			per := len(reqs) / len(chunk)
+			vals := make([]V, len(chunk))
+			for i, a := range chunk {
+				vals[i] = q.decode(results[i*per : (i+1)*per])
+				result := "no_answer"
+				if q.answered(vals[i]) {
+					result = "ok"
+				}
+				r.lookup.WithLabelValues(result).Inc()
+				q.cache.put(key{chain, a}, vals[i], time.Time{})
+			}
+			mu.Lock()
+			for i, a := range chunk {
+				out[a] = vals[i]
+			}
+			mu.Unlock()
+			return nil
+		})
+	}
+	_ = g.Wait()
+	return out, firstErr
+}
+
+// failed remembers a transport failure for addrs for FailureTTL.
+func failed[V any](r *Resolver, c *cache[V], chain uint64, addrs []evm.Address) {
+	expires := r.now().Add(r.cfg.FailureTTL)
+	var zero V
+	for _, a := range addrs {
+		r.lookup.WithLabelValues("error").Inc()
+		c.put(key{chain, a}, zero, expires)
+	}
+}

@@ -1,0 +1,200 @@
+package api
+
+import (
+	"cmp"
+	"math"
+
+	"github.com/gin-gonic/gin"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/moraine-data/moraine/query/internal/apierr"
+	"github.com/moraine-data/moraine/query/internal/store"
+)
+
+// statusCode maps the status filter (failed, success, none) to the store's.
+func statusCode(status string) uint8 {
+	switch status {
+	case "failed":
+		return store.StatusFailed
+	case "success":
+		return store.StatusSuccess
+	}
+	return store.StatusAny
+}
+
+// listLatestTransactions: GET /v1/chains/:chainId/transactions?status=.
+// The chain's transactions newest first (block, then index, descending).
+// The token carries the next transaction's position, so transactions of
+// blocks appended meanwhile never shift a later page. With a status filter a
+// page looks at no more than --query.latest-scan-blocks blocks: it may then
+// hold fewer than pageSize transactions and still have a nextPageToken.
+func (h *handlers) listLatestTransactions(c *gin.Context) {
+	p := &params{c: c}
+	id := p.chainID()
+	size := p.pageSize("pageSize", 1, 100, 10)
+	status := statusCode(p.enum("status", txStatuses))
+	token := p.pageToken()
+	if !p.valid() {
+		return
+	}
+	ch, found := h.resolveChain(c, id)
+	if !found {
+		return
+	}
+	ctx := c.Request.Context()
+	var start store.Seek
+	if token != "" {
+		t, err := h.history.tokens.decode(token, historyLatest)
+		if err != nil || t.chainID != ch.ID() || t.status != status {
+			apierr.Write(c, badToken())
+			return
+		}
+		start = t.next
+	} else {
+		heads, err := h.store.Heads(ctx)
+		if err != nil {
+			apierr.Write(c, storeError(err, ""))
+			return
+		}
+		head := heads[ch.ID()]
+		if !head.Exists {
+			ok(c, listTransactionsResponse{Transactions: []nativeTransaction{}})
+			return
+		}
+		start = store.Seek{Block: head.Number, TxIndex: math.MaxUint32}
+	}
+	txs, resume, err := h.history.store.LatestTxs(ctx, ch.ID(), start, size+1, status)
+	if err != nil {
+		apierr.Write(c, storeError(err, ""))
+		return
+	}
+	out := listTransactionsResponse{Transactions: make([]nativeTransaction, 0, min(len(txs), size))}
+	var next *store.Seek
+	switch {
+	case len(txs) > size:
+		next = &store.Seek{Block: txs[size].Block.Number, TxIndex: txs[size].Tx.BlockIndex}
+		txs = txs[:size]
+	case resume != nil:
+		next = resume
+	}
+	if next != nil {
+		out.NextPageToken = h.history.tokens.encode(historyToken{kind: historyLatest, chainID: ch.ID(), status: status, next: *next})
+	}
+	for _, t := range txs {
+		out.Transactions = append(out.Transactions, renderTx(t.Block, t.Tx))
+	}
+	ok(c, out)
+}
+
+// listLatestAllChains: GET /v1/transactions?network=&status= and the
+// deprecated GET /v1/chains/allTransactions. The newest transactions of
+// every configured chain (optionally one network), merged by
+// blockTimestamp desc, then chain id asc, block number desc, index desc.
+// As in /v1/blocks, the token holds one position per chain and each page
+// reads pageSize+1 transactions from every position, so what a chain
+// contributes is a prefix of its own list. A chain whose read stopped at
+// the scan bound with everything it found served ends the page early: its
+// next transaction is not known yet, and serving older ones of other chains
+// first would break the order.
+func (h *handlers) listLatestAllChains(c *gin.Context) {
+	p := &params{c: c}
+	size := p.pageSize("pageSize", 1, 100, 10)
+	network := networkCode(p.enum("network", networks))
+	status := statusCode(p.enum("status", txStatuses))
+	token := p.pageToken()
+	if !p.valid() {
+		return
+	}
+	ctx := c.Request.Context()
+	var positions []txPosition
+	if token != "" {
+		t, err := h.history.tokens.decode(token, historyAllLatest)
+		if err != nil || t.network != network || t.status != status {
+			apierr.Write(c, badToken())
+			return
+		}
+		for _, pos := range t.positions {
+			ch, found := h.chains.find(u64(pos.chainID))
+			if !found || !matchesNetwork(ch, network) {
+				apierr.Write(c, badToken())
+				return
+			}
+		}
+		positions = t.positions
+	} else {
+		heads, err := h.store.Heads(ctx)
+		if err != nil {
+			apierr.Write(c, storeError(err, ""))
+			return
+		}
+		for _, ch := range h.chains.list {
+			if head := heads[ch.ID()]; matchesNetwork(ch, network) && head.Exists {
+				positions = append(positions, txPosition{chainID: ch.ID(), block: head.Number, index: math.MaxUint32})
+			}
+		}
+	}
+
+	perChain := make([][]store.LatestTx, len(positions))
+	resumes := make([]*store.Seek, len(positions))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(mergeConcurrency)
+	for i, pos := range positions {
+		g.Go(func() (err error) {
+			perChain[i], resumes[i], err = h.history.store.LatestTxs(gctx, pos.chainID,
+				store.Seek{Block: pos.block, TxIndex: pos.index}, size+1, status)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		apierr.Write(c, storeError(err, ""))
+		return
+	}
+	out := listTransactionsResponse{Transactions: make([]nativeTransaction, 0, size)}
+	used := make([]int, len(positions))
+merge:
+	for len(out.Transactions) < size {
+		best := -1
+		for i, rows := range perChain {
+			if used[i] == len(rows) {
+				if resumes[i] != nil {
+					break merge
+				}
+				continue
+			}
+			if best < 0 || latestBefore(rows[used[i]], perChain[best][used[best]]) {
+				best = i
+			}
+		}
+		if best < 0 {
+			break
+		}
+		t := perChain[best][used[best]]
+		out.Transactions = append(out.Transactions, renderTx(t.Block, t.Tx))
+		used[best]++
+	}
+	var next []txPosition
+	for i, pos := range positions {
+		switch {
+		case used[i] < len(perChain[i]):
+			t := perChain[i][used[i]]
+			next = append(next, txPosition{chainID: pos.chainID, block: t.Block.Number, index: t.Tx.BlockIndex})
+		case resumes[i] != nil:
+			next = append(next, txPosition{chainID: pos.chainID, block: resumes[i].Block, index: resumes[i].TxIndex})
+		}
+	}
+	if len(next) > 0 {
+		out.NextPageToken = h.history.tokens.encode(historyToken{kind: historyAllLatest, network: network, status: status, positions: next})
+	}
+	ok(c, out)
+}
+
+// latestBefore orders the all-chains list: blockTimestamp desc, chain id
+// asc, block number desc, transaction index desc.
+func latestBefore(a, b store.LatestTx) bool {
+	return cmp.Or(
+		cmp.Compare(b.Block.Timestamp, a.Block.Timestamp),
+		cmp.Compare(a.Block.ChainID, b.Block.ChainID),
+		cmp.Compare(b.Block.Number, a.Block.Number),
+		cmp.Compare(b.Tx.BlockIndex, a.Tx.BlockIndex),
+	) < 0
+}

@@ -1,0 +1,560 @@
+package store
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	schema "github.com/moraine-data/moraine/schemas/clickhouse"
+	"github.com/moraine-data/moraine/schemas/codec"
+	"github.com/moraine-data/moraine/schemas/record"
+)
+
+// Reads of the address lists (address_index, ordered by chain, address,
+// list, then block number and position). ClickHouse 18.16 cannot read a
+// key range in order and stop at a LIMIT: it reads every row of the range,
+// then sorts. So a page never reads "all rows below the cursor" of an
+// address with millions of them; it reads a window of blocks below the
+// cursor that should hold the page:
+//
+//   - An address with few rows (most of them) is read in one query over the
+//     whole remaining range, under a row budget (max_rows_to_read,
+//     Config.AddressScanRows): ClickHouse checks the budget against the
+//     granules its index selects before reading anything, so an address
+//     over budget costs one refused query, about a millisecond.
+//   - Over budget, reads go window by window: the first spans
+//     listFirstWindowPerRow blocks per wanted row, each next one (past an
+//     exhausted window) listWindowGrowth times more.
+//   - The page token carries twice the span of blocks the page took (the
+//     Window hint), so the next page of a busy address starts with a window
+//     that holds it: the 1,000th page costs what the first does, one read
+//     of the index and one of the canonical blocks.
+const (
+	listFirstWindowPerRow = 4
+	listWindowGrowth      = 16
+	maxListReads          = 64
+)
+
+// tooManyRows reports ClickHouse's refusal of a read over max_rows_to_read
+// (TOO_MANY_ROWS).
+func tooManyRows(err error) bool {
+	var ex *clickhouse.Exception
+	return errors.As(err, &ex) && ex.Code == 158
+}
+
+// listBound is where an address list read starts: a row position and block
+// hash, inclusive or not, in the list's order.
+type listBound struct {
+	seek      Seek
+	hash      Hash
+	inclusive bool
+}
+
+var (
+	hashMin = Hash{}
+	hashMax = func() (h Hash) {
+		for i := range h {
+			h[i] = 0xff
+		}
+		return h
+	}()
+	seekMax = Seek{TxIndex: math.MaxUint32, Position: math.MaxUint32, Sub: math.MaxUint32}
+)
+
+// AddressList returns a page of an address list: up to r.Limit canonical
+// rows from r.Start (or the start of the range) on, in list order. Rows of
+// orphaned blocks are skipped.
+func (s *ClickHouse) AddressList(ctx context.Context, r ListRequest) (ListPage, error) {
+	if r.Limit <= 0 || r.Lo > r.Hi {
+		return ListPage{}, nil
+	}
+	// Every row at or past bound (in list order) is still to read.
+	var bound listBound
+	switch {
+	case r.Start != nil && r.Asc:
+		bound = listBound{seek: *r.Start, hash: hashMin, inclusive: true}
+	case r.Start != nil:
+		bound = listBound{seek: *r.Start, hash: hashMax, inclusive: true}
+	case r.Asc:
+		bound = listBound{seek: Seek{Block: r.Lo}, hash: hashMin, inclusive: true}
+	default:
+		top := seekMax
+		top.Block = r.Hi
+		bound = listBound{seek: top, hash: hashMax, inclusive: true}
+	}
+	window := r.Window
+	page := make([]IndexRow, 0, r.Limit)
+	for reads := 0; reads < maxListReads && len(page) < r.Limit; reads++ {
+		lo, hi := max(r.Lo, bound.seek.Block), r.Hi
+		if !r.Asc {
+			lo, hi = r.Lo, min(r.Hi, bound.seek.Block)
+		}
+		if lo > hi {
+			break
+		}
+		if window > 0 && hi-lo >= window {
+			if r.Asc {
+				hi = lo + window - 1
+			} else {
+				lo = hi - window + 1
+			}
+		}
+		want := r.Limit - len(page)
+		rows, err := s.listRead(ctx, r, lo, hi, bound, want, window == 0)
+		if window == 0 && tooManyRows(err) {
+			window = uint64(listFirstWindowPerRow * r.Limit)
+			continue
+		}
+		if err != nil {
+			return ListPage{}, err
+		}
+		canon, err := s.keepCanonical(ctx, r.ChainID, rows)
+		if err != nil {
+			return ListPage{}, err
+		}
+		page = append(page, canon...)
+		if len(rows) == want {
+			// The read stopped at its LIMIT: the window may hold more, after
+			// the last row read (some rows were not canonical).
+			last := rows[len(rows)-1]
+			bound = listBound{seek: last.Seek, hash: last.BlockHash}
+			continue
+		}
+		// The window is exhausted.
+		if r.Asc {
+			if hi == r.Hi {
+				break
+			}
+			bound = listBound{seek: Seek{Block: hi + 1}, hash: hashMin, inclusive: true}
+		} else {
+			if lo == r.Lo {
+				break
+			}
+			next := seekMax
+			next.Block = lo - 1
+			bound = listBound{seek: next, hash: hashMax, inclusive: true}
+		}
+		if window > 0 {
+			window = min(window*listWindowGrowth, math.MaxUint64/listWindowGrowth)
+		}
+	}
+	out := ListPage{Rows: page}
+	if window > 0 && len(page) > 1 {
+		// Twice the blocks this page spanned: the next page's rows are
+		// about as dense, and a window that falls short costs a second
+		// query, while one twice too wide costs a few more rows.
+		first, last := page[0].Block.Number, page[len(page)-1].Block.Number
+		span := max(first, last) - min(first, last) + 1
+		out.Window = 2*span + 1
+	}
+	return out, nil
+}
+
+// listRead reads up to limit rows of r's list in blocks [lo, hi] from
+// bound on, deduplicated by key; withBudget makes ClickHouse refuse the
+// read (TOO_MANY_ROWS) when its index selects more than
+// Config.AddressScanRows rows.
+func (s *ClickHouse) listRead(ctx context.Context, r ListRequest, lo, hi uint64, bound listBound, limit int, withBudget bool) ([]IndexRow, error) {
+	var q string
+	switch {
+	case r.Asc && bound.inclusive:
+		q = qListAscFrom
+	case r.Asc:
+		q = qListAscAbove
+	case bound.inclusive:
+		q = qListDescUpTo
+	default:
+		q = qListDescBelow
+	}
+	var settings clickhouse.Settings
+	if withBudget {
+		settings = clickhouse.Settings{"max_rows_to_read": s.cfg.AddressScanRows} // read_overflow_mode is "throw" by default
+	}
+	b := bound.seek
+	rows, done, err := s.queryWith(ctx, "address_list", settings, q, r.ChainID, hex.EncodeToString(r.Address[:]), r.List,
+		lo, hi, r.Roles, r.Roles, b.Block, b.TxIndex, b.Position, b.Sub, hex.EncodeToString(bound.hash[:]), limit)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	return scanIndexRows("address_list", rows, r.List)
+}
+
+// scanIndexRows reads indexColumns, decoding each row's detail by list.
+func scanIndexRows(name string, rows driver.Rows, list uint8) ([]IndexRow, error) {
+	defer rows.Close()
+	var out []IndexRow
+	for rows.Next() {
+		var (
+			r                         IndexRow
+			blockHash, txHash, detail string
+		)
+		if err := rows.Scan(&r.Block.Number, &r.TxIndex, &r.Position, &r.Sub, &blockHash, &txHash, &r.Roles, &detail); err != nil {
+			return nil, fmt.Errorf("store: %s: scan: %w", name, err)
+		}
+		r.Seek.Block = r.Block.Number
+		copy(r.BlockHash[:], blockHash)
+		copy(r.TxHash[:], txHash)
+		if err := decodeDetail(&r, list, []byte(detail)); err != nil {
+			return nil, fmt.Errorf("store: %s: row of block %d, index %d: %w", name, r.Block.Number, r.TxIndex, err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify(name, err)
+	}
+	return out, nil
+}
+
+// decodeDetail fills r from an address_index detail of the given list.
+func decodeDetail(r *IndexRow, list uint8, detail []byte) error {
+	switch list {
+	case schema.ListTransactions:
+		d, err := codec.DecodeTxDetail(detail)
+		if err != nil {
+			return err
+		}
+		r.TxType, r.From, r.To, r.Contract, r.Value = uint8(d.Type), d.From, d.To, d.ContractAddress, d.Value
+		r.Gas, r.GasPrice, r.Nonce, r.Selector, r.Status, r.GasUsed = d.Gas, d.GasPrice, d.Nonce, d.Input, uint8(d.Status), d.GasUsed
+		r.Transfers, r.Internals = transfersOf(d.Transfers), internalsOf(d.InternalTransactions)
+	case schema.ListInternal:
+		var c record.CallDetail
+		if err := c.UnmarshalVT(detail); err != nil {
+			return err
+		}
+		r.Internal = internalsOf([]*record.CallDetail{&c})[0]
+	case schema.ListDeployments, schema.ListCreation:
+		var d record.Deployment
+		if err := d.UnmarshalVT(detail); err != nil {
+			return err
+		}
+		r.Deployment = Deployment{Contract: d.Contract, Deployer: d.Deployer, Creator: d.Creator}
+	default:
+		var t record.TokenTransfer
+		if err := t.UnmarshalVT(detail); err != nil {
+			return err
+		}
+		r.Transfer = transfersOf([]*record.TokenTransfer{&t})[0]
+	}
+	return nil
+}
+
+func transfersOf(ts []*record.TokenTransfer) []Transfer {
+	out := make([]Transfer, len(ts))
+	for i, t := range ts {
+		out[i] = Transfer{Kind: uint8(t.Kind), Token: t.Token, From: t.From, To: t.To, LogIndex: t.LogIndex, Value: t.Value, TokenID: t.TokenId}
+	}
+	return out
+}
+
+func internalsOf(cs []*record.CallDetail) []Internal {
+	out := make([]Internal, len(cs))
+	for i, c := range cs {
+		out[i] = Internal{Type: c.Type, From: c.From, To: c.To, Value: c.Value, Gas: c.Gas, GasUsed: c.GasUsed, Reverted: c.Reverted}
+	}
+	return out
+}
+
+// keepCanonical returns the rows whose block is canonical, with the block
+// header filled in.
+func (s *ClickHouse) keepCanonical(ctx context.Context, chainID uint64, rows []IndexRow) ([]IndexRow, error) {
+	if len(rows) == 0 {
+		return nil, nil
+	}
+	numbers := make([]uint64, 0, len(rows))
+	for i, r := range rows {
+		if i == 0 || r.Block.Number != rows[i-1].Block.Number {
+			numbers = append(numbers, r.Block.Number)
+		}
+	}
+	blocks, err := s.CanonicalBlocks(ctx, chainID, numbers)
+	if err != nil {
+		return nil, err
+	}
+	out := rows[:0]
+	for _, r := range rows {
+		if b, ok := blocks[r.Block.Number]; ok && b.Hash == r.BlockHash {
+			r.Block = b
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// CanonicalBlocks returns the canonical block of each number that has one:
+// from block_lookup, or from blocks for blocks written before block_lookup
+// existed.
+func (s *ClickHouse) CanonicalBlocks(ctx context.Context, chainID uint64, numbers []uint64) (map[uint64]Block, error) {
+	out := make(map[uint64]Block, len(numbers))
+	if len(numbers) == 0 {
+		return out, nil
+	}
+	set := make([]any, len(numbers))
+	for i, n := range numbers {
+		set[i] = n
+	}
+	rows, done, err := s.query(ctx, "blocks_lookup", qBlocksLookup, chainID, clickhouse.GroupSet{Value: set})
+	if err != nil {
+		return nil, err
+	}
+	found := make(map[uint64]bool, len(numbers))
+	for rows.Next() {
+		var (
+			number  uint64
+			header  string
+			removed uint8
+		)
+		if err := rows.Scan(&number, &header, &removed); err != nil {
+			rows.Close()
+			done()
+			return nil, fmt.Errorf("store: blocks_lookup: scan: %w", err)
+		}
+		found[number] = true
+		if removed != 0 {
+			continue
+		}
+		b, err := parseHeader(chainID, number, header)
+		if err != nil {
+			rows.Close()
+			done()
+			return nil, err
+		}
+		out[number] = b
+	}
+	rows.Close()
+	err = rows.Err()
+	done()
+	if err != nil {
+		return nil, classify("blocks_lookup", err)
+	}
+	var missing []any
+	for _, n := range numbers {
+		if !found[n] {
+			missing = append(missing, n)
+		}
+	}
+	if len(missing) == 0 {
+		return out, nil
+	}
+	rows, done, err = s.query(ctx, "blocks_by_numbers", qBlocksByNumbers, chainID, clickhouse.GroupSet{Value: missing})
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	bs, err := scanBlocks("blocks_by_numbers", rows, len(missing))
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range bs {
+		out[b.Number] = b
+	}
+	return out, nil
+}
+
+// HasActivity reports whether the address took part in a canonical
+// transaction of the chain.
+func (s *ClickHouse) HasActivity(ctx context.Context, chainID uint64, a Address) (bool, error) {
+	rows, done, err := s.query(ctx, "address_activity", qActivity, chainID, hex.EncodeToString(a[:]))
+	if err != nil {
+		return false, err
+	}
+	var found []IndexRow
+	for rows.Next() {
+		var (
+			r    IndexRow
+			hash string
+		)
+		if err := rows.Scan(&r.Block.Number, &hash); err != nil {
+			rows.Close()
+			done()
+			return false, fmt.Errorf("store: address_activity: scan: %w", err)
+		}
+		copy(r.BlockHash[:], hash)
+		found = append(found, r)
+	}
+	rows.Close()
+	err = rows.Err()
+	done()
+	if err != nil {
+		return false, classify("address_activity", err)
+	}
+	canon, err := s.keepCanonical(ctx, chainID, found)
+	return len(canon) > 0, err
+}
+
+// Transaction finds a canonical transaction by hash (transaction_lookup)
+// with its detail; ErrNotFound when no canonical block holds it.
+func (s *ClickHouse) Transaction(ctx context.Context, chainID uint64, h Hash) (TxRef, FullTx, error) {
+	rows, done, err := s.query(ctx, "tx_lookup", qTxLookup, chainID, hex.EncodeToString(h[:]))
+	if err != nil {
+		return TxRef{}, FullTx{}, err
+	}
+	type placement struct {
+		number uint64
+		hash   Hash
+		index  uint32
+		detail []byte
+	}
+	var found []placement
+	for rows.Next() {
+		var (
+			p            placement
+			hash, detail string
+		)
+		if err := rows.Scan(&p.number, &hash, &p.index, &detail); err != nil {
+			rows.Close()
+			done()
+			return TxRef{}, FullTx{}, fmt.Errorf("store: tx_lookup: scan: %w", err)
+		}
+		copy(p.hash[:], hash)
+		p.detail = []byte(detail)
+		found = append(found, p)
+	}
+	rows.Close()
+	err = rows.Err()
+	done()
+	if err != nil {
+		return TxRef{}, FullTx{}, classify("tx_lookup", err)
+	}
+	numbers := make([]uint64, len(found))
+	for i, p := range found {
+		numbers[i] = p.number
+	}
+	blocks, err := s.CanonicalBlocks(ctx, chainID, numbers)
+	if err != nil {
+		return TxRef{}, FullTx{}, err
+	}
+	// A transaction is in at most one canonical block.
+	i := slices.IndexFunc(found, func(p placement) bool { b, ok := blocks[p.number]; return ok && b.Hash == p.hash })
+	if i < 0 {
+		return TxRef{}, FullTx{}, ErrNotFound
+	}
+	p := found[i]
+	d, err := codec.DecodeTxDetail(p.detail)
+	if err != nil {
+		return TxRef{}, FullTx{}, fmt.Errorf("store: tx_lookup: %w", err)
+	}
+	input := d.Input
+	full := FullTx{
+		Tx: Tx{BlockIndex: p.index, Hash: h, Type: uint8(d.Type), From: d.From, To: d.To, ContractAddress: d.ContractAddress,
+			Value: d.Value, Gas: d.Gas, GasPrice: d.GasPrice, EffectiveGasPrice: d.EffectiveGasPrice, Nonce: d.Nonce,
+			Selector: input[:min(len(input), 4)], InputLen: uint64(len(input)), Status: uint8(d.Status), GasUsed: d.GasUsed},
+		Input: input, MaxFeePerGas: d.MaxFeePerGas, MaxPriorityFeePerGas: d.MaxPriorityFeePerGas,
+		Transfers: transfersOf(d.Transfers), Internals: internalsOf(d.InternalTransactions),
+	}
+	return TxRef{Block: blocks[p.number], Index: p.index}, full, nil
+}
+
+// Transaction status filters of LatestTxs.
+const (
+	StatusFailed  uint8 = 0
+	StatusSuccess uint8 = 1
+	StatusAny     uint8 = 2
+)
+
+// latestBlocksPerRead is how many canonical blocks LatestTxs takes at a time.
+const latestBlocksPerRead = 64
+
+// LatestTxs returns up to limit canonical transactions of a chain, newest
+// first, from position start on (inclusive: block start.Block, index
+// start.TxIndex and below), with the given status (StatusAny: all). It
+// looks at no more than Config.LatestScanBlocks blocks: when it stops
+// there, resume is where a next call continues (nil when the chain's
+// start was reached or the page is full).
+func (s *ClickHouse) LatestTxs(ctx context.Context, chainID uint64, start Seek, limit int, status uint8) (txs []LatestTx, resume *Seek, err error) {
+	cursor, firstTx := start.Block, start.TxIndex
+	scanned := 0
+	for len(txs) < limit {
+		if scanned >= s.cfg.LatestScanBlocks {
+			return txs, &Seek{Block: cursor, TxIndex: firstTx}, nil
+		}
+		blocks, err := s.Blocks(ctx, chainID, cursor, min(latestBlocksPerRead, s.cfg.LatestScanBlocks-scanned))
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(blocks) == 0 {
+			return txs, nil, nil
+		}
+		// Enough blocks for the page when every transaction counts; all of
+		// them under a status filter.
+		take, count := 0, 0
+		for take < len(blocks) && (status != StatusAny || count < limit-len(txs)) {
+			count += int(blocks[take].TxCount)
+			take++
+		}
+		picked := blocks[:take]
+		byNumber := make(map[uint64]Block, take)
+		for _, b := range picked {
+			byNumber[b.Number] = b
+		}
+		lo, hi := picked[len(picked)-1].Number, picked[0].Number
+		// Rows of orphaned blocks at these numbers count against the LIMIT
+		// too: read again with more room when it was reached.
+		var got []LatestTx
+		for room := count + 64; ; room *= 4 {
+			rows, done, err := s.query(ctx, "latest_txs", qLatestTxs, chainID, lo, hi, status, status, room)
+			if err != nil {
+				return nil, nil, err
+			}
+			var raw int
+			got, raw, err = scanLatest(rows, byNumber)
+			done()
+			if err != nil {
+				return nil, nil, err
+			}
+			if raw < room {
+				break
+			}
+		}
+		for _, t := range got {
+			if t.Block.Number == start.Block && t.Tx.BlockIndex > firstTx {
+				continue // served by the previous page
+			}
+			txs = append(txs, t)
+			if len(txs) == limit {
+				return txs, nil, nil
+			}
+		}
+		scanned += take
+		if lo == 0 {
+			return txs, nil, nil
+		}
+		cursor, firstTx = lo-1, math.MaxUint32
+	}
+	return txs, nil, nil
+}
+
+// scanLatest reads qLatestTxs rows, keeping those of the given canonical
+// blocks; raw counts every row read.
+func scanLatest(rows driver.Rows, byNumber map[uint64]Block) (out []LatestTx, raw int, err error) {
+	defer rows.Close()
+	for rows.Next() {
+		raw++
+		var (
+			number                             uint64
+			blockHash, hash, from, to, ca, sel string
+			t                                  Tx
+		)
+		if err := rows.Scan(&number, &blockHash, &t.BlockIndex, &hash, &t.Type, &from, &to, &ca, &t.Value, &t.Gas,
+			&t.GasPrice, &t.EffectiveGasPrice, &t.Nonce, &sel, &t.InputLen, &t.Status, &t.GasUsed); err != nil {
+			return nil, raw, fmt.Errorf("store: latest_txs: scan: %w", err)
+		}
+		b, ok := byNumber[number]
+		if !ok || string(b.Hash[:]) != blockHash {
+			continue // a row of an orphaned block
+		}
+		copy(t.Hash[:], hash)
+		t.From, t.To, t.ContractAddress, t.Selector = address(from), address(to), address(ca), []byte(sel)
+		out = append(out, LatestTx{Block: b, Tx: t})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, raw, classify("latest_txs", err)
+	}
+	return out, raw, nil
+}
