@@ -95,6 +95,10 @@ cluster-down: ## Stop the local cluster's services and nodes (data is kept); the
 bench: build stack-up ## Run the benchmarks; results go to bench/results.md and the README.
 	@eval "$$(bash $(STACK) env)"; bash bench/run.sh
 
+.PHONY: bench-history
+bench-history: build stack-up ## The transaction-history routes alone: 50M synthetic transactions (seeded once, ~30 min), 4 routes at 200 req/s.
+	@eval "$$(bash $(STACK) env)"; bash bench/history.sh
+
 # The benchmark corpus (make corpus, make bench-backfill): where it is written and how large.
 CORPUS              ?= $(STATE_DIR)/corpus
 CORPUS_BLOCKS       ?= 200000

@@ -5,7 +5,8 @@
 #   2. pipeline: the Gunzilla replay (1,001 real blocks, 9,887 txs, 207,990 call frames) backfilled end to
 #      end (replay source -> ingest -> Kafka -> processor -> ClickHouse), blocks/s, tx/s, stage shares;
 #   3. webhooks: latency, sustained deliveries, the address join;
-#   4. Go micro-benchmarks of the hot paths (codec).
+#   4. the transaction-history routes on 50,000,000 synthetic transactions (bench/history.sh);
+#   5. Go micro-benchmarks of the hot paths (codec).
 # Results go to bench/results.md and into README.md between the bench markers.
 # Needs the local stack (make bench starts it) and ./bin (make bench builds it).
 set -euo pipefail
@@ -81,13 +82,15 @@ echo "bench: pipeline (Gunzilla replay, end to end)..."
 # One run lasts about a second with five processes sharing two cores, so single runs vary by +-20%, and
 # the same code's median of 5 runs moved by 15% within an hour on this VM: run it PIPELINE_RUNS times,
 # show every run, and state the median.
-PIPELINE_RUNS=${MORAINE_BENCH_PIPELINE_RUNS:-9}
+PIPELINE_RUNS=${MORAINE_BENCH_PIPELINE_RUNS:-10}
 (cd e2e && go test -run '^$' -bench 'BenchmarkPipelineGunzilla' -benchtime "${PIPELINE_RUNS}x" -count 1 -timeout 30m . 2>&1) | tee "$TMP/pipeline.txt"
 pipeline=$(grep -E '^stage' "$TMP/pipeline.txt" || true)
 # The value before a unit in the "stage result" lines, median over the runs (mawk has no sort: use sort).
-bench_median() { awk -v unit="$1" '/^stage result:/ { for (i = 1; i < NF; i++) if ($(i+1) == unit || $(i+1) == unit ",") print $i }' "$TMP/pipeline.txt" |
+# Runs alternate the transaction-history tables on and off ("stage variant: address index on|off" before each).
+bench_median() { awk -v unit="$1" -v want="$2" '/^stage variant:/ { variant = $NF }
+    /^stage result:/ && variant == want { for (i = 1; i < NF; i++) if ($(i+1) == unit || $(i+1) == unit ",") print $i }' "$TMP/pipeline.txt" |
     sort -n | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'; }
-pipeline_median="median of $PIPELINE_RUNS runs: $(bench_median tx/s) tx/s, $(bench_median blocks/s) blocks/s (each run below)"
+pipeline_median="median over $PIPELINE_RUNS alternating runs: with the transaction-history tables $(bench_median tx/s on) tx/s, $(bench_median blocks/s on) blocks/s; without them $(bench_median tx/s off) tx/s, $(bench_median blocks/s off) blocks/s (each run below)"
 
 # 3. Webhooks: latency from the node to the receiver, sustained deliveries, the address join.
 echo "bench: webhook latency (development chain -> signed POST)..."
@@ -102,6 +105,9 @@ match=$( (cd processor && go test -run '^$' -bench 'BenchmarkMatchBlock|Benchmar
 # 3b. Reads on the development stack's shape: what MoraineQueryLatencyHigh judges (deploy/prometheus/rules.yml).
 echo "bench: read latency on the development stack (4 and 20 req/s, 2 min each)..."
 readlat=$( (cd e2e && go test -run '^$' -bench 'BenchmarkDevStackReadLatency' -benchtime 1x -timeout 15m . 2>&1) | grep -E '^reads ' || true)
+
+# 3c. The transaction-history routes on 50M transactions (bench/history.sh; seeded once, then reused).
+bash bench/history.sh "$TMP/history.md"
 
 # 4. Micro-benchmarks.
 echo "bench: codec micro-benchmarks..."
@@ -167,6 +173,8 @@ micro=$( (cd schemas && go test -run '^$' -bench . -benchmem ./codec) | grep -E 
     echo '```'
     echo "$readlat"
     echo '```'
+    echo
+    cat "$TMP/history.md"
     echo
     echo "## Micro-benchmarks"
     echo

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# The transaction-history routes under load (make bench calls it; alone: make bench-history).
+#   Data: HISTORY_TXS synthetic transactions (querybench seed --txs: three routers with 10%, 5% and 2% of
+#   them, a pool of HISTORY_ADDRESSES accounts with a handful each, a fifth ERC-20 transfers), 5 a block,
+#   in database moraine_bench_history, chain 99998. Seeded once and reused (about 35 s per million).
+#   Load: four routes, each on its own at HISTORY_RATE req/s, open loop, after a warm-up of their mix:
+#   an address's transactions (first page, random account), page 1,000 of the busiest router's
+#   transactions, a transaction by hash (random), an account's ERC-20 transfers (random).
+# Writes its markdown section to the file named by $1 (make bench puts it in bench/results.md).
+# Needs the local stack and ./bin.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT=${1:-/dev/stdout}
+TMP=$(mktemp -d)
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$TMP"' EXIT
+
+TXS=${MORAINE_BENCH_HISTORY_TXS:-50000000}
+ADDRESSES=${MORAINE_BENCH_HISTORY_ADDRESSES:-10000000}
+RATE=${MORAINE_BENCH_HISTORY_RATE:-200}
+DURATION=${MORAINE_BENCH_HISTORY_DURATION:-60s}
+WARMUP=${MORAINE_BENCH_HISTORY_WARMUP:-60s}
+DB=moraine_bench_history
+CHAIN=99998
+PER_BLOCK=5
+BLOCKS=$(((TXS + PER_BLOCK - 1) / PER_BLOCK))
+CH="http://127.0.0.1:${MORAINE_CLICKHOUSE_HTTP_PORT:-8123}/"
+chq() { curl -fsS "$CH" --data-binary "$1"; }
+commas() { echo "$1" | sed ':a;s/\B[0-9]\{3\}\>/,&/;ta'; }
+
+have=$(chq "SELECT count() FROM $DB.transaction_lookup WHERE chain_id = $CHAIN" 2>/dev/null || echo 0)
+if [ "${have:-0}" -lt "$TXS" ]; then
+    echo "history: seeding $TXS transactions over $BLOCKS blocks (database $DB, chain $CHAIN)..."
+    chq "DROP DATABASE IF EXISTS $DB" >/dev/null
+    bin/querybench seed --clickhouse.database "$DB" --chain "$CHAIN" --blocks "$BLOCKS" --txs "$TXS" \
+        --tx-per-block "$PER_BLOCK" --addresses "$ADDRESSES" | tee "$TMP/seed.txt"
+else
+    echo "history: reusing the $have transactions already seeded"
+fi
+size=$(chq "SELECT table, sum(rows), formatReadableSize(sum(bytes_on_disk)) FROM system.parts
+    WHERE database = '$DB' AND active GROUP BY table ORDER BY sum(bytes_on_disk) DESC FORMAT TSV" |
+    awk -F'\t' '{ printf "%-22s %14s rows %12s\n", $1, $2, $3 }')
+total=$(chq "SELECT formatReadableSize(sum(bytes_on_disk)) FROM system.parts WHERE database = '$DB' AND active")
+router=$(chq "SELECT count() FROM $DB.address_index WHERE chain_id = $CHAIN AND list = 1
+    AND address = unhex('$(printf 'addr:0' | sha256sum | cut -c1-40)')")
+
+cat >"$TMP/chains.json" <<JSON
+{"chains":[{"evmChainId":"$CHAIN","name":"Synthetic history chain","network":"mainnet","rpcUrls":["http://127.0.0.1:1"],
+ "networkToken":{"name":"Bench","symbol":"BNC","decimals":18},"traces":true,"webhooks":false}]}
+JSON
+# Rate limits are off (the keyless budget would refuse this load by design); the topic prefix keeps this
+# instance's webhook reconciler away from the development deployment's topics.
+bin/query --chains.file "$TMP/chains.json" --clickhouse.database "$DB" --http.listen-address 127.0.0.1:18081 \
+    --admin.listen-address 127.0.0.1:18104 --api.page-token-secret "bench-secret-bench-secret-bench-secret" \
+    --kafka.topic-prefix bench. --ratelimit.enabled=false --log.level warn >"$TMP/query.log" 2>&1 &
+QUERY_PID=$!
+for _ in $(seq 1 120); do curl -fsS -m 1 127.0.0.1:18104/readyz >/dev/null 2>&1 && break; sleep 0.5; done
+URL=http://127.0.0.1:18081
+busiest=0x$(printf 'addr:0' | sha256sum | cut -c1-40)
+echo "history: following the busiest router's transactions to page 1,000 (pageSize 10)..."
+start=$(date +%s)
+token=$(bin/querybench page-token --url "$URL" --path "/v1/chains/$CHAIN/addresses/$busiest/transactions" --pages 999)
+walk=$(($(date +%s) - start))
+last=$((TXS - 1))
+pool=$((ADDRESSES + 2))
+paths=(
+    "/v1/chains/$CHAIN/addresses/{addr:3:$pool}/transactions"
+    "/v1/chains/$CHAIN/addresses/$busiest/transactions?pageToken=$token"
+    "/v1/chains/$CHAIN/transactions/{txhash:0:$last}"
+    "/v1/chains/$CHAIN/addresses/{addr:3:$pool}/transactions:listErc20"
+)
+# Each route on its own at RATE, as the blocks routes are measured; first the four together at RATE in all, to
+# warm ClickHouse's caches as steady traffic keeps them.
+args=()
+for p in "${paths[@]}"; do args+=(--path "$p"); done
+echo "history: warm-up, $RATE req/s over the four routes for $WARMUP"
+warm=$(bin/querybench load --url "$URL" --rate "$RATE" --duration "$WARMUP" "${args[@]}" | grep '^all' | tr -s ' ' || true)
+echo "$warm"
+: >"$TMP/load.txt"
+for p in "${paths[@]}"; do
+    echo "history: $RATE req/s for $DURATION on ${p//$token/TOKEN}"
+    bin/querybench load --url "$URL" --rate "$RATE" --duration "$DURATION" --path "$p" >"$TMP/load.raw" || true
+    load=$(grep -v '^all' "$TMP/load.raw")
+    echo "${load//$token/TOKEN}" | tee -a "$TMP/load.txt"
+done
+kill "$QUERY_PID" 2>/dev/null || true
+wait "$QUERY_PID" 2>/dev/null || true
+
+{
+    echo "## Transaction history"
+    echo
+    echo "Data: $(commas "$TXS") synthetic transactions of chain $CHAIN (\`querybench seed --txs\`), $PER_BLOCK a block, in the"
+    echo "processor's table layout: three routers receive 10%, 5% and 2% of the transactions (the busiest has"
+    echo "$(commas "$router") rows in its list), every other party is one of $(commas "$ADDRESSES") accounts (a handful of"
+    echo "transactions each); a fifth of the transactions are ERC-20 transfers. On disk: $total."
+    echo
+    echo '```'
+    echo "$size"
+    echo '```'
+    echo
+    echo "Load: open loop, $RATE req/s on each route in turn for $DURATION (\`querybench load\`, loopback), after $WARMUP of"
+    echo "the four mixed at $RATE req/s (warm-up: \`${warm:-none}\`): an account's transactions (first page; {addr} a random account), page"
+    echo "1,000 of the busiest router's transactions (pageSize 10: 9,990 rows deep; following the 999 pages to its"
+    echo "token took $walk s), a random transaction by hash, an account's ERC-20 transfers."
+    echo
+    echo '```'
+    cat "$TMP/load.txt"
+    echo '```'
+} >>"$OUT"
