@@ -32,6 +32,11 @@ func TestAlertSeriesExistFromStartup(t *testing.T) {
 		}
 		return false
 	})
+	// Consumer lag is a gauge read from the brokers every LagInterval, and a
+	// group has lag only once it has committed: wait for the processor's.
+	eventually(t, 30*time.Second, "the processor's consumer lag", func() bool {
+		return len(scrape(t, s.metrics["processor"], "moraine_kafka_consumer_lag_records")) > 0
+	})
 	series := map[string][]map[string]string{}
 	for name, url := range s.metrics {
 		if name == "replay" {

@@ -2,14 +2,17 @@ package kafkautil
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/plugin/kprom"
 )
@@ -63,6 +66,37 @@ type clientMetrics struct {
 	mu   sync.RWMutex
 	refs int
 	m    *kprom.Metrics
+	// errs are kprom's error counters (connect, read, write), kept to
+	// create each broker's series at zero when the client first meets the
+	// broker: kprom creates them on the first error, and rate() over a
+	// counter that appears with its first increment misses that error.
+	errs []*prometheus.CounterVec
+}
+
+// errorCounters sits between kprom and the registry and keeps the error
+// counters kprom registers.
+type errorCounters struct {
+	prometheus.Registerer
+	c *clientMetrics
+}
+
+func (r errorCounters) Register(col prometheus.Collector) error {
+	if vec, ok := col.(*prometheus.CounterVec); ok {
+		ch := make(chan *prometheus.Desc, 1)
+		vec.Describe(ch)
+		if d := (<-ch).String(); strings.Contains(d, "_errors_total\"") {
+			r.c.errs = append(r.c.errs, vec)
+		}
+	}
+	return r.Registerer.Register(col)
+}
+
+func (r errorCounters) MustRegister(cs ...prometheus.Collector) {
+	for _, col := range cs {
+		if err := r.Register(col); err != nil {
+			panic(err)
+		}
+	}
 }
 
 var (
@@ -102,8 +136,9 @@ func (c *clientMetrics) OnNewClient(cl *kgo.Client) {
 	defer c.mu.Unlock()
 	c.refs++
 	if c.refs == 1 {
+		c.errs = nil
 		c.m = kprom.NewMetrics(metricsNamespace,
-			kprom.Registerer(prometheus.WrapRegistererWith(prometheus.Labels{"client": c.name}, c.reg)),
+			kprom.Registerer(errorCounters{prometheus.WrapRegistererWith(prometheus.Labels{"client": c.name}, c.reg), c}),
 			kprom.FetchAndProduceDetail(kprom.ByNode, kprom.ByTopic, kprom.Batches, kprom.Records,
 				kprom.CompressedBytes, kprom.UncompressedBytes, kprom.ConsistentNaming))
 		c.m.OnNewClient(cl)
@@ -123,9 +158,15 @@ func (c *clientMetrics) OnClientClosed(cl *kgo.Client) {
 // The other hooks forward to kprom.
 
 func (c *clientMetrics) OnBrokerConnect(meta kgo.BrokerMetadata, d time.Duration, conn net.Conn, err error) {
-	if m := c.current(); m != nil {
-		m.OnBrokerConnect(meta, d, conn, err)
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if c.m == nil {
+		return
 	}
+	for _, vec := range c.errs {
+		vec.WithLabelValues(kgo.NodeName(meta.NodeID)) // the series at zero (errorCounters)
+	}
+	c.m.OnBrokerConnect(meta, d, conn, err)
 }
 
 func (c *clientMetrics) OnBrokerDisconnect(meta kgo.BrokerMetadata, conn net.Conn) {
@@ -214,7 +255,14 @@ func ExportLag(ctx context.Context, adm *kadm.Client, reg prometheus.Registerer,
 		lags, err := adm.Lag(qctx, groups...)
 		cancel()
 		if err == nil {
-			err = lags.Error()
+			// A group that has committed nothing yet does not exist for the
+			// broker: it has no lag to report until it does, and it must not
+			// hide the lag of the other groups.
+			lags.EachError(func(l kadm.DescribedGroupLag) {
+				if err == nil && !errors.Is(l.Error(), kerr.GroupIDNotFound) {
+					err = l.Error()
+				}
+			})
 		}
 		if err != nil {
 			if ctx.Err() != nil {
@@ -228,6 +276,9 @@ func ExportLag(ctx context.Context, adm *kadm.Client, reg prometheus.Registerer,
 			lastErr = ""
 			now := map[[3]string]bool{}
 			for _, g := range lags {
+				if g.Error() != nil {
+					continue
+				}
 				for _, pl := range g.Lag.Sorted() {
 					if pl.Err != nil || pl.Lag < 0 {
 						continue
