@@ -293,3 +293,45 @@ func TestAddressListBranchesAtOnePosition(t *testing.T) {
 		}
 	}
 }
+
+// An address whose rows read first are all in orphaned blocks is still
+// found active by its canonical ones; one with only orphaned rows is not.
+func TestHasActivityPastOrphanedBlocks(t *testing.T) {
+	_, conn := testenv.ClickHouse(t)
+	c := ctx(t)
+	cfg := store.DefaultConfig()
+	cfg.HeadCacheTTL = 0
+	reg := prometheus.NewRegistry()
+	s, err := store.New(cfg, store.Deps{Logger: testenv.Logger(t), Registerer: reg, ChainIDs: []uint64{chain}})
+	require.NoError(t, err)
+	s.SetConn(conn)
+	blocks := storetest.Chain(chain, 0, 99, 1, "a")
+	require.NoError(t, storetest.InsertBlocks(c, conn, blocks))
+	var active, orphanOnly, idle store.Address
+	copy(active[:], storetest.Address(1))
+	copy(orphanOnly[:], storetest.Address(2))
+	copy(idle[:], storetest.Address(3))
+	row := func(a store.Address, number uint64, hash store.Hash) storetest.IndexRow {
+		return storetest.IndexRow{ChainID: chain, Address: a[:], List: schema.ListTransactions, Block: number, BlockHash: hash,
+			TxHash: storetest.HashOf(chain, number, "tx"), Roles: schema.RoleSender, From: a[:], Value: "1", Status: 1, Version: 1}
+	}
+	// 40 orphaned blocks below the one canonical row, in one insert: one
+	// part, read in key order, so the orphans come first.
+	var rows []storetest.IndexRow
+	for n := uint64(1); n <= 40; n++ {
+		orphan := storetest.HashOf(chain, n, "orphan")
+		rows = append(rows, row(active, n, orphan), row(orphanOnly, n, orphan))
+	}
+	rows = append(rows, row(active, 90, blocks[90].Hash))
+	require.NoError(t, storetest.InsertIndex(c, conn, rows))
+
+	for _, tc := range []struct {
+		name string
+		a    store.Address
+		want bool
+	}{{"canonical row after 40 orphaned blocks", active, true}, {"orphaned rows only", orphanOnly, false}, {"no rows", idle, false}} {
+		got, err := s.HasActivity(c, chain, tc.a)
+		require.NoError(t, err, tc.name)
+		require.Equal(t, tc.want, got, tc.name)
+	}
+}
