@@ -335,3 +335,64 @@ func TestHasActivityPastOrphanedBlocks(t *testing.T) {
 		require.Equal(t, tc.want, got, tc.name)
 	}
 }
+
+// A run of empty blocks longer than LatestScanBlocks: pages stop at the
+// scan bound with fewer transactions (none, inside the run) and a resume
+// position, each page moves LatestScanBlocks further down, and the list
+// ends at the chain's first block with every transaction served once.
+func TestLatestTxsThroughEmptyBlocks(t *testing.T) {
+	_, conn := testenv.ClickHouse(t)
+	c := ctx(t)
+	cfg := store.DefaultConfig()
+	cfg.HeadCacheTTL = 0
+	cfg.LatestScanBlocks = 40
+	s, err := store.New(cfg, store.Deps{Logger: testenv.Logger(t), Registerer: prometheus.NewRegistry(), ChainIDs: []uint64{chain}})
+	require.NoError(t, err)
+	s.SetConn(conn)
+	blocks := storetest.Chain(chain, 0, 199, 1, "a")
+	var txs []storetest.Tx
+	want := 0
+	for i := range blocks {
+		b := &blocks[i]
+		if b.Number >= 10 && b.Number < 190 {
+			b.TxCount = 0
+		}
+		for j := range b.TxCount {
+			txs = append(txs, storetest.Tx{ChainID: chain, BlockNumber: b.Number, BlockHash: b.Hash, Index: j,
+				Hash: storetest.HashOf(chain, b.Number*10+uint64(j), "tx"), Status: 1, Version: 1})
+			want++
+		}
+	}
+	require.NoError(t, storetest.InsertBlocks(c, conn, blocks))
+	require.NoError(t, storetest.InsertTxs(c, conn, txs))
+
+	const size = 5
+	start := store.Seek{Block: 199, TxIndex: ^uint32(0)}
+	seen := map[store.Hash]bool{}
+	var sizes []int
+	for pages := 0; ; pages++ {
+		require.Less(t, pages, 20, "the list does not end")
+		got, resume, err := s.LatestTxs(c, chain, start, size+1, store.StatusAny)
+		require.NoError(t, err)
+		var next *store.Seek
+		switch {
+		case len(got) > size:
+			next = &store.Seek{Block: got[size].Block.Number, TxIndex: got[size].Tx.BlockIndex}
+			got = got[:size]
+		case resume != nil:
+			require.Less(t, resume.Block, start.Block, "a resume position moves down")
+			next = resume
+		}
+		sizes = append(sizes, len(got))
+		for _, x := range got {
+			require.False(t, seen[x.Tx.Hash], "served twice")
+			seen[x.Tx.Hash] = true
+		}
+		if next == nil {
+			break
+		}
+		start = *next
+	}
+	require.Len(t, seen, want)
+	require.Contains(t, sizes, 0, "a page inside the run of empty blocks is empty and continues")
+}
