@@ -18,8 +18,9 @@ import (
 // The transaction-history routes checked against what the golden warehouse
 // tables imply: the lists are computed here from TRANSACTIONS, RECEIPTS,
 // LOGS, INTERNAL_TRANSACTIONS and BLOCKS alone (with this file's own decoding
-// of transfer logs), following the decisions of query/README.md, and the API
-// must serve exactly them, field by field, page by page.
+// of transfer logs), following the decisions of docs/transactions.md
+// (section 4), and the API must serve exactly them, field by field, page by
+// page.
 
 // hTx is one golden transaction with what the lists need.
 type hTx struct {
@@ -71,7 +72,7 @@ type hRow struct {
 	creation *hCreation
 }
 
-// Roles, as query/README.md defines them.
+// Roles, as docs/transactions.md defines them (section 2, list 1).
 const (
 	roleSender = 1 << iota
 	roleRecipient
@@ -345,7 +346,7 @@ func checkNative(m *mismatches, k string, got any, x *hTx, chainID uint64) {
 	switch {
 	case x.to == "":
 		method, hash = "CONTRACT_CREATION", ""
-	case x.input == "0x" || x.input == "":
+	case len(x.input) < len("0x12345678"): // no 4-byte selector
 		method, hash = "NATIVE_TRANSFER", ""
 	default:
 		hash = x.input[:min(len(x.input), 10)]
@@ -439,14 +440,15 @@ type contractAnswer struct {
 	supports721, supports1155 bool
 }
 
-// ercType is the contract's type by the rules of query/README.md.
+// ercType is the contract's type by the rule of docs/transactions.md
+// (section 4, "Contract metadata").
 func (a contractAnswer) ercType() string {
 	switch {
 	case a.supports721:
 		return "ERC-721"
 	case a.supports1155:
 		return "ERC-1155"
-	case a.decimalsOK && (a.nameOK || a.symbolOK):
+	case a.decimalsOK && a.nameOK && a.symbolOK:
 		return "ERC-20"
 	}
 	return "UNKNOWN"

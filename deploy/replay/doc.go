@@ -26,7 +26,8 @@
 // hash or {blockNumber|blockHash}), eth_getTransactionByHash,
 // eth_getTransactionReceipt, debug_traceBlockByNumber, debug_traceBlockByHash
 // and debug_traceTransaction with {"tracer":"callTracer"} (the recorded traces),
-// eth_call (always "0x": no state is recorded), eth_subscribe/eth_unsubscribe
+// eth_call and eth_getCode (always "0x": no state is recorded, every address
+// is without code), eth_subscribe/eth_unsubscribe
 // newHeads (WebSocket only), and moraine_recordedBlockNumbers(from, to): the
 // numbers of the released recorded blocks within [from, to] (ascending hex
 // quantities), which lets an indexer learn a sparse recording's numbers without

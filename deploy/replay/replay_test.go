@@ -307,6 +307,9 @@ func TestReplayCChain(t *testing.T) {
 	if got := string(callRaw(t, cl, "eth_call", map[string]any{"to": "0x0100000000000000000000000000000000000000", "data": "0x06fdde03"}, "latest")); got != `"0x"` {
 		t.Errorf("eth_call = %s", got)
 	}
+	if got := string(callRaw(t, cl, "eth_getCode", "0x0100000000000000000000000000000000000000", "latest")); got != `"0x"` {
+		t.Errorf("eth_getCode = %s", got)
+	}
 	err = cl.CallContext(t.Context(), &out, "eth_getLogsOfTheFuture")
 	var rpcErr rpc.Error
 	if err == nil || !asRPCError(err, &rpcErr) || rpcErr.ErrorCode() != -32601 {

@@ -534,8 +534,9 @@ func (s *Server) call(ctx context.Context, method string, params []json.RawMessa
 	case "moraine_recordedBlockNumbers":
 		return s.recordedBlockNumbers(params)
 
-	case "eth_call":
-		// No state is recorded: answer as a node does for an address without code.
+	case "eth_call", "eth_getCode":
+		// No state is recorded: answer as a node does for an address without
+		// code (an error would read as a node failing).
 		return []byte(`"0x"`), nil
 
 	case "eth_subscribe":

@@ -6,9 +6,11 @@ import (
 	"time"
 )
 
-// cache is an LRU of answers per (chain, contract). An entry with a zero
-// expiry is definitive; one with an expiry (a transport failure) is served
-// until then and asked again after.
+// cache is an LRU per (chain, contract) of answers, and of failures to get
+// one. An entry with a zero expiry is kept until evicted; one with an
+// expiry (an absence that may end, a failure) is served until then and
+// asked again after. A failure entry holds the error, never a value, so a
+// hit on it is a failure too.
 type cache[V any] struct {
 	size  int
 	mu    sync.Mutex
@@ -19,6 +21,7 @@ type cache[V any] struct {
 type entry[V any] struct {
 	key     key
 	val     V
+	err     error
 	expires time.Time
 }
 
@@ -26,30 +29,31 @@ func newCache[V any](size int) *cache[V] {
 	return &cache[V]{size: size, lru: list.New(), index: map[key]*list.Element{}}
 }
 
-func (c *cache[V]) get(k key, now time.Time) (V, bool) {
+// get returns a copy of the live entry of k: its value, or the failure
+// it remembers (err).
+func (c *cache[V]) get(k key, now time.Time) (entry[V], bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if el, ok := c.index[k]; ok {
 		e := el.Value.(*entry[V])
 		if e.expires.IsZero() || now.Before(e.expires) {
 			c.lru.MoveToFront(el)
-			return e.val, true
+			return *e, true
 		}
 	}
-	var zero V
-	return zero, false
+	return entry[V]{}, false
 }
 
-func (c *cache[V]) put(k key, v V, expires time.Time) {
+func (c *cache[V]) put(k key, v V, err error, expires time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if el, ok := c.index[k]; ok {
 		e := el.Value.(*entry[V])
-		e.val, e.expires = v, expires
+		e.val, e.err, e.expires = v, err, expires
 		c.lru.MoveToFront(el)
 		return
 	}
-	c.index[k] = c.lru.PushFront(&entry[V]{key: k, val: v, expires: expires})
+	c.index[k] = c.lru.PushFront(&entry[V]{key: k, val: v, err: err, expires: expires})
 	for c.lru.Len() > c.size {
 		old := c.lru.Back()
 		c.lru.Remove(old)

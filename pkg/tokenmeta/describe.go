@@ -21,7 +21,8 @@ type Contract struct {
 	HasCode bool
 	// Kind is evm.ERC721 or evm.ERC1155 when the contract says so through
 	// ERC-165 supportsInterface, evm.ERC20 when it answers decimals() and
-	// symbol() or name() (ERC-20 has no ERC-165 id), and 0 otherwise.
+	// answers as a token (name() and symbol(), the rule of Resolve; ERC-20
+	// has no ERC-165 id), and 0 otherwise.
 	Kind evm.Kind
 	// Name and Symbol are what name() and symbol() returned ("" when they
 	// did not); Decimals only when HasDecimals.
@@ -32,7 +33,8 @@ type Contract struct {
 
 // Describe returns what each address on chain is (see Contract). An
 // address maps to nil when its node could not be asked, and err then says
-// why (no RPC URL for the chain, transport failure or timeout).
+// why (no RPC URL for the chain, transport failure, RPC error or timeout,
+// now or within FailureTTL).
 func (r *Resolver) Describe(ctx context.Context, chain uint64, addrs []evm.Address) (map[evm.Address]*Contract, error) {
 	return resolve(ctx, r, r.contractQ, chain, addrs)
 }
@@ -44,7 +46,7 @@ func contractCalls(a evm.Address) []rpcCall {
 		return ethCall(a, selSupportsInterface+id+"00000000000000000000000000000000000000000000000000000000")
 	}
 	return []rpcCall{
-		{Method: "eth_getCode", Params: []any{a.Hex(), "latest"}},
+		{Method: "eth_getCode", Params: []any{a.Hex(), "latest"}, Required: true},
 		supports(interfaceERC721), supports(interfaceERC1155),
 		ethCall(a, selName), ethCall(a, selSymbol), ethCall(a, selDecimals),
 	}
@@ -55,16 +57,15 @@ func decodeContract(res []json.RawMessage) *Contract {
 	if !c.HasCode {
 		return c
 	}
-	var okN, okS bool
-	c.Name, okN = abiString(hexResult(res[3]))
-	c.Symbol, okS = abiString(hexResult(res[4]))
+	var isToken bool
+	c.Name, c.Symbol, isToken = tokenNames(res[3], res[4])
 	c.Decimals, c.HasDecimals = abiUint8(hexResult(res[5]))
 	switch {
 	case abiBool(hexResult(res[1])):
 		c.Kind = evm.ERC721
 	case abiBool(hexResult(res[2])):
 		c.Kind = evm.ERC1155
-	case c.HasDecimals && (okN || okS):
+	case c.HasDecimals && isToken:
 		c.Kind = evm.ERC20
 	}
 	return c

@@ -22,10 +22,13 @@ const (
 	selSupportsInterface = "0x01ffc9a7"
 )
 
-// rpcCall is one JSON-RPC call of a batch.
+// rpcCall is one JSON-RPC call of a batch. An error answer to a Required
+// call is the node's failure (eth_getCode does not fail on a healthy
+// node), not the contract's answer: the batch then fails.
 type rpcCall struct {
-	Method string
-	Params []any
+	Method   string
+	Params   []any
+	Required bool
 }
 
 type rpcRequest struct {
@@ -56,7 +59,8 @@ func ethCall(to evm.Address, data string) rpcCall {
 
 // batch sends calls as one JSON-RPC batch to the first URL that answers and
 // returns each call's result in order; a call that failed (reverted, not
-// callable) has a nil result. The error is a transport failure of every URL.
+// callable) has a nil result. The error is a failure of every URL: transport,
+// or an error answer to a Required call.
 func (r *Resolver) batch(ctx context.Context, urls []string, calls []rpcCall) ([]json.RawMessage, error) {
 	reqs := make([]rpcRequest, len(calls))
 	for i, c := range calls {
@@ -76,25 +80,38 @@ func (r *Resolver) batch(ctx context.Context, urls []string, calls []rpcCall) ([
 			}
 			continue
 		}
-		results := make([]json.RawMessage, len(calls))
-		answered := make([]bool, len(calls))
-		for _, resp := range resps {
-			if resp.ID < 0 || resp.ID >= len(calls) {
-				continue
-			}
-			answered[resp.ID] = true
-			if resp.Error == nil {
-				results[resp.ID] = resp.Result
-			}
-		}
-		for i, ok := range answered {
-			if !ok {
-				return nil, fmt.Errorf("rpc %s: batch response lacks id %d", redact(u), i)
-			}
+		results, err := batchResults(u, calls, resps)
+		if err != nil {
+			errs = append(errs, err)
+			continue
 		}
 		return results, nil
 	}
 	return nil, errors.Join(errs...)
+}
+
+// batchResults orders the responses of one URL by call.
+func batchResults(url string, calls []rpcCall, resps []rpcResponse) ([]json.RawMessage, error) {
+	results := make([]json.RawMessage, len(calls))
+	answered := make([]bool, len(calls))
+	for _, resp := range resps {
+		if resp.ID < 0 || resp.ID >= len(calls) {
+			continue
+		}
+		answered[resp.ID] = true
+		switch {
+		case resp.Error == nil:
+			results[resp.ID] = resp.Result
+		case calls[resp.ID].Required:
+			return nil, fmt.Errorf("rpc %s: %s: error %d: %s", redact(url), calls[resp.ID].Method, resp.Error.Code, resp.Error.Message)
+		}
+	}
+	for i, ok := range answered {
+		if !ok {
+			return nil, fmt.Errorf("rpc %s: batch response lacks id %d", redact(url), i)
+		}
+	}
+	return results, nil
 }
 
 func (r *Resolver) post(ctx context.Context, url string, body []byte) ([]rpcResponse, error) {
@@ -123,17 +140,25 @@ func tokenCalls(a evm.Address) []rpcCall {
 	return []rpcCall{ethCall(a, selName), ethCall(a, selSymbol), ethCall(a, selDecimals)}
 }
 
-// decodeToken reads the answers of tokenCalls: nil unless name() and
-// symbol() both return a string.
+// decodeToken reads the answers of tokenCalls: nil unless the contract
+// answers as a token (tokenNames).
 func decodeToken(res []json.RawMessage) *Token {
-	name, okN := abiString(hexResult(res[0]))
-	symbol, okS := abiString(hexResult(res[1]))
-	if !okN || !okS {
+	name, symbol, isToken := tokenNames(res[0], res[1])
+	if !isToken {
 		return nil
 	}
 	tok := &Token{Name: name, Symbol: symbol}
 	tok.Decimals, tok.HasDecimals = abiUint8(hexResult(res[2]))
 	return tok
+}
+
+// tokenNames decodes the answers to name() and symbol() ("" when one did
+// not answer). isToken is the package's one rule for "answers as a token":
+// both return a string.
+func tokenNames(nameRes, symbolRes json.RawMessage) (name, symbol string, isToken bool) {
+	name, okN := abiString(hexResult(nameRes))
+	symbol, okS := abiString(hexResult(symbolRes))
+	return name, symbol, okN && okS
 }
 
 // hexResult decodes a result that is a 0x hex string (nil otherwise).

@@ -10,18 +10,29 @@
 // documents its own defaults).
 //
 // Calls go to the chain's rpcUrls (chains file), in order, as JSON-RPC
-// batches at the latest block, several contracts per HTTP request. A token
-// "answers" when name() and symbol() return a string (ABI string, or bytes32
-// as old tokens do); decimals() is separate (NFTs have none). A definitive
-// answer, including "does not answer" (revert, empty result), is cached
-// until evicted (LRU of Config.CacheSize entries per kind of question); a
-// transport failure (node down, timeout) is cached for FailureTTL only, so a
-// dead node costs one timeout per contract per TTL rather than one per
-// request.
+// batches at the latest block, several contracts per HTTP request. A
+// contract answers as a token when both name() and symbol() return a string
+// (ABI string, or bytes32 as old tokens do): one rule for Resolve's Token
+// and Describe's ERC-20 detection, the rule the webhook payloads' token
+// objects were built on (the hosted Erc20Token and Erc721Token require both
+// fields). decimals() is separate (NFTs have none).
+//
+// What is cached (an LRU of Config.CacheSize entries per kind of question):
+//   - an answer, including "does not answer" (revert, empty result), until
+//     evicted: a contract's code does not change;
+//   - "no code at this address" (Describe) for AbsentTTL only: a CREATE2
+//     address can be deployed later;
+//   - a failure to ask (node down, RPC error, timeout) for FailureTTL, as
+//     the error itself: a lookup that hits it fails too, never reads as an
+//     answer. The short memory keeps a dead node from costing one timeout
+//     per request. A chain without an RPC URL is an error every time and
+//     is not cached (there is no node to spare).
 //
 // Metrics (the subsystem is Deps.Subsystem, the service's name):
 //
 //	moraine_<subsystem>_token_metadata_lookups_total{result}   hit, ok, no_answer, error
+//
+// A remembered failure counts as error, not hit.
 package tokenmeta
 
 import (
@@ -56,8 +67,11 @@ type Config struct {
 	CacheSize int
 	// CallTimeout bounds one Resolve or Describe call (all its HTTP requests).
 	CallTimeout time.Duration
-	// FailureTTL is how long a transport failure is remembered.
+	// FailureTTL is how long a failure to ask the node is remembered (and
+	// returned as the error) before the node is asked again.
 	FailureTTL time.Duration
+	// AbsentTTL is how long "no code at this address" is kept.
+	AbsentTTL time.Duration
 	// BatchTokens is the number of contracts per JSON-RPC batch request.
 	BatchTokens int
 	// Parallel is the number of concurrent HTTP requests per call.
@@ -65,8 +79,19 @@ type Config struct {
 }
 
 // DefaultConfig is the configuration the flags default to.
+//
+// FailureTTL: a recovered node is used again within 10 s, while a dead one
+// costs one CallTimeout (2 s) per contract every 10 s rather than per
+// request, which keeps the processor's matcher, which waits for token
+// answers, at work most of the time.
+//
+// AbsentTTL: a minute bounds how long an address asked about before its
+// deployment (a CREATE2 counterfactual address, a deploy script polling)
+// keeps answering 404 after it, while polling an empty address costs the
+// node one batch of calls per minute and instance.
 func DefaultConfig() Config {
-	return Config{CacheSize: 100_000, CallTimeout: 2 * time.Second, FailureTTL: 30 * time.Second, BatchTokens: 50, Parallel: 4}
+	return Config{CacheSize: 100_000, CallTimeout: 2 * time.Second, FailureTTL: 10 * time.Second, AbsentTTL: time.Minute,
+		BatchTokens: 50, Parallel: 4}
 }
 
 // Deps are the resolver's dependencies; all optional.
@@ -110,6 +135,9 @@ func New(cfg Config, rpcURLs map[uint64][]string, deps Deps) *Resolver {
 	if cfg.FailureTTL <= 0 {
 		cfg.FailureTTL = def.FailureTTL
 	}
+	if cfg.AbsentTTL <= 0 {
+		cfg.AbsentTTL = def.AbsentTTL
+	}
 	if cfg.BatchTokens <= 0 {
 		cfg.BatchTokens = def.BatchTokens
 	}
@@ -123,7 +151,8 @@ func New(cfg Config, rpcURLs map[uint64][]string, deps Deps) *Resolver {
 		tokenQ: question[*Token]{cache: newCache[*Token](cfg.CacheSize), calls: tokenCalls, decode: decodeToken,
 			answered: func(t *Token) bool { return t != nil }},
 		contractQ: question[*Contract]{cache: newCache[*Contract](cfg.CacheSize), calls: contractCalls, decode: decodeContract,
-			answered: func(c *Contract) bool { return c != nil && c.HasCode }},
+			answered: func(c *Contract) bool { return c != nil && c.HasCode },
+			absent:   func(c *Contract) bool { return c != nil && !c.HasCode }},
 	}
 	if r.http == nil {
 		r.http = &http.Client{}
@@ -148,7 +177,9 @@ func New(cfg Config, rpcURLs map[uint64][]string, deps Deps) *Resolver {
 }
 
 // Resolve returns the metadata of tokens on chain: a token maps to nil when
-// it does not answer, or when its node could not be asked in time.
+// it does not answer, or when its node could not be asked in time (or was
+// not, within FailureTTL of a failure). Its callers render a token without
+// metadata either way, so the error is not returned; Describe returns it.
 func (r *Resolver) Resolve(ctx context.Context, chain uint64, tokens []evm.Address) map[evm.Address]*Token {
 	out, _ := resolve(ctx, r, r.tokenQ, chain, tokens)
 	return out
@@ -158,53 +189,61 @@ func (r *Resolver) Resolve(ctx context.Context, chain uint64, tokens []evm.Addre
 func (r *Resolver) Len() int { return r.tokenQ.cache.len() }
 
 // question is one kind of thing the resolver asks contracts: the JSON-RPC
-// calls per contract, how their results become the cached value, and
-// whether that value is an answer (for the lookups metric).
+// calls per contract, how their results become the cached value, whether
+// that value is an answer (for the lookups metric), and whether it says
+// the address has no code yet (kept AbsentTTL; nil: never).
 type question[V any] struct {
 	cache    *cache[V]
 	calls    func(evm.Address) []rpcCall
 	decode   func(results []json.RawMessage) V
 	answered func(V) bool
+	absent   func(V) bool
 }
 
 // resolve answers addrs from q's cache, asking the chain's node for the
 // missing ones in batches. err is non-nil when some addresses could not be
-// asked (no node for the chain, transport failure); they map to the zero V
-// and are remembered as failures for FailureTTL.
+// asked (no node for the chain, transport failure or RPC error, or such a
+// failure remembered from the last FailureTTL); they map to the zero V.
 func resolve[V any](ctx context.Context, r *Resolver, q question[V], chain uint64, addrs []evm.Address) (map[evm.Address]V, error) {
 	out := make(map[evm.Address]V, len(addrs))
 	now := r.now()
-	var missing []evm.Address
+	var (
+		missing  []evm.Address
+		firstErr error
+	)
 	seen := make(map[evm.Address]bool, len(addrs))
 	for _, a := range addrs {
 		if seen[a] {
 			continue
 		}
 		seen[a] = true
-		if v, ok := q.cache.get(key{chain, a}, now); ok {
-			out[a] = v
-			r.lookup.WithLabelValues("hit").Inc()
-			continue
-		}
 		var zero V
-		out[a] = zero
-		missing = append(missing, a)
+		e, ok := q.cache.get(key{chain, a}, now)
+		switch {
+		case ok && e.err != nil:
+			out[a] = zero
+			firstErr = cmp.Or(firstErr, e.err)
+			r.lookup.WithLabelValues("error").Inc()
+		case ok:
+			out[a] = e.val
+			r.lookup.WithLabelValues("hit").Inc()
+		default:
+			out[a] = zero
+			missing = append(missing, a)
+		}
 	}
 	if len(missing) == 0 {
-		return out, nil
+		return out, firstErr
 	}
 	urls := r.rpc[chain]
 	if len(urls) == 0 {
-		// No node for the chain: nothing can answer; remember as a failure.
-		failed(r, q.cache, chain, missing)
+		r.lookup.WithLabelValues("error").Add(float64(len(missing)))
 		return out, fmt.Errorf("tokenmeta: no RPC URL for chain %d", chain)
 	}
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout)
 	defer cancel()
-	var (
-		mu       sync.Mutex
-		firstErr error
-	)
+	var mu sync.Mutex
 	g := new(errgroup.Group)
 	g.SetLimit(r.cfg.Parallel)
 	for start := 0; start < len(missing); start += r.cfg.BatchTokens {
@@ -218,7 +257,16 @@ func resolve[V any](ctx context.Context, r *Resolver, q question[V], chain uint6
 			if err != nil {
 				r.logger.Warn("contract metadata calls failed; answers lack these contracts until retried",
 					"chain_id", chain, "contracts", len(chunk), "err", err)
-				failed(r, q.cache, chain, chunk)
+				r.lookup.WithLabelValues("error").Add(float64(len(chunk)))
+				if parent.Err() == nil {
+					// The node failed (not the caller, who gave up): spare
+					// it for FailureTTL.
+					expires := r.now().Add(r.cfg.FailureTTL)
+					var zero V
+					for _, a := range chunk {
+						q.cache.put(key{chain, a}, zero, err, expires)
+					}
+				}
 				mu.Lock()
 				firstErr = cmp.Or(firstErr, err)
 				mu.Unlock()
@@ -233,7 +281,11 @@ func resolve[V any](ctx context.Context, r *Resolver, q question[V], chain uint6
 					result = "ok"
 				}
 				r.lookup.WithLabelValues(result).Inc()
-				q.cache.put(key{chain, a}, vals[i], time.Time{})
+				var expires time.Time
+				if q.absent != nil && q.absent(vals[i]) {
+					expires = r.now().Add(r.cfg.AbsentTTL)
+				}
+				q.cache.put(key{chain, a}, vals[i], nil, expires)
 			}
 			mu.Lock()
 			for i, a := range chunk {
@@ -245,14 +297,4 @@ func resolve[V any](ctx context.Context, r *Resolver, q question[V], chain uint6
 	}
 	_ = g.Wait()
 	return out, firstErr
-}
-
-// failed remembers a transport failure for addrs for FailureTTL.
-func failed[V any](r *Resolver, c *cache[V], chain uint64, addrs []evm.Address) {
-	expires := r.now().Add(r.cfg.FailureTTL)
-	var zero V
-	for _, a := range addrs {
-		r.lookup.WithLabelValues("error").Inc()
-		c.put(key{chain, a}, zero, expires)
-	}
 }

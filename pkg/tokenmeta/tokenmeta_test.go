@@ -292,7 +292,8 @@ func TestDescribe(t *testing.T) {
 		{"erc20 bytes32", mkr, Contract{HasCode: true, Kind: evm.ERC20, Name: "Maker", Symbol: "MKR", Decimals: 18, HasDecimals: true}},
 		{"erc721", nft, Contract{HasCode: true, Kind: evm.ERC721, Name: "Dokyo", Symbol: "DOKYO"}},
 		{"contract answering nothing", dead, Contract{HasCode: true}},
-		{"erc20 without name", noName, Contract{HasCode: true, Kind: evm.ERC20, Symbol: "NN", Decimals: 18, HasDecimals: true}},
+		// Resolve's rule: a token answers name() and symbol().
+		{"decimals and symbol without name", noName, Contract{HasCode: true, Symbol: "NN", Decimals: 18, HasDecimals: true}},
 		{"erc1155 without metadata", items, Contract{HasCode: true, Kind: evm.ERC1155}},
 		{"no code", account, Contract{}},
 	} {
@@ -319,5 +320,128 @@ func TestDescribe(t *testing.T) {
 	}
 	if _, err := r.Describe(t.Context(), 2, []evm.Address{usdc}); err == nil {
 		t.Fatal("no error for a chain without RPC URLs")
+	}
+}
+
+// Describe and Resolve decide "is a token" by one rule: the contract that
+// Resolve calls no token is no ERC-20 for Describe either.
+func TestOneTokenRule(t *testing.T) {
+	n := newNode()
+	for _, a := range []evm.Address{usdc, noName, nft} {
+		n.answers[a.Hex()+"eth_getCode"] = "0x6080"
+	}
+	srv := httptest.NewServer(n)
+	defer srv.Close()
+	r := New(Config{}, map[uint64][]string{1: {srv.URL}}, Deps{})
+	addrs := []evm.Address{usdc, noName, nft}
+	tokens := r.Resolve(t.Context(), 1, addrs)
+	contracts, err := r.Describe(t.Context(), 1, addrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range addrs {
+		if isToken, erc20 := tokens[a] != nil, contracts[a].Kind == evm.ERC20; isToken != erc20 && contracts[a].HasDecimals {
+			t.Errorf("%s: Resolve token %v, Describe ERC-20 %v", a.Hex(), isToken, erc20)
+		}
+	}
+}
+
+// A failure to ask the node is an error for as long as it is remembered,
+// never an answer: Describe returns the error, not "no code".
+func TestFailureIsAnErrorWhileRemembered(t *testing.T) {
+	n := newNode()
+	n.answers[usdc.Hex()+"eth_getCode"] = "0x6080"
+	srv := httptest.NewServer(n)
+	defer srv.Close()
+	now := time.Unix(1000, 0)
+	reg := prometheus.NewRegistry()
+	r := New(Config{FailureTTL: 10 * time.Second}, map[uint64][]string{1: {srv.URL}}, Deps{Now: func() time.Time { return now }, Registerer: reg})
+	describe := func() (*Contract, error) {
+		t.Helper()
+		got, err := r.Describe(t.Context(), 1, []evm.Address{usdc})
+		return got[usdc], err
+	}
+	n.fail.Store(true)
+	if c, err := describe(); err == nil || c != nil {
+		t.Fatalf("failing node: %+v, %v", c, err)
+	}
+	n.fail.Store(false)
+	calls := n.calls.Load()
+	if c, err := describe(); err == nil || c != nil || n.calls.Load() != calls {
+		t.Fatalf("within FailureTTL: %+v, err %v, asked the node again: %v", c, err, n.calls.Load() != calls)
+	}
+	if v := testutil.ToFloat64(r.lookup.WithLabelValues("hit")); v != 0 {
+		t.Errorf("a remembered failure counted as %v hits", v)
+	}
+	now = now.Add(11 * time.Second)
+	if c, err := describe(); err != nil || c == nil || c.Kind != evm.ERC20 {
+		t.Fatalf("after FailureTTL: %+v, %v", c, err)
+	}
+
+	// An RPC error answering eth_getCode is the node's failure, not an
+	// address without code.
+	other := tokenAddr(12)
+	n.answers[other.Hex()+"eth_getCode"] = "revert" // the fake answers it with an error
+	if got, err := r.Describe(t.Context(), 1, []evm.Address{other}); err == nil || got[other] != nil {
+		t.Fatalf("eth_getCode error: %+v, %v", got[other], err)
+	}
+
+	// No RPC URL: an error every time, and nothing cached.
+	for range 2 {
+		if got, err := r.Describe(t.Context(), 2, []evm.Address{usdc}); err == nil || got[usdc] != nil {
+			t.Fatalf("chain without RPC URL: %+v, %v", got[usdc], err)
+		}
+	}
+
+	// A caller that gave up is not the node failing: nothing remembered.
+	n.fail.Store(true)
+	gone, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := r.Describe(gone, 1, []evm.Address{tokenAddr(13)}); err == nil {
+		t.Fatal("no error for a cancelled call")
+	}
+	n.fail.Store(false)
+	n.answers[tokenAddr(13).Hex()+"eth_getCode"] = "0x6080"
+	if got, err := r.Describe(t.Context(), 1, []evm.Address{tokenAddr(13)}); err != nil || got[tokenAddr(13)] == nil || !got[tokenAddr(13)].HasCode {
+		t.Fatalf("after a cancelled call: %+v, %v", got[tokenAddr(13)], err)
+	}
+}
+
+// "No code" is kept AbsentTTL (a CREATE2 address can be deployed later);
+// an answer is kept until evicted.
+func TestAbsenceExpires(t *testing.T) {
+	n := newNode()
+	later := tokenAddr(14)
+	n.answers[later.Hex()+"eth_getCode"] = "0x"
+	n.answers[usdc.Hex()+"eth_getCode"] = "0x6080"
+	srv := httptest.NewServer(n)
+	defer srv.Close()
+	now := time.Unix(1000, 0)
+	r := New(Config{AbsentTTL: time.Minute}, map[uint64][]string{1: {srv.URL}}, Deps{Now: func() time.Time { return now }})
+	describe := func(a evm.Address) *Contract {
+		t.Helper()
+		got, err := r.Describe(t.Context(), 1, []evm.Address{a})
+		if err != nil || got[a] == nil {
+			t.Fatalf("%+v, %v", got[a], err)
+		}
+		return got[a]
+	}
+	if describe(later).HasCode || !describe(usdc).HasCode {
+		t.Fatal("wrong first answers")
+	}
+	// Deployed now; usdc destroyed (an answer stays cached regardless).
+	n.answers[later.Hex()+"eth_getCode"] = "0x6080"
+	n.answers[usdc.Hex()+"eth_getCode"] = "0x"
+	now = now.Add(59 * time.Second)
+	if describe(later).HasCode {
+		t.Fatal("absence not kept within AbsentTTL")
+	}
+	now = now.Add(2 * time.Second)
+	if !describe(later).HasCode {
+		t.Fatal("absence kept past AbsentTTL: a later deployment stays unseen")
+	}
+	now = now.Add(time.Hour)
+	if !describe(usdc).HasCode {
+		t.Fatal("an answer expired")
 	}
 }

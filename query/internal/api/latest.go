@@ -25,9 +25,13 @@ func statusCode(status string) uint8 {
 // listLatestTransactions: GET /v1/chains/:chainId/transactions?status=.
 // The chain's transactions newest first (block, then index, descending).
 // The token carries the next transaction's position, so transactions of
-// blocks appended meanwhile never shift a later page. With a status filter a
-// page looks at no more than --query.latest-scan-blocks blocks: it may then
-// hold fewer than pageSize transactions and still have a nextPageToken.
+// blocks appended meanwhile never shift a later page. A page looks at no
+// more than --query.latest-scan-blocks blocks, with or without a status
+// filter (store.LatestTxs), so a rare status or a run of empty blocks cannot
+// make one request read the whole chain: the page then holds fewer than
+// pageSize transactions, even none, and its nextPageToken continues below
+// the blocks it looked at. Each such page moves that many blocks down, so
+// the list still ends at the chain's first block.
 func (h *handlers) listLatestTransactions(c *gin.Context) {
 	p := &params{c: c}
 	id := p.chainID()

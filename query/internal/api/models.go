@@ -184,16 +184,18 @@ const (
 	callContractCreation = "CONTRACT_CREATION"
 )
 
-// txMethod classifies a transaction. A creation has no `to`; a call with
-// no input is a native transfer; anything else is a contract call whose
-// methodHash is the 4-byte selector. methodName is the spec's fixed text
-// for transfers and creations; for calls it would need a signature
-// database, which moraine does not have, so it is omitted.
+// txMethod classifies a transaction. A creation has no `to`; a call whose
+// input holds no 4-byte selector (none, or 1-3 bytes) is a native transfer,
+// as the hosted writer decides (a contract call only with a selector;
+// methodHash is "" unless the call type is CONTRACT_CALL); anything else is
+// a contract call whose methodHash is the selector. methodName is the
+// spec's fixed text for transfers and creations; for calls it would need a
+// signature database, which moraine does not have, so it is omitted.
 func txMethod(t store.Tx) method {
 	switch {
 	case len(t.To) == 0:
 		return method{CallType: callContractCreation, MethodHash: "", MethodName: "Contract Created"}
-	case t.InputLen == 0:
+	case t.InputLen < 4:
 		return method{CallType: callNativeTransfer, MethodHash: "", MethodName: "Native Transfer"}
 	default:
 		return method{CallType: callContractCall, MethodHash: "0x" + hex.EncodeToString(t.Selector)}

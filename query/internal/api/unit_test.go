@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/moraine-data/moraine/query/internal/store"
 )
 
 func TestChecksumAddress(t *testing.T) {
@@ -30,5 +32,30 @@ func TestJSNumber(t *testing.T) {
 	}
 	for _, in := range []string{"abc", "inf", "NaN", "1_0", "0x", "0xg", "1e", "--1", "10px"} {
 		require.True(t, math.IsNaN(jsNumber(in)), in)
+	}
+}
+
+// A contract call is a call with a 4-byte selector; shorter input has no
+// method hash, as the hosted writer decides (methodHash only for
+// CONTRACT_CALL, from input of at least 4 bytes).
+func TestTxMethod(t *testing.T) {
+	to := make([]byte, 20)
+	native := method{CallType: callNativeTransfer, MethodHash: "", MethodName: "Native Transfer"}
+	for _, tc := range []struct {
+		name string
+		tx   store.Tx
+		want method
+	}{
+		{"creation", store.Tx{Selector: []byte{0x60, 0x80, 0x60, 0x40}, InputLen: 900},
+			method{CallType: callContractCreation, MethodHash: "", MethodName: "Contract Created"}},
+		{"no input", store.Tx{To: to}, native},
+		{"1 byte", store.Tx{To: to, Selector: []byte{0xa9}, InputLen: 1}, native},
+		{"3 bytes", store.Tx{To: to, Selector: []byte{0xa9, 0x05, 0x9c}, InputLen: 3}, native},
+		{"selector only", store.Tx{To: to, Selector: []byte{0xa9, 0x05, 0x9c, 0xbb}, InputLen: 4},
+			method{CallType: callContractCall, MethodHash: "0xa9059cbb"}},
+		{"call", store.Tx{To: to, Selector: []byte{0xa9, 0x05, 0x9c, 0xbb}, InputLen: 68},
+			method{CallType: callContractCall, MethodHash: "0xa9059cbb"}},
+	} {
+		require.Equal(t, tc.want, txMethod(tc.tx), tc.name)
 	}
 }

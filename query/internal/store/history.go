@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
@@ -357,35 +358,64 @@ func (s *ClickHouse) CanonicalBlocks(ctx context.Context, chainID uint64, number
 	return out, nil
 }
 
+// activityBlocks is how many blocks of an address one activity read
+// returns.
+const activityBlocks = 16
+
 // HasActivity reports whether the address took part in a canonical
-// transaction of the chain.
+// transaction of the chain. Each read returns some blocks the address has
+// rows in; when none of them is canonical, the next read excludes them, so
+// an address whose first rows found are all orphaned is still found by
+// its canonical ones. Orphaned blocks are few (a reorg replaces a
+// handful), so this rarely takes a second read.
 func (s *ClickHouse) HasActivity(ctx context.Context, chainID uint64, a Address) (bool, error) {
-	rows, done, err := s.query(ctx, "address_activity", qActivity, chainID, hex.EncodeToString(a[:]))
-	if err != nil {
-		return false, err
-	}
-	var found []IndexRow
-	for rows.Next() {
+	addr := hex.EncodeToString(a[:])
+	var orphaned []any // (block number, hex block hash) of blocks read and not canonical
+	for {
 		var (
-			r    IndexRow
-			hash string
+			rows driver.Rows
+			done func()
+			err  error
 		)
-		if err := rows.Scan(&r.Block.Number, &hash); err != nil {
-			rows.Close()
-			done()
-			return false, fmt.Errorf("store: address_activity: scan: %w", err)
+		if len(orphaned) == 0 {
+			rows, done, err = s.query(ctx, "address_activity", qActivity, chainID, addr, activityBlocks)
+		} else {
+			rows, done, err = s.query(ctx, "address_activity", qActivityExcept, chainID, addr, clickhouse.GroupSet{Value: orphaned}, activityBlocks)
 		}
-		copy(r.BlockHash[:], hash)
-		found = append(found, r)
+		if err != nil {
+			return false, err
+		}
+		var found []IndexRow
+		for rows.Next() {
+			var (
+				r    IndexRow
+				hash string
+			)
+			if err := rows.Scan(&r.Block.Number, &hash); err != nil {
+				rows.Close()
+				done()
+				return false, fmt.Errorf("store: address_activity: scan: %w", err)
+			}
+			copy(r.BlockHash[:], hash)
+			found = append(found, r)
+		}
+		rows.Close()
+		err = rows.Err()
+		done()
+		if err != nil {
+			return false, classify("address_activity", err)
+		}
+		for _, r := range found {
+			orphaned = append(orphaned, clickhouse.GroupSet{Value: []any{r.Block.Number, strings.ToUpper(hex.EncodeToString(r.BlockHash[:]))}})
+		}
+		canon, err := s.keepCanonical(ctx, chainID, found)
+		if err != nil || len(canon) > 0 {
+			return len(canon) > 0, err
+		}
+		if len(found) < activityBlocks {
+			return false, nil // every block of the address was read
+		}
 	}
-	rows.Close()
-	err = rows.Err()
-	done()
-	if err != nil {
-		return false, classify("address_activity", err)
-	}
-	canon, err := s.keepCanonical(ctx, chainID, found)
-	return len(canon) > 0, err
 }
 
 // Transaction finds a canonical transaction by hash (transaction_lookup)

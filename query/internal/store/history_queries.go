@@ -40,12 +40,20 @@ LIMIT ?`
 	qListAscFrom   = `SELECT ` + indexColumns + listWhere + `>=` + listBoundArgs + listAsc
 	qListAscAbove  = `SELECT ` + indexColumns + listWhere + `>` + listBoundArgs + listAsc
 
-	// qActivity finds a few rows of an address's transactions list: does it
-	// have any on the chain? Without ORDER BY the read stops at the LIMIT.
-	qActivity = `SELECT block_number, block_hash
+	// qActivity finds a few blocks with rows of an address's transactions
+	// list: does it have any on the chain? Without ORDER BY the read stops
+	// at the LIMIT (18.16 would read the whole key range to sort it).
+	// qActivityExcept skips blocks already found orphaned: the set of
+	// (block_number, hex(block_hash)) tuples.
+	activityWhere = `
 FROM address_index
-WHERE chain_id = ? AND address = unhex(?) AND list = 1
-LIMIT 16`
+WHERE chain_id = ? AND address = unhex(?) AND list = 1`
+	activityLimit = `
+LIMIT 1 BY block_number, block_hash
+LIMIT ?`
+	qActivity       = `SELECT block_number, block_hash` + activityWhere + activityLimit
+	qActivityExcept = `SELECT block_number, block_hash` + activityWhere + `
+	AND (block_number, hex(block_hash)) NOT IN ?` + activityLimit
 
 	// qBlocksLookup reads the newest version of several blocks from
 	// block_lookup (migration 5); the caller checks removed.

@@ -293,3 +293,106 @@ func TestAddressListBranchesAtOnePosition(t *testing.T) {
 		}
 	}
 }
+
+// An address whose rows read first are all in orphaned blocks is still
+// found active by its canonical ones; one with only orphaned rows is not.
+func TestHasActivityPastOrphanedBlocks(t *testing.T) {
+	_, conn := testenv.ClickHouse(t)
+	c := ctx(t)
+	cfg := store.DefaultConfig()
+	cfg.HeadCacheTTL = 0
+	reg := prometheus.NewRegistry()
+	s, err := store.New(cfg, store.Deps{Logger: testenv.Logger(t), Registerer: reg, ChainIDs: []uint64{chain}})
+	require.NoError(t, err)
+	s.SetConn(conn)
+	blocks := storetest.Chain(chain, 0, 99, 1, "a")
+	require.NoError(t, storetest.InsertBlocks(c, conn, blocks))
+	var active, orphanOnly, idle store.Address
+	copy(active[:], storetest.Address(1))
+	copy(orphanOnly[:], storetest.Address(2))
+	copy(idle[:], storetest.Address(3))
+	row := func(a store.Address, number uint64, hash store.Hash) storetest.IndexRow {
+		return storetest.IndexRow{ChainID: chain, Address: a[:], List: schema.ListTransactions, Block: number, BlockHash: hash,
+			TxHash: storetest.HashOf(chain, number, "tx"), Roles: schema.RoleSender, From: a[:], Value: "1", Status: 1, Version: 1}
+	}
+	// 40 orphaned blocks below the one canonical row, in one insert: one
+	// part, read in key order, so the orphans come first.
+	var rows []storetest.IndexRow
+	for n := uint64(1); n <= 40; n++ {
+		orphan := storetest.HashOf(chain, n, "orphan")
+		rows = append(rows, row(active, n, orphan), row(orphanOnly, n, orphan))
+	}
+	rows = append(rows, row(active, 90, blocks[90].Hash))
+	require.NoError(t, storetest.InsertIndex(c, conn, rows))
+
+	for _, tc := range []struct {
+		name string
+		a    store.Address
+		want bool
+	}{{"canonical row after 40 orphaned blocks", active, true}, {"orphaned rows only", orphanOnly, false}, {"no rows", idle, false}} {
+		got, err := s.HasActivity(c, chain, tc.a)
+		require.NoError(t, err, tc.name)
+		require.Equal(t, tc.want, got, tc.name)
+	}
+}
+
+// A run of empty blocks longer than LatestScanBlocks: pages stop at the
+// scan bound with fewer transactions (none, inside the run) and a resume
+// position, each page moves LatestScanBlocks further down, and the list
+// ends at the chain's first block with every transaction served once.
+func TestLatestTxsThroughEmptyBlocks(t *testing.T) {
+	_, conn := testenv.ClickHouse(t)
+	c := ctx(t)
+	cfg := store.DefaultConfig()
+	cfg.HeadCacheTTL = 0
+	cfg.LatestScanBlocks = 40
+	s, err := store.New(cfg, store.Deps{Logger: testenv.Logger(t), Registerer: prometheus.NewRegistry(), ChainIDs: []uint64{chain}})
+	require.NoError(t, err)
+	s.SetConn(conn)
+	blocks := storetest.Chain(chain, 0, 199, 1, "a")
+	var txs []storetest.Tx
+	want := 0
+	for i := range blocks {
+		b := &blocks[i]
+		if b.Number >= 10 && b.Number < 190 {
+			b.TxCount = 0
+		}
+		for j := range b.TxCount {
+			txs = append(txs, storetest.Tx{ChainID: chain, BlockNumber: b.Number, BlockHash: b.Hash, Index: j,
+				Hash: storetest.HashOf(chain, b.Number*10+uint64(j), "tx"), Status: 1, Version: 1})
+			want++
+		}
+	}
+	require.NoError(t, storetest.InsertBlocks(c, conn, blocks))
+	require.NoError(t, storetest.InsertTxs(c, conn, txs))
+
+	const size = 5
+	start := store.Seek{Block: 199, TxIndex: ^uint32(0)}
+	seen := map[store.Hash]bool{}
+	var sizes []int
+	for pages := 0; ; pages++ {
+		require.Less(t, pages, 20, "the list does not end")
+		got, resume, err := s.LatestTxs(c, chain, start, size+1, store.StatusAny)
+		require.NoError(t, err)
+		var next *store.Seek
+		switch {
+		case len(got) > size:
+			next = &store.Seek{Block: got[size].Block.Number, TxIndex: got[size].Tx.BlockIndex}
+			got = got[:size]
+		case resume != nil:
+			require.Less(t, resume.Block, start.Block, "a resume position moves down")
+			next = resume
+		}
+		sizes = append(sizes, len(got))
+		for _, x := range got {
+			require.False(t, seen[x.Tx.Hash], "served twice")
+			seen[x.Tx.Hash] = true
+		}
+		if next == nil {
+			break
+		}
+		start = *next
+	}
+	require.Len(t, seen, want)
+	require.Contains(t, sizes, 0, "a page inside the run of empty blocks is empty and continues")
+}
