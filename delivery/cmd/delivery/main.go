@@ -11,12 +11,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/moraine-data/moraine/delivery/internal/app"
-	"github.com/moraine-data/moraine/pkg/obs"
+	"github.com/moraine-data/moraine/pkg/process"
 )
 
 func main() {
 	var cfg app.Config
-	os.Exit(obs.Main("delivery", os.Args[1:], cfg.RegisterFlags, &cfg.Log,
+	os.Exit(process.Main("delivery", os.Args[1:], cfg.RegisterFlags, &cfg.Log,
 		func(ctx context.Context, logger *slog.Logger, reg *prometheus.Registry) error {
 			return app.Run(ctx, cfg, logger, reg)
 		}))

@@ -14,12 +14,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/moraine-data/moraine/ingest/internal/app"
-	"github.com/moraine-data/moraine/pkg/obs"
+	"github.com/moraine-data/moraine/pkg/process"
 )
 
 func main() {
 	cfg := app.DefaultConfig()
-	os.Exit(obs.Main("ingest", os.Args[1:], cfg.RegisterFlags, &cfg.Log,
+	os.Exit(process.Main("ingest", os.Args[1:], cfg.RegisterFlags, &cfg.Log,
 		func(ctx context.Context, logger *slog.Logger, reg *prometheus.Registry) error {
 			return app.Run(ctx, cfg, logger, reg)
 		}))

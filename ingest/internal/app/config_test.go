@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/moraine-data/moraine/pkg/obs"
+	"github.com/moraine-data/moraine/pkg/process"
 )
 
 func TestFlagsAndEnvironment(t *testing.T) {
@@ -26,7 +27,7 @@ func TestFlagsAndEnvironment(t *testing.T) {
 	cfg = DefaultConfig()
 	fs := flag.NewFlagSet("ingest", flag.ContinueOnError)
 	cfg.RegisterFlags(fs)
-	require.NoError(t, obs.ParseWithEnv(fs, []string{"--rpc.batch-blocks=5", "--ingest.chains=43114, 43112", "--rpc.timeout=3s"}, "MORAINE"))
+	require.NoError(t, process.ParseWithEnv(fs, []string{"--rpc.batch-blocks=5", "--ingest.chains=43114, 43112", "--rpc.timeout=3s"}, "MORAINE"))
 	require.Equal(t, 7, cfg.Concurrency, "from the environment")
 	require.Equal(t, 5, cfg.BatchBlocks, "the command line wins over the environment")
 	require.Equal(t, 3*time.Second, cfg.RPCTimeout)

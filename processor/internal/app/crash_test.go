@@ -20,6 +20,7 @@ import (
 
 	"github.com/moraine-data/moraine/pkg/kafkautil"
 	"github.com/moraine-data/moraine/pkg/obs"
+	"github.com/moraine-data/moraine/pkg/process"
 	"github.com/moraine-data/moraine/pkg/testenv"
 	"github.com/moraine-data/moraine/schemas/codec"
 	"github.com/moraine-data/moraine/schemas/record"
@@ -53,7 +54,7 @@ func runChild() int {
 	cfg := DefaultConfig()
 	fs := flag.NewFlagSet("processor", flag.ContinueOnError)
 	cfg.RegisterFlags(fs)
-	if err := obs.ParseWithEnv(fs, args, "MORAINE"); err != nil {
+	if err := process.ParseWithEnv(fs, args, "MORAINE"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}

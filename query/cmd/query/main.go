@@ -10,13 +10,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/moraine-data/moraine/pkg/obs"
+	"github.com/moraine-data/moraine/pkg/process"
 	"github.com/moraine-data/moraine/query/internal/app"
 )
 
 func main() {
 	var cfg app.Config
-	os.Exit(obs.Main("query", os.Args[1:], cfg.RegisterFlags, &cfg.Log,
+	os.Exit(process.Main("query", os.Args[1:], cfg.RegisterFlags, &cfg.Log,
 		func(ctx context.Context, logger *slog.Logger, reg *prometheus.Registry) error {
 			return app.Run(ctx, cfg, app.Deps{Logger: logger, Registry: reg})
 		}))

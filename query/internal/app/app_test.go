@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/moraine-data/moraine/pkg/obs"
+	"github.com/moraine-data/moraine/pkg/process"
 	"github.com/moraine-data/moraine/pkg/testenv"
 )
 
@@ -88,7 +89,7 @@ func TestFlags(t *testing.T) {
 	var cfg Config
 	fs := flag.NewFlagSet("query", flag.ContinueOnError)
 	cfg.RegisterFlags(fs)
-	require.NoError(t, obs.ParseWithEnv(fs, []string{"--http.listen-address=:9999", "--http.trusted-proxies=10.0.0.1, 10.0.0.0/8"}, "MORAINE"))
+	require.NoError(t, process.ParseWithEnv(fs, []string{"--http.listen-address=:9999", "--http.trusted-proxies=10.0.0.1, 10.0.0.0/8"}, "MORAINE"))
 	require.NoError(t, cfg.Validate())
 	require.Equal(t, ":9999", cfg.HTTPListenAddress)
 	require.Equal(t, "127.0.0.1:9103", cfg.Admin.ListenAddress)

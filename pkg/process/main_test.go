@@ -1,4 +1,4 @@
-package obs
+package process
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/moraine-data/moraine/pkg/obs"
 )
 
 func TestMainExitCodes(t *testing.T) {
@@ -23,7 +25,7 @@ func TestMainExitCodes(t *testing.T) {
 		{name: "run fails", runErr: errors.New("boom"), want: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var log LogConfig
+			var log obs.LogConfig
 			ran := false
 			got := Main("svc", tc.args, log.RegisterFlags, &log, func(ctx context.Context, l *slog.Logger, r *prometheus.Registry) error {
 				ran = true

@@ -4,7 +4,7 @@
 //
 // What stays with the caller: the service's own flags, its readiness checks
 // and its metrics.
-package obs
+package process
 
 import (
 	"flag"

@@ -1,4 +1,4 @@
-package obs
+package process
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/moraine-data/moraine/pkg/obs"
 )
 
 // Main is the whole body of a service's main, the same for every service:
@@ -18,7 +20,7 @@ import (
 // variable), builds the logger from log and the registry, and calls run with
 // a context that SIGINT or SIGTERM ends. It returns the exit code: 0 (also
 // for -help), 2 for bad flags, 1 when run fails.
-func Main(service string, args []string, register func(*flag.FlagSet), log *LogConfig,
+func Main(service string, args []string, register func(*flag.FlagSet), log *obs.LogConfig,
 	run func(ctx context.Context, logger *slog.Logger, reg *prometheus.Registry) error) int {
 	fs := flag.NewFlagSet(service, flag.ContinueOnError)
 	register(fs)
@@ -29,14 +31,14 @@ func Main(service string, args []string, register func(*flag.FlagSet), log *LogC
 		fmt.Fprintf(os.Stderr, "%s: %v\n", service, err)
 		return 2
 	}
-	logger, err := NewLogger(*log, os.Stderr, service)
+	logger, err := obs.NewLogger(*log, os.Stderr, service)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", service, err)
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, logger, NewRegistry(service)); err != nil {
+	if err := run(ctx, logger, obs.NewRegistry(service)); err != nil {
 		logger.Error(service+" exited", "err", err)
 		return 1
 	}
