@@ -68,7 +68,7 @@ func runChild() int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := Run(ctx, cfg, logger, obs.NewRegistry("processor")); err != nil {
+	if err := run(ctx, cfg, logger, obs.NewRegistry("processor")); err != nil {
 		logger.Error("processor exited", "err", err)
 		return 1
 	}
