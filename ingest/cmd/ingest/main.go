@@ -21,6 +21,10 @@ func main() {
 	cfg := app.DefaultConfig()
 	os.Exit(process.Main("ingest", os.Args[1:], cfg.RegisterFlags, &cfg.Log,
 		func(ctx context.Context, logger *slog.Logger, reg *prometheus.Registry) error {
-			return app.Run(ctx, cfg, logger, reg)
+			a, err := app.New(cfg, app.Deps{Logger: logger, Registry: reg})
+			if err != nil {
+				return err
+			}
+			return a.Run(ctx)
 		}))
 }

@@ -37,11 +37,21 @@ type App struct {
 	adminAddr string
 }
 
+// Deps are injected by main (or a test).
+type Deps struct {
+	Logger   *slog.Logger
+	Registry *prometheus.Registry
+}
+
 // New validates cfg and loads the chain file; it does no network I/O.
-func New(cfg Config, logger *slog.Logger, reg *prometheus.Registry) (*App, error) {
-	if logger == nil || reg == nil {
-		return nil, errors.New("app: logger and registry are required")
+func New(cfg Config, deps Deps) (*App, error) {
+	if deps.Logger == nil {
+		return nil, errors.New("ingest: Deps.Logger is required")
 	}
+	if deps.Registry == nil {
+		return nil, errors.New("ingest: Deps.Registry is required")
+	}
+	logger, reg := deps.Logger, deps.Registry
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -57,15 +67,6 @@ func New(cfg Config, logger *slog.Logger, reg *prometheus.Registry) (*App, error
 	return &App{cfg: cfg, logger: logger, reg: reg, chains: selected, health: obs.NewHealth()}, nil
 }
 
-// Run runs the service until ctx ends.
-func Run(ctx context.Context, cfg Config, logger *slog.Logger, reg *prometheus.Registry) error {
-	a, err := New(cfg, logger, reg)
-	if err != nil {
-		return err
-	}
-	return a.Run(ctx)
-}
-
 // Ready runs the readiness checks: Kafka answers, and every chain's node
 // answered, its checkpoint was recovered and it is within --ingest.ready-lag
 // blocks of the head.
@@ -77,7 +78,8 @@ func (a *App) Ready(ctx context.Context) error {
 	return fmt.Errorf("not ready: %v", failed)
 }
 
-// AdminAddr is the admin server's address once Run has bound it.
+// AdminAddr is the admin server's address once Run has bound it (""
+// before).
 func (a *App) AdminAddr() string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -100,7 +102,7 @@ func (a *App) Run(ctx context.Context) error {
 	})
 	srv, err := obs.Listen(a.cfg.Admin.ListenAddress, obs.AdminMux(a.reg, a.health), a.logger)
 	if err != nil {
-		return fmt.Errorf("admin server: %w", err)
+		return fmt.Errorf("ingest: admin listener: %w", err)
 	}
 	a.mu.Lock()
 	a.adminAddr = srv.Addr()
@@ -138,7 +140,7 @@ func (a *App) runFollowers(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		return fmt.Errorf("create topics: %w", err)
+		return fmt.Errorf("ingest: create topics: %w", err)
 	}
 	a.health.Add("kafka", kafkautil.Ping(cl))
 	leaseSpec, _ := topics.Lookup(a.cfg.Kafka.Topics(), topics.IngestLeases)

@@ -81,7 +81,7 @@ func TestSelectChains(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := DefaultConfig()
 			cfg.ChainsFile, cfg.Chains = path, tc.chains
-			a, err := New(cfg, testLogger(t), obs.NewRegistry("ingest"))
+			a, err := New(cfg, Deps{Logger: testLogger(t), Registry: obs.NewRegistry("ingest")})
 			if tc.wantErr != "" {
 				require.ErrorContains(t, err, tc.wantErr)
 				return

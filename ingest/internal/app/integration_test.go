@@ -70,7 +70,7 @@ func startService(t *testing.T, kcfg kafkautil.Config, chainsFile string, mods .
 		m(&cfg)
 	}
 	reg := obs.NewRegistry("ingest")
-	a, err := New(cfg, testLogger(t), reg)
+	a, err := New(cfg, Deps{Logger: testLogger(t), Registry: reg})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(t.Context())
 	s := &service{app: a, reg: reg, cancel: cancel, done: make(chan error, 1)}
