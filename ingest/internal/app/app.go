@@ -24,7 +24,7 @@ import (
 const clientID = "moraine-ingest"
 
 // App is the ingest service: one follower per chain, the producer and the
-// admin server.
+// ops server.
 type App struct {
 	cfg    Config
 	logger *slog.Logger
@@ -32,9 +32,9 @@ type App struct {
 	chains []chains.Chain
 	health *obs.Health
 
-	mu        sync.Mutex
-	started   bool // the lease group is being joined
-	adminAddr string
+	mu      sync.Mutex
+	started bool // the lease group is being joined
+	opsAddr string
 }
 
 // Deps are injected by main (or a test).
@@ -78,18 +78,18 @@ func (a *App) Ready(ctx context.Context) error {
 	return fmt.Errorf("not ready: %v", failed)
 }
 
-// AdminAddr is the admin server's address once Run has bound it (""
+// OpsAddr is the ops server's address once Run has bound it (""
 // before).
-func (a *App) AdminAddr() string {
+func (a *App) OpsAddr() string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.adminAddr
+	return a.opsAddr
 }
 
-// Run starts the admin server, connects to Kafka, creates the topics and
+// Run starts the ops server, connects to Kafka, creates the topics and
 // runs one follower per chain until ctx ends or a follower fails. Shutdown
 // order: the followers stop fetching and produce what they fetched, the
-// producer flushes (bounded by --shutdown.timeout), then the admin server
+// producer flushes (bounded by --shutdown.timeout), then the ops server
 // stops.
 func (a *App) Run(ctx context.Context) error {
 	a.health.Add("startup", func(context.Context) error {
@@ -100,23 +100,23 @@ func (a *App) Run(ctx context.Context) error {
 		}
 		return nil
 	})
-	srv, err := obs.Listen(a.cfg.Admin.ListenAddress, obs.AdminMux(a.reg, a.health), a.logger)
+	srv, err := obs.Listen(a.cfg.Ops.ListenAddress, obs.OpsMux(a.reg, a.health), a.logger)
 	if err != nil {
-		return fmt.Errorf("ingest: admin listener: %w", err)
+		return fmt.Errorf("ingest: ops listener: %w", err)
 	}
 	a.mu.Lock()
-	a.adminAddr = srv.Addr()
+	a.opsAddr = srv.Addr()
 	a.mu.Unlock()
-	a.logger.Info("admin server listening", "addr", srv.Addr())
+	a.logger.Info("ops server listening", "addr", srv.Addr())
 
-	// The admin server outlives the followers so that /metrics shows the
+	// The ops server outlives the followers so that /metrics shows the
 	// shutdown.
-	adminCtx, stopAdmin := context.WithCancel(context.WithoutCancel(ctx))
-	adminDone := make(chan error, 1)
-	go func() { adminDone <- srv.Serve(adminCtx, 5*time.Second) }()
+	opsCtx, stopOps := context.WithCancel(context.WithoutCancel(ctx))
+	opsDone := make(chan error, 1)
+	go func() { opsDone <- srv.Serve(opsCtx, 5*time.Second) }()
 	defer func() {
-		stopAdmin()
-		<-adminDone
+		stopOps()
+		<-opsDone
 	}()
 
 	err = a.runFollowers(ctx)

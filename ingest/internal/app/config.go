@@ -25,7 +25,7 @@ type Config struct {
 	PollInterval    time.Duration
 	ReadyLag        uint64
 	Window          int
-	Admin           obs.AdminConfig
+	Ops             obs.OpsConfig
 	ShutdownTimeout time.Duration
 	Log             obs.LogConfig
 	// LeaseGroup, LeaseSessionTimeout: the consumer group that decides which
@@ -54,7 +54,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.LeaseGroup, "ingest.lease-group", "moraine-ingest", "consumer group of the ingest instances: the instance it assigns a chain's lease writes the chain, the others stand by (--kafka.topic-prefix is prepended)")
 	fs.DurationVar(&c.LeaseSessionTimeout, "ingest.lease-session-timeout", 6*time.Second, "how long a silent instance keeps its chains before a standby takes them over (at least the broker's group.min.session.timeout.ms, 6 s by default)")
 	fs.IntVar(&c.Window, "ingest.reorg-window", 256, "recent block hashes kept (and read back from Kafka at start) to find a reorg's common ancestor; at least 128")
-	c.Admin.RegisterFlags(fs, "127.0.0.1:9101")
+	c.Ops.RegisterFlags(fs, "127.0.0.1:9101")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown.timeout", 15*time.Second, "how long fetched blocks may take to be produced and acknowledged after a stop signal")
 	c.Log.RegisterFlags(fs)
 }
@@ -83,8 +83,8 @@ func (c *Config) Validate() error {
 	if c.Window < 128 {
 		errs = append(errs, fmt.Errorf("ingest: --ingest.reorg-window %d must be at least 128", c.Window))
 	}
-	if c.Admin.ListenAddress == "" {
-		errs = append(errs, errors.New("ingest: --admin.listen-address is required"))
+	if c.Ops.ListenAddress == "" {
+		errs = append(errs, errors.New("ingest: --ops.listen-address is required"))
 	}
 	if c.ShutdownTimeout <= 0 {
 		errs = append(errs, errors.New("ingest: --shutdown.timeout must be positive"))

@@ -15,7 +15,7 @@ import (
 
 func TestFlagsAndEnvironment(t *testing.T) {
 	cfg := DefaultConfig()
-	require.Equal(t, "127.0.0.1:9101", cfg.Admin.ListenAddress)
+	require.Equal(t, "127.0.0.1:9101", cfg.Ops.ListenAddress)
 	require.Equal(t, 10, cfg.BatchBlocks)
 	require.Equal(t, 4, cfg.Concurrency)
 	require.Equal(t, uint64(2), cfg.ReadyLag)

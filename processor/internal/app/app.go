@@ -27,7 +27,7 @@ import (
 type Config struct {
 	Kafka      kafkautil.Config
 	ClickHouse chdb.Config
-	Admin      obs.AdminConfig
+	Ops        obs.OpsConfig
 	Log        obs.LogConfig
 	// Sink is the ClickHouse sink (package sink).
 	Sink            sink.Config
@@ -50,7 +50,7 @@ func DefaultConfig() Config {
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.Kafka.RegisterFlags(fs)
 	c.ClickHouse.RegisterFlags(fs)
-	c.Admin.RegisterFlags(fs, "127.0.0.1:9102")
+	c.Ops.RegisterFlags(fs, "127.0.0.1:9102")
 	c.Log.RegisterFlags(fs)
 	c.Matcher.RegisterFlags(fs)
 	chains.RegisterFlag(fs, &c.ChainsFile)
@@ -80,7 +80,7 @@ type Deps struct {
 	Registry *prometheus.Registry
 }
 
-// App is one processor: the admin server, the sink and the matcher.
+// App is one processor: the ops server, the sink and the matcher.
 type App struct {
 	cfg    Config
 	logger *slog.Logger
@@ -88,8 +88,8 @@ type App struct {
 	chains *chains.Config // nil: no chains file (the matcher warns)
 	health *obs.Health
 
-	mu        sync.Mutex
-	adminAddr string
+	mu      sync.Mutex
+	opsAddr string
 }
 
 // testHookBeforeEnd, when set (by tests only, before Run), becomes the
@@ -129,25 +129,25 @@ func New(cfg Config, deps Deps) (*App, error) {
 	return &App{cfg: cfg, logger: deps.Logger, reg: deps.Registry, chains: chainCfg, health: obs.NewHealth()}, nil
 }
 
-// AdminAddr is the admin server's address once Run has bound it ("" before).
-func (a *App) AdminAddr() string {
+// OpsAddr is the ops server's address once Run has bound it ("" before).
+func (a *App) OpsAddr() string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return a.adminAddr
+	return a.opsAddr
 }
 
-// Run serves the admin endpoints, creates the topics and runs the sink and
+// Run serves the ops endpoints, creates the topics and runs the sink and
 // the matcher until ctx ends or one of them fails.
 func (a *App) Run(ctx context.Context) error {
 	cfg, logger, reg := a.cfg, a.logger, a.reg
-	admin, err := obs.Listen(cfg.Admin.ListenAddress, obs.AdminMux(reg, a.health), logger)
+	ops, err := obs.Listen(cfg.Ops.ListenAddress, obs.OpsMux(reg, a.health), logger)
 	if err != nil {
-		return fmt.Errorf("processor: admin listener: %w", err)
+		return fmt.Errorf("processor: ops listener: %w", err)
 	}
 	a.mu.Lock()
-	a.adminAddr = admin.Addr()
+	a.opsAddr = ops.Addr()
 	a.mu.Unlock()
-	logger.Info("admin server listening", "addr", admin.Addr())
+	logger.Info("ops server listening", "addr", ops.Addr())
 
 	// The sink and the matcher both read every block batch: each batch is
 	// decompressed once for the two (64 MiB of recent batches kept).
@@ -176,7 +176,7 @@ func (a *App) Run(ctx context.Context) error {
 	})
 
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return admin.Serve(gctx, 5*time.Second) })
+	g.Go(func() error { return ops.Serve(gctx, 5*time.Second) })
 	g.Go(func() error {
 		admCl, err := kafkautil.NewClient(gctx, logger, cfg.Kafka.BaseOpts(logger, "moraine-processor-admin")...)
 		if err == nil {
@@ -190,7 +190,7 @@ func (a *App) Run(ctx context.Context) error {
 			}
 			return err
 		}
-		// The admin client stays to read the consumer groups' lag.
+		// The Kafka admin client stays to read the consumer groups' lag.
 		var groups []string
 		if cfg.Sink.Enabled {
 			groups = append(groups, cfg.Kafka.TopicPrefix+cfg.Sink.Group)

@@ -92,7 +92,7 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, reg *prometheus.R
 func startProcessor(t *testing.T, kcfg kafkautil.Config, ccfg chdb.Config, group string) (stop func()) {
 	cfg := Config{Kafka: kcfg, ClickHouse: ccfg, Sink: sink.Config{Enabled: true, Group: group, BatchRows: 100000,
 		FlushInterval: 50 * time.Millisecond, InsertTimeout: 30 * time.Second}, ShutdownTimeout: 10 * time.Second}
-	cfg.Admin.ListenAddress = freeAddr(t)
+	cfg.Ops.ListenAddress = freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, cfg, testenv.Logger(t), prometheus.NewRegistry()) }()

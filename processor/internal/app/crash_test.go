@@ -189,7 +189,7 @@ func TestMatcherCrashIntegration(t *testing.T) {
 		"--matcher.group=crash-" + testenv.Suffix(), "--matcher.transactional-id=crash-" + testenv.Suffix(),
 		"--matcher.max-poll-records=20",
 		"--chains.file=" + chainsFile(t, "http://127.0.0.1:1"),
-		"--admin.listen-address=127.0.0.1:0", "--log.level=warn",
+		"--ops.listen-address=127.0.0.1:0", "--log.level=warn",
 	}
 	cur, logs, prod := startCrashTest(t, kcfg, args)
 

@@ -263,7 +263,7 @@ func matcherConfig(t *testing.T, kcfg kafkautil.Config, chains string) Config {
 	cfg.Kafka = kcfg
 	cfg.Sink.Enabled = false
 	cfg.ChainsFile = chains
-	cfg.Admin.ListenAddress = freeAddr(t)
+	cfg.Ops.ListenAddress = freeAddr(t)
 	cfg.ShutdownTimeout = 10 * time.Second
 	cfg.Matcher.Group = "matcher-" + testenv.Suffix()
 	cfg.Matcher.TransactionalID = "matcher-test-" + testenv.Suffix()
@@ -327,7 +327,7 @@ func TestMatcherIntegration(t *testing.T) {
 
 	// Ready once the table caught up.
 	eventually(t, "/readyz", func() bool {
-		resp, err := http.Get("http://" + cfg.Admin.ListenAddress + "/readyz")
+		resp, err := http.Get("http://" + cfg.Ops.ListenAddress + "/readyz")
 		if err != nil {
 			return false
 		}

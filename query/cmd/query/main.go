@@ -18,6 +18,10 @@ func main() {
 	var cfg app.Config
 	os.Exit(process.Main("query", os.Args[1:], cfg.RegisterFlags, &cfg.Log,
 		func(ctx context.Context, logger *slog.Logger, reg *prometheus.Registry) error {
-			return app.Run(ctx, cfg, app.Deps{Logger: logger, Registry: reg})
+			a, err := app.New(cfg, app.Deps{Logger: logger, Registry: reg})
+			if err != nil {
+				return err
+			}
+			return a.Run(ctx)
 		}))
 }
