@@ -166,8 +166,14 @@ func Listen(addr string, h http.Handler, logger *slog.Logger) (*Server, error) {
 	}, nil
 }
 
-// Addr is the bound address.
-func (s *Server) Addr() string { return s.ln.Addr().String() }
+// Addr is the bound address; "" on a nil Server, so that an address can be
+// read before its server exists.
+func (s *Server) Addr() string {
+	if s == nil {
+		return ""
+	}
+	return s.ln.Addr().String()
+}
 
 // Serve serves until ctx ends, then lets in-flight requests finish for up to
 // shutdownTimeout.

@@ -18,7 +18,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -35,6 +34,7 @@ import (
 	"github.com/moraine-data/moraine/pkg/chdb"
 	"github.com/moraine-data/moraine/pkg/kafkautil"
 	"github.com/moraine-data/moraine/pkg/obs"
+	"github.com/moraine-data/moraine/pkg/process"
 	"github.com/moraine-data/moraine/pkg/watch"
 )
 
@@ -94,10 +94,7 @@ func (c Config) Validate() error {
 }
 
 // Deps are injected by main (or a test).
-type Deps struct {
-	Logger   *slog.Logger
-	Registry *prometheus.Registry
-}
+type Deps = process.Deps
 
 // App is one delivery service.
 type App struct {
@@ -106,17 +103,13 @@ type App struct {
 	reg    *prometheus.Registry
 	health *obs.Health
 
-	mu      sync.Mutex
-	opsAddr string
+	ops atomic.Pointer[obs.Server]
 }
 
 // New validates cfg and loads the chains file; it does no network I/O.
 func New(cfg Config, deps Deps) (*App, error) {
-	if deps.Logger == nil {
-		return nil, errors.New("delivery: Deps.Logger is required")
-	}
-	if deps.Registry == nil {
-		return nil, errors.New("delivery: Deps.Registry is required")
+	if err := deps.Validate(); err != nil {
+		return nil, fmt.Errorf("delivery: %w", err)
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -129,11 +122,7 @@ func New(cfg Config, deps Deps) (*App, error) {
 }
 
 // OpsAddr is the ops server's address once Run has bound it ("" before).
-func (a *App) OpsAddr() string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.opsAddr
-}
+func (a *App) OpsAddr() string { return a.ops.Load().Addr() }
 
 // Run serves the ops endpoints and delivers until ctx ends or a
 // component fails.
@@ -143,9 +132,7 @@ func (a *App) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("delivery: ops listener: %w", err)
 	}
-	a.mu.Lock()
-	a.opsAddr = ops.Addr()
-	a.mu.Unlock()
+	a.ops.Store(ops)
 	logger.Info("ops server listening", "addr", ops.Addr())
 	var started atomic.Bool
 	health.Add("startup", func(context.Context) error {

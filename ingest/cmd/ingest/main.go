@@ -7,11 +7,7 @@
 package main
 
 import (
-	"context"
-	"log/slog"
 	"os"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/moraine-data/moraine/ingest/internal/app"
 	"github.com/moraine-data/moraine/pkg/process"
@@ -20,11 +16,5 @@ import (
 func main() {
 	cfg := app.DefaultConfig()
 	os.Exit(process.Main("ingest", os.Args[1:], cfg.RegisterFlags, &cfg.Log,
-		func(ctx context.Context, logger *slog.Logger, reg *prometheus.Registry) error {
-			a, err := app.New(cfg, app.Deps{Logger: logger, Registry: reg})
-			if err != nil {
-				return err
-			}
-			return a.Run(ctx)
-		}))
+		func(deps process.Deps) (process.Service, error) { return app.New(cfg, deps) }))
 }

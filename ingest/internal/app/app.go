@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,6 +18,7 @@ import (
 	"github.com/moraine-data/moraine/pkg/chains"
 	"github.com/moraine-data/moraine/pkg/kafkautil"
 	"github.com/moraine-data/moraine/pkg/obs"
+	"github.com/moraine-data/moraine/pkg/process"
 	"github.com/moraine-data/moraine/schemas/topics"
 )
 
@@ -32,24 +34,18 @@ type App struct {
 	chains []chains.Chain
 	health *obs.Health
 
+	ops     atomic.Pointer[obs.Server]
 	mu      sync.Mutex
 	started bool // the lease group is being joined
-	opsAddr string
 }
 
 // Deps are injected by main (or a test).
-type Deps struct {
-	Logger   *slog.Logger
-	Registry *prometheus.Registry
-}
+type Deps = process.Deps
 
 // New validates cfg and loads the chain file; it does no network I/O.
 func New(cfg Config, deps Deps) (*App, error) {
-	if deps.Logger == nil {
-		return nil, errors.New("ingest: Deps.Logger is required")
-	}
-	if deps.Registry == nil {
-		return nil, errors.New("ingest: Deps.Registry is required")
+	if err := deps.Validate(); err != nil {
+		return nil, fmt.Errorf("ingest: %w", err)
 	}
 	logger, reg := deps.Logger, deps.Registry
 	if err := cfg.Validate(); err != nil {
@@ -80,11 +76,7 @@ func (a *App) Ready(ctx context.Context) error {
 
 // OpsAddr is the ops server's address once Run has bound it (""
 // before).
-func (a *App) OpsAddr() string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.opsAddr
-}
+func (a *App) OpsAddr() string { return a.ops.Load().Addr() }
 
 // Run starts the ops server, connects to Kafka, creates the topics and
 // runs one follower per chain until ctx ends or a follower fails. Shutdown
@@ -104,9 +96,7 @@ func (a *App) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("ingest: ops listener: %w", err)
 	}
-	a.mu.Lock()
-	a.opsAddr = srv.Addr()
-	a.mu.Unlock()
+	a.ops.Store(srv)
 	a.logger.Info("ops server listening", "addr", srv.Addr())
 
 	// The ops server outlives the followers so that /metrics shows the

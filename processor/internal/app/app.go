@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	"github.com/moraine-data/moraine/pkg/chdb"
 	"github.com/moraine-data/moraine/pkg/kafkautil"
 	"github.com/moraine-data/moraine/pkg/obs"
+	"github.com/moraine-data/moraine/pkg/process"
 	"github.com/moraine-data/moraine/processor/internal/matcher"
 	"github.com/moraine-data/moraine/processor/internal/sink"
 )
@@ -75,10 +75,7 @@ func (c Config) Validate() error {
 }
 
 // Deps are injected by main (or a test).
-type Deps struct {
-	Logger   *slog.Logger
-	Registry *prometheus.Registry
-}
+type Deps = process.Deps
 
 // App is one processor: the ops server, the sink and the matcher.
 type App struct {
@@ -88,8 +85,7 @@ type App struct {
 	chains *chains.Config // nil: no chains file (the matcher warns)
 	health *obs.Health
 
-	mu      sync.Mutex
-	opsAddr string
+	ops atomic.Pointer[obs.Server]
 }
 
 // testHookBeforeEnd, when set (by tests only, before Run), becomes the
@@ -99,11 +95,8 @@ var testHookBeforeEnd func() (abort bool)
 // New validates cfg and loads the chains file (when the matcher runs); it
 // does no network I/O.
 func New(cfg Config, deps Deps) (*App, error) {
-	if deps.Logger == nil {
-		return nil, errors.New("processor: Deps.Logger is required")
-	}
-	if deps.Registry == nil {
-		return nil, errors.New("processor: Deps.Registry is required")
+	if err := deps.Validate(); err != nil {
+		return nil, fmt.Errorf("processor: %w", err)
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -130,11 +123,7 @@ func New(cfg Config, deps Deps) (*App, error) {
 }
 
 // OpsAddr is the ops server's address once Run has bound it ("" before).
-func (a *App) OpsAddr() string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.opsAddr
-}
+func (a *App) OpsAddr() string { return a.ops.Load().Addr() }
 
 // Run serves the ops endpoints, creates the topics and runs the sink and
 // the matcher until ctx ends or one of them fails.
@@ -144,9 +133,7 @@ func (a *App) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("processor: ops listener: %w", err)
 	}
-	a.mu.Lock()
-	a.opsAddr = ops.Addr()
-	a.mu.Unlock()
+	a.ops.Store(ops)
 	logger.Info("ops server listening", "addr", ops.Addr())
 
 	// The sink and the matcher both read every block batch: each batch is

@@ -4,11 +4,7 @@
 package main
 
 import (
-	"context"
-	"log/slog"
 	"os"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/moraine-data/moraine/pkg/process"
 	"github.com/moraine-data/moraine/query/internal/app"
@@ -17,11 +13,7 @@ import (
 func main() {
 	var cfg app.Config
 	os.Exit(process.Main("query", os.Args[1:], cfg.RegisterFlags, &cfg.Log,
-		func(ctx context.Context, logger *slog.Logger, reg *prometheus.Registry) error {
-			a, err := app.New(cfg, app.Deps{Logger: logger, Registry: reg})
-			if err != nil {
-				return err
-			}
-			return a.Run(ctx)
+		func(deps process.Deps) (process.Service, error) {
+			return app.New(cfg, app.Deps{Logger: deps.Logger, Registry: deps.Registry})
 		}))
 }

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/gin-gonic/gin"
@@ -24,6 +25,7 @@ import (
 	"github.com/moraine-data/moraine/pkg/chdb"
 	"github.com/moraine-data/moraine/pkg/guard"
 	"github.com/moraine-data/moraine/pkg/obs"
+	"github.com/moraine-data/moraine/pkg/process"
 	"github.com/moraine-data/moraine/pkg/tokenmeta"
 	"github.com/moraine-data/moraine/query/internal/api"
 	"github.com/moraine-data/moraine/query/internal/mgmt"
@@ -53,20 +55,16 @@ type App struct {
 	// router is the API's handler (tests list its routes).
 	router *gin.Engine
 
-	mu      sync.Mutex
-	apiAddr string
-	opsAddr string
-	conn    driver.Conn
+	api, ops atomic.Pointer[obs.Server]
+	mu       sync.Mutex
+	conn     driver.Conn
 }
 
 // New validates the configuration, loads the chain file and the page-token
 // key, and builds the router; it opens no connection.
 func New(cfg Config, deps Deps) (*App, error) {
-	if deps.Logger == nil {
-		return nil, errors.New("query: Deps.Logger is required")
-	}
-	if deps.Registry == nil {
-		return nil, errors.New("query: Deps.Registry is required")
+	if err := (process.Deps{Logger: deps.Logger, Registry: deps.Registry}).Validate(); err != nil {
+		return nil, fmt.Errorf("query: %w", err)
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -133,9 +131,8 @@ func (a *App) Run(ctx context.Context) error {
 		_ = ops.Serve(done, a.cfg.ShutdownTimeout)
 		return fmt.Errorf("query: api listener: %w", err)
 	}
-	a.mu.Lock()
-	a.apiAddr, a.opsAddr = api.Addr(), ops.Addr()
-	a.mu.Unlock()
+	a.api.Store(api)
+	a.ops.Store(ops)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return ops.Serve(gctx, a.cfg.ShutdownTimeout) })
 	g.Go(func() error { return api.Serve(gctx, a.cfg.ShutdownTimeout) })
@@ -167,15 +164,7 @@ func (a *App) Run(ctx context.Context) error {
 }
 
 // APIAddr is the API server's address once Run has bound it ("" before).
-func (a *App) APIAddr() string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.apiAddr
-}
+func (a *App) APIAddr() string { return a.api.Load().Addr() }
 
 // OpsAddr is the ops server's address once Run has bound it ("" before).
-func (a *App) OpsAddr() string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.opsAddr
-}
+func (a *App) OpsAddr() string { return a.ops.Load().Addr() }
