@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/moraine-data/moraine/pkg/chains"
@@ -84,6 +85,10 @@ type App struct {
 	reg    *prometheus.Registry
 	chains *chains.Config // nil: no chains file (the matcher warns)
 	health *obs.Health
+	// blocks decompresses each block batch once for the sink and the
+	// matcher, which both read every one (64 MiB of recent batches kept).
+	blocks kgo.Decompressor
+	sink   *sink.Consumer // nil when --processor.sink-enabled=false
 
 	ops atomic.Pointer[obs.Server]
 }
@@ -119,7 +124,16 @@ func New(cfg Config, deps Deps) (*App, error) {
 	cfg.Kafka.Metrics = deps.Registry // franz-go's client metrics (kafkautil.ClientMetrics)
 	cfg.Sink.ShutdownTimeout = cfg.ShutdownTimeout
 	cfg.Matcher.ShutdownTimeout = cfg.ShutdownTimeout
-	return &App{cfg: cfg, logger: deps.Logger, reg: deps.Registry, chains: chainCfg, health: obs.NewHealth()}, nil
+	a := &App{cfg: cfg, logger: deps.Logger, reg: deps.Registry, chains: chainCfg, health: obs.NewHealth(),
+		blocks: kafkautil.NewSharedDecompressor(64 << 20)}
+	if cfg.Sink.Enabled {
+		var err error
+		if a.sink, err = sink.New(cfg.Sink, sink.Deps{Logger: a.logger, Registerer: a.reg, Kafka: cfg.Kafka, ClickHouse: cfg.ClickHouse,
+			Health: a.health, Decompressor: a.blocks}); err != nil {
+			return nil, err
+		}
+	}
+	return a, nil
 }
 
 // OpsAddr is the ops server's address once Run has bound it ("" before).
@@ -136,16 +150,7 @@ func (a *App) Run(ctx context.Context) error {
 	a.ops.Store(ops)
 	logger.Info("ops server listening", "addr", ops.Addr())
 
-	// The sink and the matcher both read every block batch: each batch is
-	// decompressed once for the two (64 MiB of recent batches kept).
-	blocks := kafkautil.NewSharedDecompressor(64 << 20)
-	var sk *sink.Consumer
-	if cfg.Sink.Enabled {
-		if sk, err = sink.New(cfg.Sink, sink.Deps{Logger: logger, Registerer: reg, Kafka: cfg.Kafka, ClickHouse: cfg.ClickHouse,
-			Health: a.health, Decompressor: blocks}); err != nil {
-			return err
-		}
-	}
+	sk := a.sink
 	var matcherUp atomic.Bool
 	a.health.Add("startup", func(context.Context) error {
 		sinkUp := sk == nil
@@ -192,7 +197,7 @@ func (a *App) Run(ctx context.Context) error {
 		})
 		if cfg.Matcher.Enabled {
 			m, err := matcher.New(cfg.Matcher, matcher.Deps{Logger: logger, Registerer: reg, Kafka: cfg.Kafka, Chains: a.chains,
-				Health: a.health, Decompressor: blocks, BeforeEnd: testHookBeforeEnd})
+				Health: a.health, Decompressor: a.blocks, BeforeEnd: testHookBeforeEnd})
 			if err != nil {
 				return err
 			}
