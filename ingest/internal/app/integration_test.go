@@ -41,7 +41,7 @@ func recording(t *testing.T) []chaintest.Block {
 	return cchain
 }
 
-// service runs app.Run in the background.
+// service runs the App (New, Run) in the background.
 type service struct {
 	app    *App
 	reg    *prometheus.Registry
