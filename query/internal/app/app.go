@@ -74,13 +74,15 @@ func New(cfg Config, deps Deps) (*App, error) {
 		return nil, err
 	}
 	cfg.Mgmt.Kafka.Metrics = deps.Registry // franz-go's client metrics (kafkautil.ClientMetrics)
-	return &App{cfg: cfg, logger: deps.Logger, reg: deps.Registry, resolver: deps.Resolver, chains: cc, health: obs.NewHealth()}, nil
+	a := &App{cfg: cfg, logger: deps.Logger, reg: deps.Registry, resolver: deps.Resolver, chains: cc, health: obs.NewHealth()}
+	if err := a.build(); err != nil {
+		return nil, err
+	}
+	return a, nil
 }
 
-// Run binds both servers, serves, and connects to ClickHouse in the
-// background, until ctx ends or a server fails; then the servers drain and
-// the connection closes.
-func (a *App) Run(ctx context.Context) error {
+// build makes the store, the account and webhook management and the router.
+func (a *App) build() error {
 	key, err := a.cfg.PageToken.Key()
 	if err != nil {
 		return err
@@ -119,11 +121,18 @@ func (a *App) Run(ctx context.Context) error {
 		return err
 	}
 	a.router = router
+	return nil
+}
+
+// Run binds both servers, serves, and connects to ClickHouse in the
+// background, until ctx ends or a server fails; then the servers drain and
+// the connection closes.
+func (a *App) Run(ctx context.Context) error {
 	ops, err := obs.Listen(a.cfg.Ops.ListenAddress, obs.OpsMux(a.reg, a.health), a.logger)
 	if err != nil {
 		return fmt.Errorf("query: ops listener: %w", err)
 	}
-	api, err := obs.ListenHTTP(a.cfg.HTTPListenAddress, router, a.logger, a.cfg.HTTP)
+	api, err := obs.ListenHTTP(a.cfg.HTTPListenAddress, a.router, a.logger, a.cfg.HTTP)
 	if err != nil {
 		// Close the ops listener: Serve on an ended context shuts down.
 		done, cancel := context.WithCancel(context.Background())
