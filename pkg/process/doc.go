@@ -5,6 +5,24 @@
 // deploy/cmd), and runtime tuning a main applies before anything else
 // (DefaultGOGC, DefaultMemoryLimit).
 //
-// What stays with the caller: the service's own flags and its run
-// function; logging, metrics and the ops server are package obs.
+// # The shape of a service
+//
+// Each service's internal/app package (ingest, processor, query,
+// delivery) is built the same way, so that its cmd main is one line of
+// wiring and tests run the whole service in-process:
+//
+//   - Config, with DefaultConfig, RegisterFlags and Validate.
+//   - New(cfg, Deps) validates, loads its files and builds its parts; it
+//     opens no connection. Deps is this package's (query adds a resolver).
+//   - (*App).Run(ctx) binds its listeners first, blocks until ctx ends (nil)
+//     or a part fails, and returns once everything it started has stopped.
+//   - OpsAddr (and query's APIAddr) is the bound address once Run has bound
+//     it, "" before: tests listen on 127.0.0.1:0 and read it.
+//   - Errors made in an app package start with the service's name
+//     ("processor: ..."); errors passed up from another package keep that
+//     package's prefix. Readiness messages are keyed by their check's name
+//     instead.
+//
+// What stays with the caller: the service's own flags and its parts;
+// logging, metrics and the ops server are package obs.
 package process
