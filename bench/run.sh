@@ -48,7 +48,7 @@ cat >"$TMP/chains.json" <<JSON
  "networkToken":{"name":"Bench","symbol":"BNC","decimals":18},"traces":false,"webhooks":false}]}
 JSON
 bin/query --chains.file "$TMP/chains.json" --clickhouse.database moraine_bench --http.listen-address 127.0.0.1:18080 \
-    --admin.listen-address 127.0.0.1:18103 --api.page-token-secret "bench-secret-bench-secret-bench-secret" \
+    --ops.listen-address 127.0.0.1:18103 --api.page-token-secret "bench-secret-bench-secret-bench-secret" \
     --kafka.topic-prefix bench. --ratelimit.enabled=false --log.level warn >"$TMP/query.log" 2>&1 &
 QUERY_PID=$!
 for _ in $(seq 1 120); do curl -fsS -m 1 127.0.0.1:18103/readyz >/dev/null 2>&1 && break; sleep 0.5; done

@@ -544,10 +544,10 @@ func TestOpsPrometheusRules(t *testing.T) {
 	}
 }
 
-// adminDefaults reads each service's default --admin.listen-address from its code.
-func adminDefaults(t *testing.T) map[string]string {
+// opsDefaults reads each service's default --ops.listen-address from its code.
+func opsDefaults(t *testing.T) map[string]string {
 	t.Helper()
-	re := regexp.MustCompile(`Admin\.RegisterFlags\(fs, "([^"]+)"\)`)
+	re := regexp.MustCompile(`Ops\.RegisterFlags\(fs, "([^"]+)"\)`)
 	out := map[string]string{}
 	for _, svc := range services {
 		for _, p := range goFiles(t, filepath.Join("..", svc, "internal")) {
@@ -556,7 +556,7 @@ func adminDefaults(t *testing.T) map[string]string {
 			}
 		}
 		if out[svc] == "" {
-			t.Errorf("%s: no Admin.RegisterFlags(fs, \"host:port\") found", svc)
+			t.Errorf("%s: no Ops.RegisterFlags(fs, \"host:port\") found", svc)
 		}
 	}
 	return out
@@ -584,11 +584,11 @@ func TestOpsPrometheusConfig(t *testing.T) {
 			jobs[sc.JobName] = append(jobs[sc.JobName], st.Targets...)
 		}
 	}
-	// The local jobs scrape each service's default admin address, under the job name the rules
+	// The local jobs scrape each service's default ops address, under the job name the rules
 	// and the dashboard select (moraine-<service>).
-	for svc, addr := range adminDefaults(t) {
+	for svc, addr := range opsDefaults(t) {
 		if got := jobs["moraine-"+svc]; !slices.Equal(got, []string{addr}) {
-			t.Errorf("job moraine-%s targets %v, want [%s] (the default --admin.listen-address)", svc, got, addr)
+			t.Errorf("job moraine-%s targets %v, want [%s] (the default --ops.listen-address)", svc, got, addr)
 		}
 	}
 }
@@ -897,7 +897,7 @@ func readManifests(t *testing.T) (files []string, objs []k8sObject) {
 // its internal packages and main, and in pkg (shared flags: kafka, clickhouse, log, chains, ...).
 func serviceFlags(t *testing.T) map[string]map[string]bool {
 	t.Helper()
-	varRe := regexp.MustCompile(`\bfs\.[A-Z][A-Za-z0-9]*Var\(\s*[^,()]+,\s*"([a-z][a-z0-9.-]*)"`)
+	varRe := regexp.MustCompile(`\bfs\.(?:[A-Z][A-Za-z0-9]*)?Var\(\s*[^,()]+,\s*"([a-z][a-z0-9.-]*)"`)
 	plainRe := regexp.MustCompile(`\bfs\.(?:String|Int|Int64|Uint|Uint64|Bool|Duration|Float64)\(\s*"([a-z][a-z0-9.-]*)"`)
 	envName := func(flag string) string {
 		return "MORAINE_" + strings.ToUpper(strings.NewReplacer(".", "_", "-", "_").Replace(flag))
@@ -989,7 +989,7 @@ func TestOpsKubernetes(t *testing.T) {
 		return inData || inString
 	}
 
-	admin := adminDefaults(t)
+	ops := opsDefaults(t)
 	kzImages := map[string]bool{}
 	for _, im := range kz.Images {
 		kzImages[im.Name] = true
@@ -1047,23 +1047,23 @@ func TestOpsKubernetes(t *testing.T) {
 				}
 			}
 
-			// Admin server on all interfaces, on the service's usual port, scraped.
-			addr := env["MORAINE_ADMIN_LISTEN_ADDRESS"].Value
+			// Ops server on all interfaces, on the service's usual port, scraped.
+			addr := env["MORAINE_OPS_LISTEN_ADDRESS"].Value
 			host, port, err := net.SplitHostPort(addr)
 			if err != nil || host != "0.0.0.0" {
-				t.Errorf("MORAINE_ADMIN_LISTEN_ADDRESS %q, want 0.0.0.0:<port>", addr)
+				t.Errorf("MORAINE_OPS_LISTEN_ADDRESS %q, want 0.0.0.0:<port>", addr)
 			}
-			if _, defPort, _ := net.SplitHostPort(admin[svc]); port != defPort {
-				t.Errorf("admin port %s, want the default %s", port, defPort)
+			if _, defPort, _ := net.SplitHostPort(ops[svc]); port != defPort {
+				t.Errorf("ops port %s, want the default %s", port, defPort)
 			}
-			adminPort := 0
+			opsPort := 0
 			for _, p := range c.Ports {
-				if p.Name == "admin" {
-					adminPort = p.ContainerPort
+				if p.Name == "ops" {
+					opsPort = p.ContainerPort
 				}
 			}
-			if strconv.Itoa(adminPort) != port {
-				t.Errorf("containerPort admin %d, want %s", adminPort, port)
+			if strconv.Itoa(opsPort) != port {
+				t.Errorf("containerPort ops %d, want %s", opsPort, port)
 			}
 			ann := w.Spec.Template.Metadata.Annotations
 			if ann["prometheus.io/scrape"] != "true" || ann["prometheus.io/port"] != port {
@@ -1073,13 +1073,13 @@ func TestOpsKubernetes(t *testing.T) {
 				t.Error("pod label app.kubernetes.io/part-of=moraine is what the scrape config keeps")
 			}
 
-			// Probes on the admin port; /readyz gives its checks 3s.
+			// Probes on the ops port; /readyz gives its checks 3s.
 			for _, pr := range []struct {
 				name, path string
 				p          *probe
 			}{{"liveness", "/healthz", c.LivenessProbe}, {"readiness", "/readyz", c.ReadinessProbe}} {
-				if pr.p == nil || pr.p.HTTPGet == nil || pr.p.HTTPGet.Path != pr.path || pr.p.HTTPGet.Port != "admin" {
-					t.Errorf("%s probe: want GET %s on port admin", pr.name, pr.path)
+				if pr.p == nil || pr.p.HTTPGet == nil || pr.p.HTTPGet.Path != pr.path || pr.p.HTTPGet.Port != "ops" {
+					t.Errorf("%s probe: want GET %s on port ops", pr.name, pr.path)
 					continue
 				}
 				if pr.p.TimeoutSeconds <= 3 {

@@ -92,12 +92,12 @@ cluster_profile() {
         for ((i = 1; i <= CLUSTER_INSTANCES; i++)); do
             name=$s-$i
             PROCS+=("$name")
-            common="--chains.file $chains --admin.listen-address 127.0.0.1:$(port_admin "$s" "$i")"
+            common="--chains.file $chains --ops.listen-address 127.0.0.1:$(port_ops "$s" "$i")"
             # --clickhouse.cluster on the command line, not only in the environment: a build without
             # cluster support must refuse to start rather than create unreplicated tables. (ingest
             # does not use ClickHouse.)
             [ "$s" = ingest ] || common+=" --clickhouse.cluster $CLUSTER_NAME"
-            READY[$name]="http://127.0.0.1:$(port_admin "$s" "$i")/readyz"
+            READY[$name]="http://127.0.0.1:$(port_ops "$s" "$i")/readyz"
             case $s in
             ingest) ARGS[$name]="$BIN/ingest $common" ;;
             # Each matcher needs its own transactional id, stable across its restarts; the default

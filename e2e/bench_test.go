@@ -243,7 +243,7 @@ func profileServices(tb testing.TB, s *stackUp, run int, names ...string) *sync.
 				}
 				return
 			}
-			tb.Errorf("profile of %s: admin server never answered", name)
+			tb.Errorf("profile of %s: ops server never answered", name)
 		})
 	}
 	return &wg

@@ -136,7 +136,7 @@ type clusterPipeline struct {
 func (cp *clusterPipeline) start(name, bin string, flags ...string) *instance {
 	cp.t.Helper()
 	in := &instance{name: name, bin: bin, admin: freeAddr(cp.t)}
-	in.flags = append(append([]string(nil), flags...), "--admin.listen-address", in.admin)
+	in.flags = append(append([]string(nil), flags...), "--ops.listen-address", in.admin)
 	in.p = start(cp.t, bin, in.flags...)
 	cp.mu.Lock()
 	cp.instances[name] = in

@@ -100,7 +100,7 @@ func startServices(t testing.TB, chainJSON string, o pipelineOpts) *stackUp {
 		pids: map[string]int{}, metrics: map[string]string{}, procs: map[string]*proc{}, flags: map[string][]string{}, t: t}
 	run := func(name string, wait bool, flags ...string) {
 		admin := freeAddr(t)
-		s.flags[name] = append(flags, "--admin.listen-address", admin)
+		s.flags[name] = append(flags, "--ops.listen-address", admin)
 		p := start(t, name, s.flags[name]...)
 		s.procs[name], s.pids[name], s.metrics[name] = p, p.cmd.Process.Pid, "http://"+admin+"/metrics"
 		if wait {

@@ -59,7 +59,7 @@ func BenchmarkProcessorScaling(b *testing.B) {
 	}
 	common := []string{"--kafka.brokers", kcfg.Brokers, "--kafka.topic-prefix", kcfg.TopicPrefix, "--chains.file", chainsFile}
 	ingestAdmin := freeAddr(b)
-	ingest := start(b, "ingest", append(common, "--admin.listen-address", ingestAdmin)...)
+	ingest := start(b, "ingest", append(common, "--ops.listen-address", ingestAdmin)...)
 	eventually(b, 5*time.Minute, "every chain produced", func() bool {
 		got := scrape(b, "http://"+ingestAdmin+"/metrics", "moraine_ingest_last_produced_block")
 		for _, id := range ids {
@@ -84,7 +84,7 @@ func BenchmarkProcessorScaling(b *testing.B) {
 				procs = append(procs, start(b, "processor", append(append([]string(nil), common...),
 					"--clickhouse.addr", ccfg.Addr, "--clickhouse.database", ccfg.Database, "--clickhouse.compression", "none",
 					"--processor.group", group, "--matcher.group", group+"-matcher",
-					"--matcher.transactional-id", fmt.Sprintf("%s-%d", group, i), "--admin.listen-address", admin)...))
+					"--matcher.transactional-id", fmt.Sprintf("%s-%d", group, i), "--ops.listen-address", admin)...))
 				metrics = append(metrics, "http://"+admin+"/metrics")
 			}
 			// From the first record any instance consumed to the last block of

@@ -11,7 +11,7 @@
 #   base+80+N                  query-N: HTTP (N = 1..9)
 #   base+100+10N, +100+10N+1   kafka-N: broker, KRaft controller (N = 1..3)
 #   base+181                   ZooKeeper (clients)
-#   base+200+10S+N             admin port of instance N of service S (ingest 1, processor 2, query 3, delivery 4)
+#   base+200+10S+N             ops port of instance N of service S (ingest 1, processor 2, query 3, delivery 4)
 #   base+545                   the development chain's JSON-RPC
 
 CLUSTER_NAME=moraine
@@ -54,8 +54,8 @@ port_kafka_controller() { echo $((CLUSTER_PORT_BASE + 101 + 10 * $1)); }
 port_zookeeper() { echo $((CLUSTER_PORT_BASE + 181)); }
 port_devchain() { echo $((CLUSTER_PORT_BASE + 545)); }
 
-# port_admin SERVICE N
-port_admin() {
+# port_ops SERVICE N
+port_ops() {
     local s
     case $1 in
     ingest) s=1 ;;

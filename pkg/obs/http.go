@@ -87,7 +87,7 @@ func (c HTTPConfig) Validate() error {
 }
 
 // ListenHTTP binds addr for a public server with the limits of cfg (":0"
-// picks a free port; see Addr). Listen is the admin servers' variant.
+// picks a free port; see Addr). Listen is the ops servers' variant.
 func ListenHTTP(addr string, h http.Handler, logger *slog.Logger, cfg HTTPConfig) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err

@@ -74,21 +74,52 @@ func (h *Health) Check(ctx context.Context) map[string]string {
 	return failed
 }
 
-// AdminConfig is the listen address of the admin server.
-type AdminConfig struct {
+// OpsConfig is the listen address of the ops server: /metrics, /healthz,
+// /readyz and /debug/pprof/, for Prometheus, probes and operators. (The
+// accounts administration of moraine-admin is something else.)
+type OpsConfig struct {
 	ListenAddress string
+	// set: --ops.listen-address was given, so the deprecated name yields.
+	set bool
 }
 
-// RegisterFlags adds --admin.listen-address with the service's default.
-func (c *AdminConfig) RegisterFlags(fs *flag.FlagSet, def string) {
-	fs.StringVar(&c.ListenAddress, "admin.listen-address", def, "address of the /metrics, /healthz, /readyz and /debug/pprof/ server")
+// RegisterFlags adds --ops.listen-address with the service's default, and
+// --admin.listen-address, its former name, as a deprecated alias that
+// --ops.listen-address (or its environment variable) overrides.
+func (c *OpsConfig) RegisterFlags(fs *flag.FlagSet, def string) {
+	c.ListenAddress = def
+	name, former := opsAddrFlag{c: c}, opsAddrFlag{c: c, deprecated: true}
+	fs.Var(name, "ops.listen-address", "address of the ops server: /metrics, /healthz, /readyz and /debug/pprof/")
+	fs.Var(former, "admin.listen-address", "deprecated: use --ops.listen-address")
 }
 
-// AdminMux returns a mux with /metrics, /healthz (alive), /readyz (every
+// opsAddrFlag sets OpsConfig.ListenAddress under its name or the
+// deprecated one.
+type opsAddrFlag struct {
+	c          *OpsConfig
+	deprecated bool
+}
+
+func (f opsAddrFlag) String() string {
+	if f.c == nil {
+		return ""
+	}
+	return f.c.ListenAddress
+}
+
+func (f opsAddrFlag) Set(v string) error {
+	if f.deprecated && f.c.set {
+		return nil
+	}
+	f.c.ListenAddress, f.c.set = v, f.c.set || !f.deprecated
+	return nil
+}
+
+// OpsMux returns a mux with /metrics, /healthz (alive), /readyz (every
 // check passes; 503 with the failures otherwise) and the Go profiler under
-// /debug/pprof/ (the admin address is loopback unless an operator says
+// /debug/pprof/ (the ops address is loopback unless an operator says
 // otherwise; profiles are how throughput work starts).
-func AdminMux(reg *prometheus.Registry, h *Health) *http.ServeMux {
+func OpsMux(reg *prometheus.Registry, h *Health) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
 	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
@@ -135,8 +166,14 @@ func Listen(addr string, h http.Handler, logger *slog.Logger) (*Server, error) {
 	}, nil
 }
 
-// Addr is the bound address.
-func (s *Server) Addr() string { return s.ln.Addr().String() }
+// Addr is the bound address; "" on a nil Server, so that an address can be
+// read before its server exists.
+func (s *Server) Addr() string {
+	if s == nil {
+		return ""
+	}
+	return s.ln.Addr().String()
+}
 
 // Serve serves until ctx ends, then lets in-flight requests finish for up to
 // shutdownTimeout.

@@ -3,6 +3,7 @@ package obs
 import (
 	"context"
 	"errors"
+	"flag"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -10,11 +11,11 @@ import (
 	"testing"
 )
 
-func TestAdminMux(t *testing.T) {
+func TestOpsMux(t *testing.T) {
 	h := NewHealth()
 	ready := errors.New("kafka: not reachable")
 	h.Add("kafka", func(context.Context) error { return ready })
-	srv := httptest.NewServer(AdminMux(NewRegistry("test"), h))
+	srv := httptest.NewServer(OpsMux(NewRegistry("test"), h))
 	defer srv.Close()
 	get := func(path string) (int, string) {
 		t.Helper()
@@ -44,5 +45,34 @@ func TestAdminMux(t *testing.T) {
 	ready = nil
 	if status, body := get("/readyz"); status != 200 || body != `{"status":"ready"}` {
 		t.Errorf("GET /readyz when ready = %d %s", status, body)
+	}
+}
+
+// TestOpsListenAddressAlias: --admin.listen-address, the former name, still
+// sets the address, and --ops.listen-address wins over it whatever the
+// order.
+func TestOpsListenAddressAlias(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{name: "default", want: "127.0.0.1:9100"},
+		{name: "new name", args: []string{"--ops.listen-address=:1"}, want: ":1"},
+		{name: "old name", args: []string{"--admin.listen-address=:2"}, want: ":2"},
+		{name: "new after old", args: []string{"--admin.listen-address=:2", "--ops.listen-address=:1"}, want: ":1"},
+		{name: "old after new", args: []string{"--ops.listen-address=:1", "--admin.listen-address=:2"}, want: ":1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var c OpsConfig
+			fs := flag.NewFlagSet("test", flag.ContinueOnError)
+			c.RegisterFlags(fs, "127.0.0.1:9100")
+			if err := fs.Parse(tc.args); err != nil {
+				t.Fatal(err)
+			}
+			if c.ListenAddress != tc.want {
+				t.Fatalf("ListenAddress %q, want %q", c.ListenAddress, tc.want)
+			}
+		})
 	}
 }

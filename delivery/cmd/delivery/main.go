@@ -4,20 +4,14 @@
 package main
 
 import (
-	"context"
-	"log/slog"
 	"os"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/moraine-data/moraine/delivery/internal/app"
-	"github.com/moraine-data/moraine/pkg/obs"
+	"github.com/moraine-data/moraine/pkg/process"
 )
 
 func main() {
 	var cfg app.Config
-	os.Exit(obs.Main("delivery", os.Args[1:], cfg.RegisterFlags, &cfg.Log,
-		func(ctx context.Context, logger *slog.Logger, reg *prometheus.Registry) error {
-			return app.Run(ctx, cfg, logger, reg)
-		}))
+	os.Exit(process.Main("delivery", os.Args[1:], cfg.RegisterFlags, &cfg.Log,
+		func(deps process.Deps) (process.Service, error) { return app.New(cfg, deps) }))
 }

@@ -1,7 +1,7 @@
 // Package app wires the delivery service: its configuration, its
 // dependencies (Kafka for the activity, retry and address-watch topics,
 // ClickHouse for the delivery log, the failure strikes and webhook status),
-// the admin server and graceful shutdown. The delivery itself is package
+// the ops server and graceful shutdown. The delivery itself is package
 // pipeline; the package docs there and in sign, guard, deactivate and dlog
 // state the guarantees.
 //
@@ -34,6 +34,7 @@ import (
 	"github.com/moraine-data/moraine/pkg/chdb"
 	"github.com/moraine-data/moraine/pkg/kafkautil"
 	"github.com/moraine-data/moraine/pkg/obs"
+	"github.com/moraine-data/moraine/pkg/process"
 	"github.com/moraine-data/moraine/pkg/watch"
 )
 
@@ -41,7 +42,7 @@ import (
 type Config struct {
 	Kafka           kafkautil.Config
 	ClickHouse      chdb.Config
-	Admin           obs.AdminConfig
+	Ops             obs.OpsConfig
 	Log             obs.LogConfig
 	ChainsFile      string
 	ShutdownTimeout time.Duration
@@ -58,7 +59,7 @@ func DefaultConfig() Config {
 	return Config{
 		Kafka:               kafkautil.Config{Brokers: "127.0.0.1:9092"},
 		ClickHouse:          chdb.Config{Addr: "127.0.0.1:9000", Database: "moraine", User: "default", ReadTimeout: 30 * time.Second, MaxConns: 16},
-		Admin:               obs.AdminConfig{ListenAddress: "127.0.0.1:9104"},
+		Ops:                 obs.OpsConfig{ListenAddress: "127.0.0.1:9104"},
 		Log:                 obs.LogConfig{Level: "info", Format: "text"},
 		ShutdownTimeout:     30 * time.Second,
 		AccountDB:           accountdb.DefaultConfig(),
@@ -71,7 +72,7 @@ func DefaultConfig() Config {
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.Kafka.RegisterFlags(fs)
 	c.ClickHouse.RegisterFlags(fs)
-	c.Admin.RegisterFlags(fs, "127.0.0.1:9104")
+	c.Ops.RegisterFlags(fs, "127.0.0.1:9104")
 	c.Log.RegisterFlags(fs)
 	chains.RegisterFlag(fs, &c.ChainsFile)
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown.timeout", 30*time.Second, "time to finish in-flight deliveries on shutdown")
@@ -92,21 +93,47 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Run runs the service until ctx ends.
-func Run(ctx context.Context, cfg Config, logger *slog.Logger, reg *prometheus.Registry) error {
+// Deps are injected by main (or a test).
+type Deps = process.Deps
+
+// App is one delivery service.
+type App struct {
+	cfg    Config
+	logger *slog.Logger
+	reg    *prometheus.Registry
+	health *obs.Health
+
+	ops atomic.Pointer[obs.Server]
+}
+
+// New validates cfg and loads the chains file; it does no network I/O.
+func New(cfg Config, deps Deps) (*App, error) {
+	if err := deps.Validate(); err != nil {
+		return nil, fmt.Errorf("delivery: %w", err)
+	}
 	if err := cfg.Validate(); err != nil {
-		return err
+		return nil, err
 	}
 	if _, err := chains.Load(cfg.ChainsFile); err != nil {
-		return err
+		return nil, err
 	}
-	cfg.Kafka.Metrics = reg // franz-go's client metrics (kafkautil.ClientMetrics)
-	health := obs.NewHealth()
-	admin, err := obs.Listen(cfg.Admin.ListenAddress, obs.AdminMux(reg, health), logger)
+	cfg.Kafka.Metrics = deps.Registry // franz-go's client metrics (kafkautil.ClientMetrics)
+	return &App{cfg: cfg, logger: deps.Logger, reg: deps.Registry, health: obs.NewHealth()}, nil
+}
+
+// OpsAddr is the ops server's address once Run has bound it ("" before).
+func (a *App) OpsAddr() string { return a.ops.Load().Addr() }
+
+// Run serves the ops endpoints and delivers until ctx ends or a
+// component fails.
+func (a *App) Run(ctx context.Context) error {
+	cfg, logger, reg, health := a.cfg, a.logger, a.reg, a.health
+	ops, err := obs.Listen(cfg.Ops.ListenAddress, obs.OpsMux(reg, health), logger)
 	if err != nil {
-		return fmt.Errorf("delivery: admin listener: %w", err)
+		return fmt.Errorf("delivery: ops listener: %w", err)
 	}
-	logger.Info("admin server listening", "addr", admin.Addr())
+	a.ops.Store(ops)
+	logger.Info("ops server listening", "addr", ops.Addr())
 	var started atomic.Bool
 	health.Add("startup", func(context.Context) error {
 		if !started.Load() {
@@ -115,7 +142,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, reg *prometheus.R
 		return nil
 	})
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return admin.Serve(gctx, 5*time.Second) })
+	g.Go(func() error { return ops.Serve(gctx, 5*time.Second) })
 	g.Go(func() error { return run(gctx, cfg, logger, reg, health, &started) })
 	return g.Wait()
 }

@@ -23,7 +23,7 @@ import (
 )
 
 // BenchmarkDeliverySustained measures sustained signed deliveries per
-// second through the whole service (app.Run) on the real stack: N activity
+// second through the whole service (app.New, Run) on the real stack: N activity
 // messages (MORAINE_BENCH_DELIVERIES, default 50,000; ~1.4 KB canonical
 // JSON each, 100 webhooks of one account, spread over the activity topic's
 // partitions) are produced first; delivery then consumes them, signs each

@@ -33,7 +33,9 @@ func TestDeliveryChild(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(raw), &cfg))
 	logger, err := obs.NewLogger(obs.LogConfig{Level: "info", Format: "text"}, os.Stderr, "delivery-child")
 	require.NoError(t, err)
-	require.NoError(t, app.Run(context.Background(), cfg, logger, prometheus.NewRegistry()))
+	a, err := app.New(cfg, app.Deps{Logger: logger, Registry: prometheus.NewRegistry()})
+	require.NoError(t, err)
+	require.NoError(t, a.Run(context.Background()))
 }
 
 // startChild runs the delivery service in a child process.
@@ -77,7 +79,7 @@ func TestPendingRetrySurvivesSIGKILL(t *testing.T) {
 	}()
 
 	first := startChild(t, cfg, logPath)
-	deliverytest.WaitReady(t, cfg.Admin.ListenAddress, 60*time.Second)
+	deliverytest.WaitReady(t, cfg.Ops.ListenAddress, 60*time.Second)
 	msgs := []string{}
 	for i := range 3 {
 		a := deliverytest.Activity(acc, hook, i)
@@ -102,7 +104,7 @@ func TestPendingRetrySurvivesSIGKILL(t *testing.T) {
 	}
 
 	startChild(t, cfg, logPath)
-	deliverytest.WaitReady(t, cfg.Admin.ListenAddress, 60*time.Second)
+	deliverytest.WaitReady(t, cfg.Ops.ListenAddress, 60*time.Second)
 	deliverytest.Eventually(t, 30*time.Second, "third attempts after the restart", func() bool {
 		by := rc.ByMessage()
 		for _, m := range msgs {
@@ -167,7 +169,7 @@ func TestNoLossUnderSIGKILL(t *testing.T) {
 		acts = append(acts, a)
 	}
 	child := startChild(t, cfg, logPath)
-	deliverytest.WaitReady(t, cfg.Admin.ListenAddress, 60*time.Second)
+	deliverytest.WaitReady(t, cfg.Ops.ListenAddress, 60*time.Second)
 	go func() {
 		defer close(produced)
 		for i := 0; i < len(acts); i += 10 {

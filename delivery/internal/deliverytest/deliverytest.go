@@ -193,7 +193,7 @@ func FreePort(t testing.TB) string {
 func (e *Env) Config() app.Config {
 	c := app.DefaultConfig()
 	c.Kafka, c.ClickHouse = e.Kafka, e.CH
-	c.Admin.ListenAddress = FreePort(e.t)
+	c.Ops.ListenAddress = FreePort(e.t)
 	c.ChainsFile = repoFile(e.t, "deploy/chains/dev.json")
 	c.ShutdownTimeout = 10 * time.Second
 	c.Delivery.AllowPrivateTargets = true
@@ -208,7 +208,7 @@ func (e *Env) Config() app.Config {
 // Service is a delivery service running in-process.
 type Service struct {
 	Registry *prometheus.Registry
-	Admin    string
+	Ops      string
 	cancel   context.CancelFunc
 	done     chan error
 }
@@ -217,13 +217,19 @@ type Service struct {
 // waits until /readyz answers 200.
 func Start(t testing.TB, cfg app.Config) *Service {
 	t.Helper()
-	s := &Service{Registry: prometheus.NewRegistry(), Admin: cfg.Admin.ListenAddress, done: make(chan error, 1)}
+	s := &Service{Registry: prometheus.NewRegistry(), Ops: cfg.Ops.ListenAddress, done: make(chan error, 1)}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
 	logger := testenv.Logger(t)
-	go func() { s.done <- app.Run(ctx, cfg, logger, s.Registry) }()
+	go func() {
+		a, err := app.New(cfg, app.Deps{Logger: logger, Registry: s.Registry})
+		if err == nil {
+			err = a.Run(ctx)
+		}
+		s.done <- err
+	}()
 	t.Cleanup(func() { s.Stop(t) })
-	WaitReady(t, s.Admin, 60*time.Second)
+	WaitReady(t, s.Ops, 60*time.Second)
 	return s
 }
 

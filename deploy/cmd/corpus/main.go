@@ -31,6 +31,7 @@ import (
 
 	"github.com/moraine-data/moraine/deploy/corpus"
 	"github.com/moraine-data/moraine/pkg/obs"
+	"github.com/moraine-data/moraine/pkg/process"
 )
 
 // defaultSources are the recordings that carry receipts and call traces for
@@ -72,7 +73,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.cfg.BlocksPerFrame, "blocks-per-frame", o.cfg.BlocksPerFrame, "blocks per zstd frame (the replay source reads and caches whole frames)")
 	fs.StringVar(&o.level, "zstd-level", "default", "zstd level: fastest, default, better or best")
 	o.log.RegisterFlags(fs)
-	if err := obs.ParseWithEnv(fs, args, "MORAINE"); err != nil {
+	if err := process.ParseWithEnv(fs, args, "MORAINE"); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {

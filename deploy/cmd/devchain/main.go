@@ -30,6 +30,7 @@ import (
 
 	"github.com/moraine-data/moraine/deploy/devchain"
 	"github.com/moraine-data/moraine/pkg/obs"
+	"github.com/moraine-data/moraine/pkg/process"
 )
 
 type options struct {
@@ -50,7 +51,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.cfg.DataDir, "datadir", "", "directory of the chain database: a restart continues the chain stored there "+
 		"(created if missing; keep --chain.id and --traffic.accounts unchanged, or remove it). Empty: in memory, every start is a new chain from genesis")
 	o.log.RegisterFlags(fs)
-	if err := obs.ParseWithEnv(fs, args, "MORAINE"); err != nil {
+	if err := process.ParseWithEnv(fs, args, "MORAINE"); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {

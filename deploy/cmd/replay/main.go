@@ -23,6 +23,7 @@ import (
 
 	"github.com/moraine-data/moraine/deploy/replay"
 	"github.com/moraine-data/moraine/pkg/obs"
+	"github.com/moraine-data/moraine/pkg/process"
 )
 
 type options struct {
@@ -40,7 +41,7 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.Uint64Var(&o.cfg.ChainID, "chain.id", 0, "EVM chain id for eth_chainId (0: read it from the recorded transactions)")
 	fs.StringVar(&o.cfg.ListenAddress, "rpc.listen-address", replay.DefaultListenAddress, "host:port of the JSON-RPC server (HTTP and WebSocket on the same port)")
 	o.log.RegisterFlags(fs)
-	if err := obs.ParseWithEnv(fs, args, "MORAINE"); err != nil {
+	if err := process.ParseWithEnv(fs, args, "MORAINE"); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {

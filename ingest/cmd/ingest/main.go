@@ -7,20 +7,14 @@
 package main
 
 import (
-	"context"
-	"log/slog"
 	"os"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/moraine-data/moraine/ingest/internal/app"
-	"github.com/moraine-data/moraine/pkg/obs"
+	"github.com/moraine-data/moraine/pkg/process"
 )
 
 func main() {
 	cfg := app.DefaultConfig()
-	os.Exit(obs.Main("ingest", os.Args[1:], cfg.RegisterFlags, &cfg.Log,
-		func(ctx context.Context, logger *slog.Logger, reg *prometheus.Registry) error {
-			return app.Run(ctx, cfg, logger, reg)
-		}))
+	os.Exit(process.Main("ingest", os.Args[1:], cfg.RegisterFlags, &cfg.Log,
+		func(deps process.Deps) (process.Service, error) { return app.New(cfg, deps) }))
 }

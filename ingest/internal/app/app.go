@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,6 +18,7 @@ import (
 	"github.com/moraine-data/moraine/pkg/chains"
 	"github.com/moraine-data/moraine/pkg/kafkautil"
 	"github.com/moraine-data/moraine/pkg/obs"
+	"github.com/moraine-data/moraine/pkg/process"
 	"github.com/moraine-data/moraine/schemas/topics"
 )
 
@@ -24,7 +26,7 @@ import (
 const clientID = "moraine-ingest"
 
 // App is the ingest service: one follower per chain, the producer and the
-// admin server.
+// ops server.
 type App struct {
 	cfg    Config
 	logger *slog.Logger
@@ -32,16 +34,20 @@ type App struct {
 	chains []chains.Chain
 	health *obs.Health
 
-	mu        sync.Mutex
-	started   bool // the lease group is being joined
-	adminAddr string
+	ops     atomic.Pointer[obs.Server]
+	mu      sync.Mutex
+	started bool // the lease group is being joined
 }
 
+// Deps are injected by main (or a test).
+type Deps = process.Deps
+
 // New validates cfg and loads the chain file; it does no network I/O.
-func New(cfg Config, logger *slog.Logger, reg *prometheus.Registry) (*App, error) {
-	if logger == nil || reg == nil {
-		return nil, errors.New("app: logger and registry are required")
+func New(cfg Config, deps Deps) (*App, error) {
+	if err := deps.Validate(); err != nil {
+		return nil, fmt.Errorf("ingest: %w", err)
 	}
+	logger, reg := deps.Logger, deps.Registry
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -57,15 +63,6 @@ func New(cfg Config, logger *slog.Logger, reg *prometheus.Registry) (*App, error
 	return &App{cfg: cfg, logger: logger, reg: reg, chains: selected, health: obs.NewHealth()}, nil
 }
 
-// Run runs the service until ctx ends.
-func Run(ctx context.Context, cfg Config, logger *slog.Logger, reg *prometheus.Registry) error {
-	a, err := New(cfg, logger, reg)
-	if err != nil {
-		return err
-	}
-	return a.Run(ctx)
-}
-
 // Ready runs the readiness checks: Kafka answers, and every chain's node
 // answered, its checkpoint was recovered and it is within --ingest.ready-lag
 // blocks of the head.
@@ -77,17 +74,14 @@ func (a *App) Ready(ctx context.Context) error {
 	return fmt.Errorf("not ready: %v", failed)
 }
 
-// AdminAddr is the admin server's address once Run has bound it.
-func (a *App) AdminAddr() string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.adminAddr
-}
+// OpsAddr is the ops server's address once Run has bound it (""
+// before).
+func (a *App) OpsAddr() string { return a.ops.Load().Addr() }
 
-// Run starts the admin server, connects to Kafka, creates the topics and
+// Run starts the ops server, connects to Kafka, creates the topics and
 // runs one follower per chain until ctx ends or a follower fails. Shutdown
 // order: the followers stop fetching and produce what they fetched, the
-// producer flushes (bounded by --shutdown.timeout), then the admin server
+// producer flushes (bounded by --shutdown.timeout), then the ops server
 // stops.
 func (a *App) Run(ctx context.Context) error {
 	a.health.Add("startup", func(context.Context) error {
@@ -98,23 +92,21 @@ func (a *App) Run(ctx context.Context) error {
 		}
 		return nil
 	})
-	srv, err := obs.Listen(a.cfg.Admin.ListenAddress, obs.AdminMux(a.reg, a.health), a.logger)
+	srv, err := obs.Listen(a.cfg.Ops.ListenAddress, obs.OpsMux(a.reg, a.health), a.logger)
 	if err != nil {
-		return fmt.Errorf("admin server: %w", err)
+		return fmt.Errorf("ingest: ops listener: %w", err)
 	}
-	a.mu.Lock()
-	a.adminAddr = srv.Addr()
-	a.mu.Unlock()
-	a.logger.Info("admin server listening", "addr", srv.Addr())
+	a.ops.Store(srv)
+	a.logger.Info("ops server listening", "addr", srv.Addr())
 
-	// The admin server outlives the followers so that /metrics shows the
+	// The ops server outlives the followers so that /metrics shows the
 	// shutdown.
-	adminCtx, stopAdmin := context.WithCancel(context.WithoutCancel(ctx))
-	adminDone := make(chan error, 1)
-	go func() { adminDone <- srv.Serve(adminCtx, 5*time.Second) }()
+	opsCtx, stopOps := context.WithCancel(context.WithoutCancel(ctx))
+	opsDone := make(chan error, 1)
+	go func() { opsDone <- srv.Serve(opsCtx, 5*time.Second) }()
 	defer func() {
-		stopAdmin()
-		<-adminDone
+		stopOps()
+		<-opsDone
 	}()
 
 	err = a.runFollowers(ctx)
@@ -138,7 +130,7 @@ func (a *App) runFollowers(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		return fmt.Errorf("create topics: %w", err)
+		return fmt.Errorf("ingest: create topics: %w", err)
 	}
 	a.health.Add("kafka", kafkautil.Ping(cl))
 	leaseSpec, _ := topics.Lookup(a.cfg.Kafka.Topics(), topics.IngestLeases)

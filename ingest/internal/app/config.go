@@ -25,7 +25,7 @@ type Config struct {
 	PollInterval    time.Duration
 	ReadyLag        uint64
 	Window          int
-	Admin           obs.AdminConfig
+	Ops             obs.OpsConfig
 	ShutdownTimeout time.Duration
 	Log             obs.LogConfig
 	// LeaseGroup, LeaseSessionTimeout: the consumer group that decides which
@@ -54,7 +54,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.LeaseGroup, "ingest.lease-group", "moraine-ingest", "consumer group of the ingest instances: the instance it assigns a chain's lease writes the chain, the others stand by (--kafka.topic-prefix is prepended)")
 	fs.DurationVar(&c.LeaseSessionTimeout, "ingest.lease-session-timeout", 6*time.Second, "how long a silent instance keeps its chains before a standby takes them over (at least the broker's group.min.session.timeout.ms, 6 s by default)")
 	fs.IntVar(&c.Window, "ingest.reorg-window", 256, "recent block hashes kept (and read back from Kafka at start) to find a reorg's common ancestor; at least 128")
-	c.Admin.RegisterFlags(fs, "127.0.0.1:9101")
+	c.Ops.RegisterFlags(fs, "127.0.0.1:9101")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown.timeout", 15*time.Second, "how long fetched blocks may take to be produced and acknowledged after a stop signal")
 	c.Log.RegisterFlags(fs)
 }
@@ -63,37 +63,37 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 func (c *Config) Validate() error {
 	var errs []error
 	if c.ChainsFile == "" {
-		errs = append(errs, errors.New("app: --chains.file is required"))
+		errs = append(errs, errors.New("ingest: --chains.file is required"))
 	}
 	if err := c.Kafka.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if c.RPCTimeout <= 0 {
-		errs = append(errs, errors.New("app: --rpc.timeout must be positive"))
+		errs = append(errs, errors.New("ingest: --rpc.timeout must be positive"))
 	}
 	if c.BatchBlocks < 1 || c.BatchBlocks > 1000 {
-		errs = append(errs, fmt.Errorf("app: --rpc.batch-blocks %d must be within 1..1000", c.BatchBlocks))
+		errs = append(errs, fmt.Errorf("ingest: --rpc.batch-blocks %d must be within 1..1000", c.BatchBlocks))
 	}
 	if c.Concurrency < 1 || c.Concurrency > 256 {
-		errs = append(errs, fmt.Errorf("app: --ingest.concurrency %d must be within 1..256", c.Concurrency))
+		errs = append(errs, fmt.Errorf("ingest: --ingest.concurrency %d must be within 1..256", c.Concurrency))
 	}
 	if c.PollInterval <= 0 {
-		errs = append(errs, errors.New("app: --ingest.poll-interval must be positive"))
+		errs = append(errs, errors.New("ingest: --ingest.poll-interval must be positive"))
 	}
 	if c.Window < 128 {
-		errs = append(errs, fmt.Errorf("app: --ingest.reorg-window %d must be at least 128", c.Window))
+		errs = append(errs, fmt.Errorf("ingest: --ingest.reorg-window %d must be at least 128", c.Window))
 	}
-	if c.Admin.ListenAddress == "" {
-		errs = append(errs, errors.New("app: --admin.listen-address is required"))
+	if c.Ops.ListenAddress == "" {
+		errs = append(errs, errors.New("ingest: --ops.listen-address is required"))
 	}
 	if c.ShutdownTimeout <= 0 {
-		errs = append(errs, errors.New("app: --shutdown.timeout must be positive"))
+		errs = append(errs, errors.New("ingest: --shutdown.timeout must be positive"))
 	}
 	if c.LeaseGroup == "" {
-		errs = append(errs, errors.New("app: --ingest.lease-group is required"))
+		errs = append(errs, errors.New("ingest: --ingest.lease-group is required"))
 	}
 	if c.LeaseSessionTimeout < 2*time.Second {
-		errs = append(errs, fmt.Errorf("app: --ingest.lease-session-timeout %s must be at least 2s (heartbeats are every second)", c.LeaseSessionTimeout))
+		errs = append(errs, fmt.Errorf("ingest: --ingest.lease-session-timeout %s must be at least 2s (heartbeats are every second)", c.LeaseSessionTimeout))
 	}
 	return errors.Join(errs...)
 }
@@ -103,7 +103,7 @@ func (c *Config) Validate() error {
 func (c *Config) selectChains(file *chains.Config) ([]chains.Chain, error) {
 	if strings.TrimSpace(c.Chains) == "" {
 		if len(file.Chains) == 0 {
-			return nil, fmt.Errorf("app: %s configures no chain", c.ChainsFile)
+			return nil, fmt.Errorf("ingest: %s configures no chain", c.ChainsFile)
 		}
 		return file.Chains, nil
 	}
@@ -117,12 +117,12 @@ func (c *Config) selectChains(file *chains.Config) ([]chains.Chain, error) {
 		seen[id] = true
 		ch, ok := file.Find(id)
 		if !ok {
-			return nil, fmt.Errorf("app: --ingest.chains: chain %s is not in %s", id, c.ChainsFile)
+			return nil, fmt.Errorf("ingest: --ingest.chains: chain %s is not in %s", id, c.ChainsFile)
 		}
 		out = append(out, ch)
 	}
 	if len(out) == 0 {
-		return nil, errors.New("app: --ingest.chains lists no chain")
+		return nil, errors.New("ingest: --ingest.chains lists no chain")
 	}
 	return out, nil
 }

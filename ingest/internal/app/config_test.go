@@ -10,11 +10,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/moraine-data/moraine/pkg/obs"
+	"github.com/moraine-data/moraine/pkg/process"
 )
 
 func TestFlagsAndEnvironment(t *testing.T) {
 	cfg := DefaultConfig()
-	require.Equal(t, "127.0.0.1:9101", cfg.Admin.ListenAddress)
+	require.Equal(t, "127.0.0.1:9101", cfg.Ops.ListenAddress)
 	require.Equal(t, 10, cfg.BatchBlocks)
 	require.Equal(t, 4, cfg.Concurrency)
 	require.Equal(t, uint64(2), cfg.ReadyLag)
@@ -26,7 +27,7 @@ func TestFlagsAndEnvironment(t *testing.T) {
 	cfg = DefaultConfig()
 	fs := flag.NewFlagSet("ingest", flag.ContinueOnError)
 	cfg.RegisterFlags(fs)
-	require.NoError(t, obs.ParseWithEnv(fs, []string{"--rpc.batch-blocks=5", "--ingest.chains=43114, 43112", "--rpc.timeout=3s"}, "MORAINE"))
+	require.NoError(t, process.ParseWithEnv(fs, []string{"--rpc.batch-blocks=5", "--ingest.chains=43114, 43112", "--rpc.timeout=3s"}, "MORAINE"))
 	require.Equal(t, 7, cfg.Concurrency, "from the environment")
 	require.Equal(t, 5, cfg.BatchBlocks, "the command line wins over the environment")
 	require.Equal(t, 3*time.Second, cfg.RPCTimeout)
@@ -80,7 +81,7 @@ func TestSelectChains(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := DefaultConfig()
 			cfg.ChainsFile, cfg.Chains = path, tc.chains
-			a, err := New(cfg, testLogger(t), obs.NewRegistry("ingest"))
+			a, err := New(cfg, Deps{Logger: testLogger(t), Registry: obs.NewRegistry("ingest")})
 			if tc.wantErr != "" {
 				require.ErrorContains(t, err, tc.wantErr)
 				return

@@ -1,7 +1,7 @@
 // Package app is the ingest service: it loads the chain file, connects to
 // Kafka, creates the topics and runs one follower (package follow) per chain,
-// with the admin server beside them. cmd/ingest only parses flags and calls
-// Run, so tests run the whole service in-process.
+// with the ops server beside them. cmd/ingest only parses flags, calls New
+// and Run, so tests run the whole service in-process.
 //
 // # Flags (each also read from MORAINE_<NAME>, "." and "-" as "_")
 //
@@ -15,7 +15,7 @@
 //	--ingest.poll-interval    eth_blockNumber polling without a subscription (1s)
 //	--ingest.ready-lag        ready within this many blocks of the head (2)
 //	--ingest.reorg-window     recent hashes kept for reorg detection (256, at least 128)
-//	--admin.listen-address    /metrics, /healthz, /readyz (127.0.0.1:9101)
+//	--ops.listen-address      /metrics, /healthz, /readyz (127.0.0.1:9101; --admin.listen-address is its deprecated name)
 //	--shutdown.timeout        time to produce what was fetched after a stop (15s)
 //	--log.level, --log.format (info, text)
 //
@@ -36,6 +36,6 @@
 //
 // When ctx ends the followers stop fetching, produce what they fetched and
 // wait for Kafka's acknowledgements (bounded by --shutdown.timeout); then the
-// producer is flushed and closed, and the admin server stops last so that
+// producer is flushed and closed, and the ops server stops last so that
 // /metrics shows the shutdown.
 package app

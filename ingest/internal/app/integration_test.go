@@ -41,7 +41,7 @@ func recording(t *testing.T) []chaintest.Block {
 	return cchain
 }
 
-// service runs app.Run in the background.
+// service runs the App (New, Run) in the background.
 type service struct {
 	app    *App
 	reg    *prometheus.Registry
@@ -63,14 +63,14 @@ func startService(t *testing.T, kcfg kafkautil.Config, chainsFile string, mods .
 	cfg := DefaultConfig()
 	cfg.ChainsFile = chainsFile
 	cfg.Kafka = kcfg
-	cfg.Admin.ListenAddress = "127.0.0.1:0"
+	cfg.Ops.ListenAddress = "127.0.0.1:0"
 	cfg.PollInterval = 20 * time.Millisecond
 	cfg.ShutdownTimeout = 10 * time.Second
 	for _, m := range mods {
 		m(&cfg)
 	}
 	reg := obs.NewRegistry("ingest")
-	a, err := New(cfg, testLogger(t), reg)
+	a, err := New(cfg, Deps{Logger: testLogger(t), Registry: reg})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(t.Context())
 	s := &service{app: a, reg: reg, cancel: cancel, done: make(chan error, 1)}
@@ -168,9 +168,9 @@ func TestIngestAndRestartIntegration(t *testing.T) {
 	s = startService(t, kcfg, chainsFile)
 	s.waitProduced(t, 100)
 	require.Eventually(t, func() bool { return s.app.Ready(t.Context()) == nil }, 10*time.Second, 10*time.Millisecond)
-	code, body := get(t, "http://"+s.app.AdminAddr()+"/readyz")
+	code, body := get(t, "http://"+s.app.OpsAddr()+"/readyz")
 	require.Equal(t, http.StatusOK, code, body)
-	code, body = get(t, "http://"+s.app.AdminAddr()+"/metrics")
+	code, body = get(t, "http://"+s.app.OpsAddr()+"/metrics")
 	require.Equal(t, http.StatusOK, code)
 	for _, m := range []string{"moraine_ingest_blocks_produced_total", "moraine_ingest_head_block", "moraine_ingest_rpc_requests_total",
 		"moraine_ingest_rpc_request_duration_seconds", "moraine_ingest_stage_duration_seconds", "moraine_ingest_reorgs_total"} {

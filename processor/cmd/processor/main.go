@@ -5,25 +5,19 @@
 package main
 
 import (
-	"context"
-	"log/slog"
 	"os"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/moraine-data/moraine/pkg/obs"
+	"github.com/moraine-data/moraine/pkg/process"
 	"github.com/moraine-data/moraine/processor/internal/app"
 )
 
 func main() {
-	// A higher GC target than Go's default (see obs.DefaultGOGC), under a
-	// soft memory limit of 768 MiB (obs.DefaultMemoryLimit); GOGC and
+	// A higher GC target than Go's default (see process.DefaultGOGC), under
+	// a soft memory limit of 768 MiB (process.DefaultMemoryLimit); GOGC and
 	// GOMEMLIMIT still override them.
-	obs.DefaultGOGC(300)
-	obs.DefaultMemoryLimit(768 << 20)
+	process.DefaultGOGC(300)
+	process.DefaultMemoryLimit(768 << 20)
 	var cfg app.Config
-	os.Exit(obs.Main("processor", os.Args[1:], cfg.RegisterFlags, &cfg.Log,
-		func(ctx context.Context, logger *slog.Logger, reg *prometheus.Registry) error {
-			return app.Run(ctx, cfg, logger, reg)
-		}))
+	os.Exit(process.Main("processor", os.Args[1:], cfg.RegisterFlags, &cfg.Log,
+		func(deps process.Deps) (process.Service, error) { return app.New(cfg, deps) }))
 }

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"log/slog"
 	"net"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/moraine-data/moraine/pkg/chdb"
 	"github.com/moraine-data/moraine/pkg/kafkautil"
 	"github.com/moraine-data/moraine/pkg/testenv"
+	"github.com/moraine-data/moraine/processor/internal/sink"
 	"github.com/moraine-data/moraine/schemas/codec"
 	"github.com/moraine-data/moraine/schemas/record"
 	"github.com/moraine-data/moraine/schemas/topics"
@@ -77,14 +79,23 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
+// run is what cmd/processor does with cfg.
+func run(ctx context.Context, cfg Config, logger *slog.Logger, reg *prometheus.Registry) error {
+	a, err := New(cfg, Deps{Logger: logger, Registry: reg})
+	if err != nil {
+		return err
+	}
+	return a.Run(ctx)
+}
+
 // startProcessor runs the processor until the returned stop is called.
 func startProcessor(t *testing.T, kcfg kafkautil.Config, ccfg chdb.Config, group string) (stop func()) {
-	cfg := Config{Kafka: kcfg, ClickHouse: ccfg, SinkEnabled: true, Group: group, BatchRows: 100000,
-		FlushInterval: 50 * time.Millisecond, InsertTimeout: 30 * time.Second, ShutdownTimeout: 10 * time.Second}
-	cfg.Admin.ListenAddress = freeAddr(t)
+	cfg := Config{Kafka: kcfg, ClickHouse: ccfg, Sink: sink.Config{Enabled: true, Group: group, BatchRows: 100000,
+		FlushInterval: 50 * time.Millisecond, InsertTimeout: 30 * time.Second}, ShutdownTimeout: 10 * time.Second}
+	cfg.Ops.ListenAddress = freeAddr(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Run(ctx, cfg, testenv.Logger(t), prometheus.NewRegistry()) }()
+	go func() { done <- run(ctx, cfg, testenv.Logger(t), prometheus.NewRegistry()) }()
 	return func() {
 		cancel()
 		if err := <-done; err != nil {

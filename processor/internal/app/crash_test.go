@@ -20,6 +20,7 @@ import (
 
 	"github.com/moraine-data/moraine/pkg/kafkautil"
 	"github.com/moraine-data/moraine/pkg/obs"
+	"github.com/moraine-data/moraine/pkg/process"
 	"github.com/moraine-data/moraine/pkg/testenv"
 	"github.com/moraine-data/moraine/schemas/codec"
 	"github.com/moraine-data/moraine/schemas/record"
@@ -53,7 +54,7 @@ func runChild() int {
 	cfg := DefaultConfig()
 	fs := flag.NewFlagSet("processor", flag.ContinueOnError)
 	cfg.RegisterFlags(fs)
-	if err := obs.ParseWithEnv(fs, args, "MORAINE"); err != nil {
+	if err := process.ParseWithEnv(fs, args, "MORAINE"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
@@ -67,7 +68,7 @@ func runChild() int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := Run(ctx, cfg, logger, obs.NewRegistry("processor")); err != nil {
+	if err := run(ctx, cfg, logger, obs.NewRegistry("processor")); err != nil {
 		logger.Error("processor exited", "err", err)
 		return 1
 	}
@@ -188,7 +189,7 @@ func TestMatcherCrashIntegration(t *testing.T) {
 		"--matcher.group=crash-" + testenv.Suffix(), "--matcher.transactional-id=crash-" + testenv.Suffix(),
 		"--matcher.max-poll-records=20",
 		"--chains.file=" + chainsFile(t, "http://127.0.0.1:1"),
-		"--admin.listen-address=127.0.0.1:0", "--log.level=warn",
+		"--ops.listen-address=127.0.0.1:0", "--log.level=warn",
 	}
 	cur, logs, prod := startCrashTest(t, kcfg, args)
 

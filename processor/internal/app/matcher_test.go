@@ -21,7 +21,6 @@ import (
 
 	"github.com/moraine-data/moraine/pkg/evm"
 	"github.com/moraine-data/moraine/pkg/kafkautil"
-	"github.com/moraine-data/moraine/pkg/obs"
 	"github.com/moraine-data/moraine/pkg/testenv"
 	"github.com/moraine-data/moraine/schemas/codec"
 	"github.com/moraine-data/moraine/schemas/record"
@@ -250,7 +249,7 @@ func has(n int) func([]activity) bool {
 func startMatcher(t *testing.T, cfg Config, reg *prometheus.Registry) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Run(ctx, cfg, testenv.Logger(t), reg) }()
+	go func() { done <- run(ctx, cfg, testenv.Logger(t), reg) }()
 	return func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -262,9 +261,9 @@ func startMatcher(t *testing.T, cfg Config, reg *prometheus.Registry) (stop func
 func matcherConfig(t *testing.T, kcfg kafkautil.Config, chains string) Config {
 	cfg := DefaultConfig()
 	cfg.Kafka = kcfg
-	cfg.SinkEnabled = false
+	cfg.Sink.Enabled = false
 	cfg.ChainsFile = chains
-	cfg.Admin.ListenAddress = freeAddr(t)
+	cfg.Ops.ListenAddress = freeAddr(t)
 	cfg.ShutdownTimeout = 10 * time.Second
 	cfg.Matcher.Group = "matcher-" + testenv.Suffix()
 	cfg.Matcher.TransactionalID = "matcher-test-" + testenv.Suffix()
@@ -306,9 +305,9 @@ func TestMatcherIntegration(t *testing.T) {
 	)
 
 	cfg := matcherConfig(t, kcfg, chainsFile(t, rpc))
-	cfg.SinkEnabled = true
+	cfg.Sink.Enabled = true
 	cfg.ClickHouse = ccfg
-	cfg.Group = "sink-" + testenv.Suffix()
+	cfg.Sink.Group = "sink-" + testenv.Suffix()
 	// The first transaction aborts, as on a rebalance: its batch is read
 	// again, and neither the activity topic nor the counters below may show
 	// it twice.
@@ -328,7 +327,7 @@ func TestMatcherIntegration(t *testing.T) {
 
 	// Ready once the table caught up.
 	eventually(t, "/readyz", func() bool {
-		resp, err := http.Get("http://" + cfg.Admin.ListenAddress + "/readyz")
+		resp, err := http.Get("http://" + cfg.Ops.ListenAddress + "/readyz")
 		if err != nil {
 			return false
 		}
@@ -515,7 +514,7 @@ func endOffsets(t *testing.T, kcfg kafkautil.Config) map[int32]int64 {
 // TestConfig checks the flag defaults and validation of the matcher.
 func TestConfig(t *testing.T) {
 	cfg := DefaultConfig()
-	if !cfg.Matcher.Enabled || !cfg.SinkEnabled || cfg.Matcher.Group != "moraine-matcher" ||
+	if !cfg.Matcher.Enabled || !cfg.Sink.Enabled || cfg.Matcher.Group != "moraine-matcher" ||
 		!strings.HasPrefix(cfg.Matcher.TransactionalID, "moraine-matcher-") || cfg.ChainsFile == "" {
 		t.Fatalf("defaults: %+v", cfg)
 	}
@@ -523,7 +522,7 @@ func TestConfig(t *testing.T) {
 		t.Fatalf("default config invalid: %v", err)
 	}
 	for name, mut := range map[string]func(*Config){
-		"nothing enabled":  func(c *Config) { c.SinkEnabled, c.Matcher.Enabled = false, false },
+		"nothing enabled":  func(c *Config) { c.Sink.Enabled, c.Matcher.Enabled = false, false },
 		"no txn id":        func(c *Config) { c.Matcher.TransactionalID = "" },
 		"bad start offset": func(c *Config) { c.Matcher.StartOffset = "middle" },
 		"zero cache":       func(c *Config) { c.Matcher.TokenCacheSize = 0 },
@@ -537,103 +536,9 @@ func TestConfig(t *testing.T) {
 	}
 	// The sink alone needs no matcher settings, the matcher alone no ClickHouse.
 	c := DefaultConfig()
-	c.SinkEnabled, c.ClickHouse.Addr = false, ""
+	c.Sink.Enabled, c.ClickHouse.Addr = false, ""
 	if err := c.Validate(); err != nil {
 		t.Errorf("matcher only: %v", err)
-	}
-}
-
-// TestNotReadyBeforeWatchTable: the processor's /readyz fails on
-// "watchlist" until the watch table has caught up.
-func TestNotReadyBeforeWatchTable(t *testing.T) {
-	cfg := DefaultConfig()
-	health := obs.NewHealth()
-	reg := prometheus.NewRegistry()
-	if _, err := newMatcher(cfg, nil, testenv.Logger(t), reg, health); err != nil {
-		t.Fatal(err)
-	}
-	failed := health.Check(t.Context())
-	if _, ok := failed["watchlist"]; !ok {
-		t.Fatalf("ready before the watch table was read: %v", failed)
-	}
-	if v := metricSum(t, reg, "moraine_processor_watchlist_ready"); v != 0 {
-		t.Fatalf("watchlist_ready = %v", v)
-	}
-}
-
-// fakeReader stands in for the TableReader: CatchUp applies the records
-// "in the topic" that the table has not read yet, or fails.
-type fakeReader struct {
-	pending []*kgo.Record
-	apply   func(*kgo.Record)
-	err     error
-	calls   int
-}
-
-func (f *fakeReader) Run(ctx context.Context) error { <-ctx.Done(); return nil }
-func (f *fakeReader) Ready() bool                   { return true }
-func (f *fakeReader) CatchUp(context.Context) error {
-	f.calls++
-	if f.err != nil {
-		return f.err
-	}
-	for _, r := range f.pending {
-		f.apply(r)
-	}
-	f.pending = nil
-	return nil
-}
-
-// TestBatchCatchesUpBeforeMatching: an address change already in the topic
-// (acknowledged) but not yet read by the table is applied before the batch
-// is matched, so the block right after the change matches it; when the
-// catch-up fails the batch is matched anyway and the failure counted.
-func TestBatchCatchesUpBeforeMatching(t *testing.T) {
-	kcfg := kafkautil.Config{Brokers: "127.0.0.1:1"}
-	W, U := testAddr("w"), testAddr("u")
-	const hook = "aaaaaaaa-0000-4000-8000-0000000000cc"
-	ev, err := codec.EncodeChainEvent(block(7, &record.Transaction{From: W, To: U}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	records := []*kgo.Record{{Topic: kcfg.Topic(topics.Blocks), Value: ev}}
-	for _, tc := range []struct {
-		name     string
-		fail     bool
-		wantMsgs int
-	}{
-		{name: "caught up", wantMsgs: 1},
-		{name: "catch-up failed", fail: true, wantMsgs: 0},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			cfg := DefaultConfig()
-			cfg.Kafka = kcfg
-			reg := prometheus.NewRegistry()
-			m, err := newMatcher(cfg, nil, testenv.Logger(t), reg, obs.NewHealth())
-			if err != nil {
-				t.Fatal(err)
-			}
-			fr := &fakeReader{apply: m.table.ApplyRecord,
-				pending: []*kgo.Record{webhookRec(kcfg, hook, true, false, false), addressRec(kcfg, hook, W)}}
-			if tc.fail {
-				fr.err = context.DeadlineExceeded
-			}
-			m.reader = fr
-			out, counts := m.prepare(t.Context(), records)
-			if fr.calls != 1 || len(out) != tc.wantMsgs || counts.perChain[devChain] != tc.wantMsgs {
-				t.Fatalf("CatchUp calls %d, %d messages (%v), want %d", fr.calls, len(out), counts.perChain, tc.wantMsgs)
-			}
-			if tc.fail {
-				if v := metricSum(t, reg, "moraine_processor_watchlist_catchup_timeouts_total"); v != 1 {
-					t.Fatalf("catchup_timeouts_total = %v", v)
-				}
-				return
-			}
-			a, err := codec.DecodeActivity(out[0].Value)
-			if err != nil || a.WebhookId != hook || string(out[0].Key) != hook || out[0].Topic != kcfg.Topic(topics.Activity) {
-				t.Fatalf("activity %+v, %v", a, err)
-			}
-		})
 	}
 }
 

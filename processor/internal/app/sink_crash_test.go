@@ -35,7 +35,7 @@ func TestSinkCrashIntegration(t *testing.T) {
 		"--matcher.enabled=false", "--processor.group=sink-crash-" + testenv.Suffix(),
 		// Small batches: many hand-overs between the two writing goroutines.
 		"--processor.batch-rows=200", "--processor.flush-interval=20ms",
-		"--admin.listen-address=127.0.0.1:0", "--log.level=warn",
+		"--ops.listen-address=127.0.0.1:0", "--log.level=warn",
 	}
 	cur, logs, prod := startCrashTest(t, kcfg, args)
 	// Traffic: about 6 s of blocks, in bursts of 10 so batches hold several.

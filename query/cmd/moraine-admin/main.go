@@ -39,6 +39,7 @@ import (
 	"github.com/moraine-data/moraine/pkg/chdb"
 	"github.com/moraine-data/moraine/pkg/kafkautil"
 	"github.com/moraine-data/moraine/pkg/obs"
+	"github.com/moraine-data/moraine/pkg/process"
 	"github.com/moraine-data/moraine/query/internal/admin"
 	"github.com/moraine-data/moraine/query/internal/plan"
 	"github.com/moraine-data/moraine/query/internal/status"
@@ -94,7 +95,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		e.ch.RegisterFlags(fs)
 	}
 	run := cmd.setup(fs, e)
-	if err := obs.ParseWithEnv(fs, rest, "MORAINE"); err != nil {
+	if err := process.ParseWithEnv(fs, rest, "MORAINE"); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 2
 		}

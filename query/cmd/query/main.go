@@ -4,20 +4,16 @@
 package main
 
 import (
-	"context"
-	"log/slog"
 	"os"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/moraine-data/moraine/pkg/obs"
+	"github.com/moraine-data/moraine/pkg/process"
 	"github.com/moraine-data/moraine/query/internal/app"
 )
 
 func main() {
 	var cfg app.Config
-	os.Exit(obs.Main("query", os.Args[1:], cfg.RegisterFlags, &cfg.Log,
-		func(ctx context.Context, logger *slog.Logger, reg *prometheus.Registry) error {
-			return app.Run(ctx, cfg, app.Deps{Logger: logger, Registry: reg})
+	os.Exit(process.Main("query", os.Args[1:], cfg.RegisterFlags, &cfg.Log,
+		func(deps process.Deps) (process.Service, error) {
+			return app.New(cfg, app.Deps{Logger: deps.Logger, Registry: deps.Registry})
 		}))
 }

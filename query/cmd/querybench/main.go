@@ -38,6 +38,7 @@ import (
 
 	"github.com/moraine-data/moraine/pkg/chdb"
 	"github.com/moraine-data/moraine/pkg/obs"
+	"github.com/moraine-data/moraine/pkg/process"
 	"github.com/moraine-data/moraine/query/internal/bench"
 )
 
@@ -74,7 +75,7 @@ func run() int {
 		fs.Uint64Var(&hc.TxPerBlock, "tx-per-block", 5, "transactions per block of the history")
 		fs.Uint64Var(&hc.Addresses, "addresses", 10_000_000, "accounts of the history's address pool (besides the three routers)")
 		fs.Uint64Var(&hc.Tokens, "tokens", 100, "ERC-20 contracts of the history")
-		if err := obs.ParseWithEnv(fs, os.Args[2:], "MORAINE"); err != nil {
+		if err := process.ParseWithEnv(fs, os.Args[2:], "MORAINE"); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 2
 		}

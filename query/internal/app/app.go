@@ -1,5 +1,5 @@
 // Package app runs the query service in-process: the Data API server, the
-// admin server (/metrics, /healthz, /readyz) and the ClickHouse connection.
+// ops server (/metrics, /healthz, /readyz) and the ClickHouse connection.
 //
 // Start-up order: both servers listen first, so the API answers 503 and
 // /readyz says why while ClickHouse is still unreachable; chdb.Open then
@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/gin-gonic/gin"
@@ -24,6 +25,7 @@ import (
 	"github.com/moraine-data/moraine/pkg/chdb"
 	"github.com/moraine-data/moraine/pkg/guard"
 	"github.com/moraine-data/moraine/pkg/obs"
+	"github.com/moraine-data/moraine/pkg/process"
 	"github.com/moraine-data/moraine/pkg/tokenmeta"
 	"github.com/moraine-data/moraine/query/internal/api"
 	"github.com/moraine-data/moraine/query/internal/mgmt"
@@ -52,23 +54,17 @@ type App struct {
 	health *obs.Health
 	// router is the API's handler (tests list its routes).
 	router *gin.Engine
-	api    *obs.Server
-	admin  *obs.Server
 
-	cancel context.CancelFunc
-	group  *errgroup.Group
-	mu     sync.Mutex
-	conn   driver.Conn
+	api, ops atomic.Pointer[obs.Server]
+	mu       sync.Mutex
+	conn     driver.Conn
 }
 
 // New validates the configuration, loads the chain file and the page-token
 // key, and builds the router; it opens no connection.
 func New(cfg Config, deps Deps) (*App, error) {
-	if deps.Logger == nil {
-		return nil, errors.New("app: Deps.Logger is required")
-	}
-	if deps.Registry == nil {
-		return nil, errors.New("app: Deps.Registry is required")
+	if err := (process.Deps{Logger: deps.Logger, Registry: deps.Registry}).Validate(); err != nil {
+		return nil, fmt.Errorf("query: %w", err)
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -78,12 +74,15 @@ func New(cfg Config, deps Deps) (*App, error) {
 		return nil, err
 	}
 	cfg.Mgmt.Kafka.Metrics = deps.Registry // franz-go's client metrics (kafkautil.ClientMetrics)
-	return &App{cfg: cfg, logger: deps.Logger, reg: deps.Registry, resolver: deps.Resolver, chains: cc, health: obs.NewHealth()}, nil
+	a := &App{cfg: cfg, logger: deps.Logger, reg: deps.Registry, resolver: deps.Resolver, chains: cc, health: obs.NewHealth()}
+	if err := a.build(); err != nil {
+		return nil, err
+	}
+	return a, nil
 }
 
-// Start binds both servers, starts serving and starts connecting to
-// ClickHouse; it returns once the listeners are bound (see APIAddr).
-func (a *App) Start(ctx context.Context) error {
+// build makes the store, the account and webhook management and the router.
+func (a *App) build() error {
 	key, err := a.cfg.PageToken.Key()
 	if err != nil {
 		return err
@@ -122,21 +121,30 @@ func (a *App) Start(ctx context.Context) error {
 		return err
 	}
 	a.router = router
-	if a.admin, err = obs.Listen(a.cfg.Admin.ListenAddress, obs.AdminMux(a.reg, a.health), a.logger); err != nil {
-		return fmt.Errorf("app: admin listen: %w", err)
+	return nil
+}
+
+// Run binds both servers, serves, and connects to ClickHouse in the
+// background, until ctx ends or a server fails; then the servers drain and
+// the connection closes.
+func (a *App) Run(ctx context.Context) error {
+	ops, err := obs.Listen(a.cfg.Ops.ListenAddress, obs.OpsMux(a.reg, a.health), a.logger)
+	if err != nil {
+		return fmt.Errorf("query: ops listener: %w", err)
 	}
-	if a.api, err = obs.ListenHTTP(a.cfg.HTTPListenAddress, router, a.logger, a.cfg.HTTP); err != nil {
-		// Close the admin listener: Serve on an ended context shuts down.
+	api, err := obs.ListenHTTP(a.cfg.HTTPListenAddress, a.router, a.logger, a.cfg.HTTP)
+	if err != nil {
+		// Close the ops listener: Serve on an ended context shuts down.
 		done, cancel := context.WithCancel(context.Background())
 		cancel()
-		_ = a.admin.Serve(done, a.cfg.ShutdownTimeout)
-		return fmt.Errorf("app: api listen: %w", err)
+		_ = ops.Serve(done, a.cfg.ShutdownTimeout)
+		return fmt.Errorf("query: api listener: %w", err)
 	}
-	ctx, a.cancel = context.WithCancel(ctx)
+	a.api.Store(api)
+	a.ops.Store(ops)
 	g, gctx := errgroup.WithContext(ctx)
-	a.group = g
-	g.Go(func() error { return a.admin.Serve(gctx, a.cfg.ShutdownTimeout) })
-	g.Go(func() error { return a.api.Serve(gctx, a.cfg.ShutdownTimeout) })
+	g.Go(func() error { return ops.Serve(gctx, a.cfg.ShutdownTimeout) })
+	g.Go(func() error { return api.Serve(gctx, a.cfg.ShutdownTimeout) })
 	g.Go(func() error { return a.mgmt.Run(gctx) })
 	g.Go(func() error {
 		conn, err := chdb.Open(gctx, a.cfg.ClickHouse, a.logger.With("component", "chdb"))
@@ -154,21 +162,8 @@ func (a *App) Start(ctx context.Context) error {
 		a.logger.Info("clickhouse connected", "addr", a.cfg.ClickHouse.Addr, "database", a.cfg.ClickHouse.Database)
 		return nil
 	})
-	a.logger.Info("query service listening", "api", a.api.Addr(), "admin", a.admin.Addr(), "chains", len(a.chains.Chains))
-	return nil
-}
-
-// APIAddr is the bound API address (after Start).
-func (a *App) APIAddr() string { return a.api.Addr() }
-
-// AdminAddr is the bound admin address (after Start).
-func (a *App) AdminAddr() string { return a.admin.Addr() }
-
-// Wait blocks until the context given to Start ends (or a server fails),
-// drains the servers and closes the connection.
-func (a *App) Wait() error {
-	err := a.group.Wait()
-	a.cancel()
+	a.logger.Info("query service listening", "api", api.Addr(), "ops", ops.Addr(), "chains", len(a.chains.Chains))
+	err = g.Wait()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.conn != nil {
@@ -177,14 +172,8 @@ func (a *App) Wait() error {
 	return err
 }
 
-// Run starts the service and blocks until ctx ends.
-func Run(ctx context.Context, cfg Config, deps Deps) error {
-	a, err := New(cfg, deps)
-	if err != nil {
-		return err
-	}
-	if err := a.Start(ctx); err != nil {
-		return err
-	}
-	return a.Wait()
-}
+// APIAddr is the API server's address once Run has bound it ("" before).
+func (a *App) APIAddr() string { return a.api.Load().Addr() }
+
+// OpsAddr is the ops server's address once Run has bound it ("" before).
+func (a *App) OpsAddr() string { return a.ops.Load().Addr() }

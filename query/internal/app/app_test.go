@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/moraine-data/moraine/pkg/obs"
+	"github.com/moraine-data/moraine/pkg/process"
 	"github.com/moraine-data/moraine/pkg/testenv"
 )
 
@@ -44,7 +45,7 @@ func TestClickHouseDown(t *testing.T) {
 	chainsFile := filepath.Join(dir, "chains.json")
 	require.NoError(t, os.WriteFile(chainsFile, []byte(testChains), 0o600))
 	cfg := DefaultConfig()
-	cfg.HTTPListenAddress, cfg.Admin.ListenAddress = "127.0.0.1:0", "127.0.0.1:0"
+	cfg.HTTPListenAddress, cfg.Ops.ListenAddress = "127.0.0.1:0", "127.0.0.1:0"
 	cfg.ChainsFile = chainsFile
 	cfg.ClickHouse.Addr = dead
 	cfg.PageToken.Secret = "0123456789abcdef0123456789abcdef"
@@ -52,8 +53,8 @@ func TestClickHouseDown(t *testing.T) {
 	a, err := New(cfg, Deps{Logger: testenv.Logger(t), Registry: prometheus.NewRegistry()})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
-	require.NoError(t, a.Start(ctx))
-	api, admin := "http://"+a.APIAddr(), "http://"+a.AdminAddr()
+	wait := start(t, ctx, a)
+	api, ops := "http://"+a.APIAddr(), "http://"+a.OpsAddr()
 
 	code, body := getJSON(t, api+"/v1/chains")
 	require.Equal(t, http.StatusOK, code)
@@ -71,15 +72,31 @@ func TestClickHouseDown(t *testing.T) {
 	code, _ = getJSON(t, api+"/v1/chains/1/blocks")
 	require.Equal(t, http.StatusNotFound, code)
 
-	code, _ = getJSON(t, admin+"/healthz")
+	code, _ = getJSON(t, ops+"/healthz")
 	require.Equal(t, http.StatusOK, code)
-	code, body = getJSON(t, admin+"/readyz")
+	code, body = getJSON(t, ops+"/readyz")
 	require.Equal(t, http.StatusServiceUnavailable, code)
 	require.Contains(t, body["failed"].(map[string]any)["clickhouse"], "not connected")
 
 	// A stop while still connecting is clean.
 	cancel()
-	require.NoError(t, a.Wait())
+	require.NoError(t, wait())
+}
+
+// start runs a until ctx ends and returns once its servers are bound; wait
+// returns what Run returned.
+func start(t *testing.T, ctx context.Context, a *App) (wait func() error) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- a.Run(ctx) }()
+	for a.APIAddr() == "" {
+		select {
+		case err := <-done:
+			t.Fatalf("Run returned before binding: %v", err)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	return func() error { return <-done }
 }
 
 func TestFlags(t *testing.T) {
@@ -88,10 +105,10 @@ func TestFlags(t *testing.T) {
 	var cfg Config
 	fs := flag.NewFlagSet("query", flag.ContinueOnError)
 	cfg.RegisterFlags(fs)
-	require.NoError(t, obs.ParseWithEnv(fs, []string{"--http.listen-address=:9999", "--http.trusted-proxies=10.0.0.1, 10.0.0.0/8"}, "MORAINE"))
+	require.NoError(t, process.ParseWithEnv(fs, []string{"--http.listen-address=:9999", "--http.trusted-proxies=10.0.0.1, 10.0.0.0/8"}, "MORAINE"))
 	require.NoError(t, cfg.Validate())
 	require.Equal(t, ":9999", cfg.HTTPListenAddress)
-	require.Equal(t, "127.0.0.1:9103", cfg.Admin.ListenAddress)
+	require.Equal(t, "127.0.0.1:9103", cfg.Ops.ListenAddress)
 	require.Equal(t, time.Minute, cfg.API.ChainStaleAfter)
 	require.Equal(t, []string{"10.0.0.1", "10.0.0.0/8"}, cfg.API.TrustedProxies)
 	require.Equal(t, "0123456789abcdef0123456789abcdef", cfg.PageToken.Secret)
@@ -99,7 +116,7 @@ func TestFlags(t *testing.T) {
 	require.Equal(t, 5*time.Second, cfg.Store.QueryTimeout)
 	require.Equal(t, obs.DefaultHTTPConfig(), cfg.HTTP)
 	require.False(t, cfg.Mgmt.Webhooks.AllowPrivateTargets)
-	for _, name := range []string{"http.listen-address", "admin.listen-address", "chains.file", "clickhouse.addr",
+	for _, name := range []string{"http.listen-address", "ops.listen-address", "admin.listen-address", "chains.file", "clickhouse.addr",
 		"shutdown.timeout", "log.level", "log.format", "api.page-token-secret", "api.page-token-secret-file",
 		"api.page-token-ttl", "query.timeout", "query.head-cache-ttl", "chains.stale-after",
 		"http.read-header-timeout", "http.read-timeout", "http.write-timeout", "http.idle-timeout", "http.max-header-bytes",

@@ -3,7 +3,6 @@ package app
 import (
 	"errors"
 	"flag"
-	"fmt"
 	"strings"
 	"time"
 
@@ -23,7 +22,7 @@ type Config struct {
 	TrustedProxies    string
 	// HTTP bounds what one client can hold of the API server.
 	HTTP            obs.HTTPConfig
-	Admin           obs.AdminConfig
+	Ops             obs.OpsConfig
 	ChainsFile      string
 	ClickHouse      chdb.Config
 	ShutdownTimeout time.Duration
@@ -51,7 +50,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.HTTPListenAddress, "http.listen-address", "127.0.0.1:8080", "address of the Data API (HTTP)")
 	fs.StringVar(&c.TrustedProxies, "http.trusted-proxies", "", "comma-separated proxy IPs/CIDRs whose X-Forwarded-For gives the client IP (none by default)")
 	c.HTTP.RegisterFlags(fs)
-	c.Admin.RegisterFlags(fs, "127.0.0.1:9103")
+	c.Ops.RegisterFlags(fs, "127.0.0.1:9103")
 	chains.RegisterFlag(fs, &c.ChainsFile)
 	c.ClickHouse.RegisterFlags(fs)
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown.timeout", 10*time.Second, "how long in-flight requests may finish after a stop signal")
@@ -71,19 +70,19 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 func (c *Config) Validate() error {
 	var errs []error
 	if c.HTTPListenAddress == "" {
-		errs = append(errs, errors.New("app: --http.listen-address is required"))
+		errs = append(errs, errors.New("query: --http.listen-address is required"))
 	}
-	if c.Admin.ListenAddress == "" {
-		errs = append(errs, errors.New("app: --admin.listen-address is required"))
+	if c.Ops.ListenAddress == "" {
+		errs = append(errs, errors.New("query: --ops.listen-address is required"))
 	}
 	if c.ChainsFile == "" {
-		errs = append(errs, errors.New("app: --chains.file is required"))
+		errs = append(errs, errors.New("query: --chains.file is required"))
 	}
 	if c.ShutdownTimeout <= 0 {
-		errs = append(errs, errors.New("app: --shutdown.timeout must be positive"))
+		errs = append(errs, errors.New("query: --shutdown.timeout must be positive"))
 	}
 	if c.Contracts.CacheSize <= 0 || c.Contracts.CallTimeout <= 0 {
-		errs = append(errs, errors.New("app: --contracts.cache-size and --contracts.eth-call-timeout must be positive"))
+		errs = append(errs, errors.New("query: --contracts.cache-size and --contracts.eth-call-timeout must be positive"))
 	}
 	c.API.TrustedProxies = nil
 	for _, p := range strings.Split(c.TrustedProxies, ",") {
@@ -96,8 +95,5 @@ func (c *Config) Validate() error {
 			errs = append(errs, err)
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("config: %w", err)
-	}
-	return nil
+	return errors.Join(errs...)
 }

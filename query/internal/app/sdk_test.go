@@ -169,7 +169,7 @@ func startApp(t *testing.T, chCfg func(*Config)) (*App, string) {
 	require.NoError(t, os.WriteFile(chainsFile, []byte(testChains), 0o600))
 	cfg := DefaultConfig()
 	cfg.HTTPListenAddress = "127.0.0.1:0"
-	cfg.Admin.ListenAddress = "127.0.0.1:0"
+	cfg.Ops.ListenAddress = "127.0.0.1:0"
 	cfg.ChainsFile = chainsFile
 	cfg.PageToken.SecretFile = filepath.Join(dir, "page-token.key")
 	cfg.ShutdownTimeout = 2 * time.Second
@@ -179,13 +179,13 @@ func startApp(t *testing.T, chCfg func(*Config)) (*App, string) {
 	a, err := New(cfg, Deps{Logger: testenv.Logger(t), Registry: prometheus.NewRegistry(), Resolver: guardtest.Resolver{}})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
-	require.NoError(t, a.Start(ctx))
+	wait := start(t, ctx, a)
 	t.Cleanup(func() {
 		cancel()
-		require.NoError(t, a.Wait())
+		require.NoError(t, wait())
 	})
 	require.Eventually(t, func() bool {
-		resp, err := http.Get("http://" + a.AdminAddr() + "/readyz")
+		resp, err := http.Get("http://" + a.OpsAddr() + "/readyz")
 		if err != nil {
 			return false
 		}
@@ -237,8 +237,8 @@ func TestSDKContract(t *testing.T) {
 	require.NoError(t, err, "the SDK contract failed")
 	require.Contains(t, string(out), ", 0 failures")
 
-	// The admin server exposes the request metrics of the SDK's calls.
-	resp, err := http.Get("http://" + a.AdminAddr() + "/metrics")
+	// The ops server exposes the request metrics of the SDK's calls.
+	resp, err := http.Get("http://" + a.OpsAddr() + "/metrics")
 	require.NoError(t, err)
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()

@@ -1,4 +1,4 @@
-package app
+package matcher
 
 import (
 	"context"
@@ -26,13 +26,14 @@ import (
 	"github.com/moraine-data/moraine/schemas/topics"
 )
 
-// MatcherConfig configures the address-activity matcher.
-type MatcherConfig struct {
+// Config configures the address-activity matcher.
+type Config struct {
 	Enabled bool
 	Group   string
 	// TransactionalID identifies this instance's transactional producer and
 	// its static group membership. It must be unique per running instance
-	// and should stay the same across restarts of one instance (see doc.go).
+	// and should stay the same across restarts of one instance (see the
+	// package doc).
 	TransactionalID    string
 	TransactionTimeout time.Duration
 	SessionTimeout     time.Duration
@@ -46,6 +47,10 @@ type MatcherConfig struct {
 	StartOffset    string
 	TokenCacheSize int
 	EthCallTimeout time.Duration
+	// ShutdownTimeout (the processor's --shutdown.timeout, not a --matcher
+	// flag) is how long past the transaction timeout a batch already polled
+	// may take to finish on shutdown.
+	ShutdownTimeout time.Duration
 }
 
 // defaultTransactionalID derives the id from the host name, stable across
@@ -59,7 +64,7 @@ func defaultTransactionalID() string {
 }
 
 // RegisterFlags adds the --matcher.* flags.
-func (c *MatcherConfig) RegisterFlags(fs *flag.FlagSet) {
+func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.Enabled, "matcher.enabled", true, "run the address-activity matcher (webhook messages to the activity topic)")
 	fs.StringVar(&c.Group, "matcher.group", "moraine-matcher", "Kafka consumer group of the matcher (separate from the sink's; --kafka.topic-prefix is prepended)")
 	fs.StringVar(&c.TransactionalID, "matcher.transactional-id", defaultTransactionalID(),
@@ -78,7 +83,7 @@ func (c *MatcherConfig) RegisterFlags(fs *flag.FlagSet) {
 }
 
 // Validate checks the matcher configuration.
-func (c MatcherConfig) Validate() error {
+func (c Config) Validate() error {
 	var errs []error
 	if c.Group == "" {
 		errs = append(errs, errors.New("matcher: --matcher.group is required"))
@@ -107,7 +112,7 @@ func (c MatcherConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
-type matcherMetrics struct {
+type metrics struct {
 	emitted      *prometheus.CounterVec
 	stage        *prometheus.HistogramVec
 	transactions *prometheus.CounterVec
@@ -116,8 +121,8 @@ type matcherMetrics struct {
 	payloadErrs  prometheus.Counter
 }
 
-func newMatcherMetrics(reg prometheus.Registerer, reader tableReader) *matcherMetrics {
-	m := &matcherMetrics{
+func newMetrics(reg prometheus.Registerer, reader tableReader) *metrics {
+	m := &metrics{
 		emitted: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "moraine", Subsystem: "processor",
 			Name: "activities_emitted_total", Help: "Activity messages committed to the activity topic."}, []string{"chain"}),
 		stage: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "moraine", Subsystem: "processor",
@@ -161,63 +166,87 @@ type tableReader interface {
 	CatchUp(ctx context.Context) error
 }
 
-// testHookBeforeEnd, when set (by tests only), runs between producing a
-// batch's records and ending its transaction, and aborts the transaction
-// when it returns true: the crash test widens that window so its kills land
-// inside transactions, the matcher test aborts a batch as a rebalance would.
-var testHookBeforeEnd func() (abort bool)
+// Deps are the matcher's dependencies.
+type Deps struct {
+	Logger     *slog.Logger
+	Registerer prometheus.Registerer
+	// Kafka is the processor's Kafka configuration (brokers, topic prefix).
+	Kafka kafkautil.Config
+	// Chains gives payloads their native token and token metadata lookups
+	// their RPC URLs; nil matches all the same, with neither.
+	Chains *chains.Config
+	// Health gets the "watchlist" readiness check.
+	Health *obs.Health
+	// Decompressor, when set, is shared with the sink, which reads the same
+	// block batches.
+	Decompressor kgo.Decompressor
+	// BeforeEnd, when set (by tests only), runs between producing a batch's
+	// records and ending its transaction, and aborts the transaction when
+	// it returns true: the crash test widens that window so its kills land
+	// inside transactions, the matcher test aborts a batch as a rebalance
+	// would.
+	BeforeEnd func() (abort bool)
+}
 
-// matcher is the address-activity matcher: the watch table, its reader,
+// Consumer is the address-activity matcher: the watch table, its reader,
 // and the transactional consume-match-produce loop.
-type matcher struct {
+type Consumer struct {
 	cfg      Config
+	kafka    kafkautil.Config
 	logger   *slog.Logger
 	table    *watchlist.Table
 	reader   tableReader
 	match    *match.Matcher
 	tokens   *tokenmeta.Resolver
 	natives  map[uint64]*chains.Token
-	m        *matcherMetrics
+	m        *metrics
 	activity string
 	blocks   string
 	now      func() time.Time
-	// decompressor, when set, is shared with the sink (Run).
+	// decompressor, when set, is shared with the sink.
 	decompressor kgo.Decompressor
+	beforeEnd    func() (abort bool)
 }
 
-func newMatcher(cfg Config, chainCfg *chains.Config, logger *slog.Logger, reg prometheus.Registerer, health *obs.Health) (*matcher, error) {
-	logger = logger.With("component", "matcher")
+// New builds the matcher and registers its readiness check and metrics; it
+// does no network I/O.
+func New(cfg Config, deps Deps) (*Consumer, error) {
+	if deps.Logger == nil || deps.Registerer == nil || deps.Health == nil {
+		return nil, errors.New("matcher: Deps.Logger, Deps.Registerer and Deps.Health are required")
+	}
+	logger := deps.Logger.With("component", "matcher")
+	reg := deps.Registerer
 	table := watchlist.New(watchlist.Deps{Logger: logger, Registerer: reg})
-	reader := kafkautil.NewTableReader(cfg.Kafka, cfg.Kafka.Topic(topics.AddressWatch), table.ApplyRecord, logger)
+	reader := kafkautil.NewTableReader(deps.Kafka, deps.Kafka.Topic(topics.AddressWatch), table.ApplyRecord, logger)
 	rpc := map[uint64][]string{}
 	natives := map[uint64]*chains.Token{}
-	if chainCfg != nil {
-		for _, ch := range chainCfg.Chains {
+	if deps.Chains != nil {
+		for _, ch := range deps.Chains.Chains {
 			rpc[ch.ID()] = ch.RPCURLs
 			tok := ch.NativeToken
 			natives[ch.ID()] = &tok
 		}
 	}
-	tokens := tokenmeta.New(tokenmeta.Config{CacheSize: cfg.Matcher.TokenCacheSize, CallTimeout: cfg.Matcher.EthCallTimeout}, rpc,
+	tokens := tokenmeta.New(tokenmeta.Config{CacheSize: cfg.TokenCacheSize, CallTimeout: cfg.EthCallTimeout}, rpc,
 		tokenmeta.Deps{Logger: logger, Registerer: reg})
-	health.Add("watchlist", reader.ReadyCheck)
-	m := newMatcherMetrics(reg, reader)
+	deps.Health.Add("watchlist", reader.ReadyCheck)
+	m := newMetrics(reg, reader)
 	for id := range natives {
 		// Every configured chain's series from start-up: a rate over a
 		// series created by its first increment misses that increment.
 		m.emitted.WithLabelValues(strconv.FormatUint(id, 10))
 	}
-	return &matcher{
-		cfg: cfg, logger: logger, table: table, reader: reader, match: match.New(table), tokens: tokens, natives: natives,
-		m: m, activity: cfg.Kafka.Topic(topics.Activity), blocks: cfg.Kafka.Topic(topics.Blocks),
-		now: time.Now,
+	return &Consumer{
+		cfg: cfg, kafka: deps.Kafka, logger: logger, table: table, reader: reader, match: match.New(table), tokens: tokens, natives: natives,
+		m: m, activity: deps.Kafka.Topic(topics.Activity), blocks: deps.Kafka.Topic(topics.Blocks),
+		now: time.Now, decompressor: deps.Decompressor, beforeEnd: deps.BeforeEnd,
 	}, nil
 }
 
 // Run reads the watch table and, once it caught up, matches blocks until
 // ctx ends. A failed transactional session (Kafka unreachable, fenced) is
 // rebuilt with backoff; what it had not committed is reprocessed.
-func (m *matcher) Run(ctx context.Context) error {
+func (m *Consumer) Run(ctx context.Context) error {
 	readerDone := make(chan error, 1)
 	go func() { readerDone <- m.reader.Run(ctx) }()
 	defer func() { <-readerDone }()
@@ -250,17 +279,17 @@ func (m *matcher) Run(ctx context.Context) error {
 // txnID and group are the configured transactional id and group behind
 // --kafka.topic-prefix: deployments (and tests) sharing a broker and a host
 // must not fence each other's producers or share a group.
-func (m *matcher) txnID() string { return m.cfg.Kafka.TopicPrefix + m.cfg.Matcher.TransactionalID }
+func (m *Consumer) txnID() string { return m.kafka.TopicPrefix + m.cfg.TransactionalID }
 
-func (m *matcher) group() string { return m.cfg.Kafka.TopicPrefix + m.cfg.Matcher.Group }
+func (m *Consumer) group() string { return m.kafka.TopicPrefix + m.cfg.Group }
 
-func (m *matcher) sessionOpts() []kgo.Opt {
-	mc := m.cfg.Matcher
+func (m *Consumer) sessionOpts() []kgo.Opt {
+	mc := m.cfg
 	reset := kgo.NewOffset().AtStart()
 	if mc.StartOffset == "end" {
 		reset = kgo.NewOffset().AtEnd()
 	}
-	opts := append(m.cfg.Kafka.ProducerOpts(m.logger, "moraine-matcher"),
+	opts := append(m.kafka.ProducerOpts(m.logger, "moraine-matcher"),
 		// No linger: a batch's records are flushed at the end of its
 		// transaction anyway, and every millisecond here is webhook latency.
 		kgo.ProducerLinger(0),
@@ -290,7 +319,7 @@ func (m *matcher) sessionOpts() []kgo.Opt {
 }
 
 // session runs one GroupTransactSession until ctx ends (nil) or it fails.
-func (m *matcher) session(ctx context.Context) error {
+func (m *Consumer) session(ctx context.Context) error {
 	sess, err := kgo.NewGroupTransactSession(m.sessionOpts()...)
 	if err != nil {
 		return fmt.Errorf("matcher: new session: %w", err)
@@ -320,9 +349,9 @@ func (m *matcher) session(ctx context.Context) error {
 		pctx, cancel := ctx, context.CancelFunc(func() {})
 		if txn != nil {
 			// Wake up to commit the open transaction in time.
-			pctx, cancel = context.WithDeadline(ctx, txn.started.Add(m.cfg.Matcher.IdleCommitInterval))
+			pctx, cancel = context.WithDeadline(ctx, txn.started.Add(m.cfg.IdleCommitInterval))
 		}
-		fetches := sess.PollRecords(pctx, m.cfg.Matcher.MaxPollRecords)
+		fetches := sess.PollRecords(pctx, m.cfg.MaxPollRecords)
 		cancel()
 		if ctx.Err() != nil || fetches.IsClientClosed() {
 			return nil
@@ -341,7 +370,7 @@ func (m *matcher) session(ctx context.Context) error {
 			}
 			m.batch(ctx, sess, txn, records)
 		}
-		if txn != nil && (txn.produced > 0 || txn.produceErr != nil || time.Since(txn.started) >= m.cfg.Matcher.IdleCommitInterval) {
+		if txn != nil && (txn.produced > 0 || txn.produceErr != nil || time.Since(txn.started) >= m.cfg.IdleCommitInterval) {
 			err := m.end(ctx, sess, txn)
 			txn = nil
 			if err != nil {
@@ -368,10 +397,10 @@ type openTxn struct {
 }
 
 // batch matches records and produces their activity into txn.
-func (m *matcher) batch(ctx context.Context, sess *kgo.GroupTransactSession, txn *openTxn, records []*kgo.Record) {
+func (m *Consumer) batch(ctx context.Context, sess *kgo.GroupTransactSession, txn *openTxn, records []*kgo.Record) {
 	defer func(start time.Time) { m.m.stage.WithLabelValues("total").Observe(time.Since(start).Seconds()) }(time.Now())
 	// A batch already polled is finished even when shutdown begins.
-	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.Matcher.TransactionTimeout+m.cfg.ShutdownTimeout)
+	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.TransactionTimeout+m.cfg.ShutdownTimeout)
 	defer cancel()
 	out, counts := m.prepare(bctx, records)
 	txn.records += len(records)
@@ -391,12 +420,12 @@ func (m *matcher) batch(ctx context.Context, sess *kgo.GroupTransactSession, txn
 }
 
 // end commits txn, or aborts it after a failed produce or a rebalance.
-func (m *matcher) end(ctx context.Context, sess *kgo.GroupTransactSession, txn *openTxn) error {
-	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.Matcher.TransactionTimeout+m.cfg.ShutdownTimeout)
+func (m *Consumer) end(ctx context.Context, sess *kgo.GroupTransactSession, txn *openTxn) error {
+	ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.TransactionTimeout+m.cfg.ShutdownTimeout)
 	defer cancel()
 	tStart := time.Now()
 	tryCommit := txn.produceErr == nil
-	if testHookBeforeEnd != nil && testHookBeforeEnd() {
+	if m.beforeEnd != nil && m.beforeEnd() {
 		tryCommit = false
 	}
 	committed, err := sess.End(ectx, kgo.TransactionEndTry(tryCommit))
@@ -440,7 +469,7 @@ func (c batchCounts) merge(o batchCounts) {
 	}
 }
 
-func (c batchCounts) add(m *matcherMetrics) {
+func (c batchCounts) add(m *metrics) {
 	for kind, n := range c.records {
 		m.records.WithLabelValues(kind).Add(float64(n))
 	}
@@ -451,11 +480,11 @@ func (c batchCounts) add(m *matcherMetrics) {
 
 // prepare catches the watch table up, then matches records and builds
 // their activity records.
-func (m *matcher) prepare(ctx context.Context, records []*kgo.Record) ([]*kgo.Record, batchCounts) {
+func (m *Consumer) prepare(ctx context.Context, records []*kgo.Record) ([]*kgo.Record, batchCounts) {
 	start := time.Now()
 	// Address changes acknowledged before this moment must be matched:
 	// wait (briefly) until the table has applied everything the topic holds.
-	cctx, cancel := context.WithTimeout(ctx, m.cfg.Matcher.CatchUpTimeout)
+	cctx, cancel := context.WithTimeout(ctx, m.cfg.CatchUpTimeout)
 	if err := m.reader.CatchUp(cctx); err != nil {
 		m.m.catchUpSlow.Inc()
 		m.logger.Warn("watch table catch-up incomplete; matching with the table as it is", "err", err)
@@ -473,7 +502,7 @@ type matched struct {
 
 // build decodes the records, matches their blocks and builds the activity
 // records, with their counts.
-func (m *matcher) build(ctx context.Context, records []*kgo.Record) ([]*kgo.Record, batchCounts) {
+func (m *Consumer) build(ctx context.Context, records []*kgo.Record) ([]*kgo.Record, batchCounts) {
 	mStart := time.Now()
 	counts := newBatchCounts()
 	var all []matched
@@ -503,7 +532,7 @@ func (m *matcher) build(ctx context.Context, records []*kgo.Record) ([]*kgo.Reco
 		case *record.ChainEvent_Reorg:
 			// Activity is matched from canonical blocks as they arrive and
 			// cannot be recalled once delivered; the replacing blocks follow
-			// and are matched like any other (doc.go, "Reorgs").
+			// and are matched like any other (package app's doc, "Reorgs").
 			counts.records["reorg"]++
 			m.logger.Info("reorg: activity already emitted for orphaned blocks stands", "chain_id", e.Reorg.GetChainId(),
 				"fork_number", e.Reorg.GetForkNumber(), "orphaned", len(e.Reorg.GetOrphaned()))

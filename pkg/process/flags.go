@@ -1,10 +1,4 @@
-// Package obs is the plumbing every moraine service shares: flags with an
-// environment fallback, the slog logger, the Prometheus registry and the
-// admin HTTP server with /metrics, /healthz and /readyz.
-//
-// What stays with the caller: the service's own flags, its readiness checks
-// and its metrics.
-package obs
+package process
 
 import (
 	"flag"

@@ -1,8 +1,11 @@
-package obs
+package process
 
 import (
 	"flag"
+	"strings"
 	"testing"
+
+	"github.com/moraine-data/moraine/pkg/obs"
 )
 
 func TestParseWithEnv(t *testing.T) {
@@ -30,7 +33,7 @@ func TestParseWithEnv(t *testing.T) {
 			}
 		})
 	}
-	if got := EnvName("MORAINE", "admin.listen-address"); got != "MORAINE_ADMIN_LISTEN_ADDRESS" {
+	if got := EnvName("MORAINE", "ops.listen-address"); got != "MORAINE_OPS_LISTEN_ADDRESS" {
 		t.Fatalf("EnvName = %s", got)
 	}
 }
@@ -41,5 +44,22 @@ func TestParseWithEnvRejectsBadValue(t *testing.T) {
 	fs.Int("n", 1, "")
 	if err := ParseWithEnv(fs, nil, "MORAINE"); err == nil {
 		t.Fatal("want an error naming MORAINE_N")
+	}
+}
+
+// TestDeprecatedOpsVariable: MORAINE_ADMIN_LISTEN_ADDRESS, the former
+// name's variable, still applies, but never over --ops.listen-address.
+func TestDeprecatedOpsVariable(t *testing.T) {
+	t.Setenv("MORAINE_ADMIN_LISTEN_ADDRESS", ":2")
+	for args, want := range map[string]string{"": ":2", "--ops.listen-address=:1": ":1"} {
+		var c obs.OpsConfig
+		fs := flag.NewFlagSet("test", flag.ContinueOnError)
+		c.RegisterFlags(fs, "127.0.0.1:9100")
+		if err := ParseWithEnv(fs, strings.Fields(args), "MORAINE"); err != nil {
+			t.Fatal(err)
+		}
+		if c.ListenAddress != want {
+			t.Errorf("args %q: ListenAddress %q, want %q", args, c.ListenAddress, want)
+		}
 	}
 }

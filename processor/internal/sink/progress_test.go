@@ -1,4 +1,4 @@
-package app
+package sink
 
 import (
 	"bytes"
@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/moraine-data/moraine/processor/internal/sink"
 )
 
 // TestIndexProgress: the "indexed" line comes once per interval, per chain,
@@ -17,7 +15,7 @@ func TestIndexProgress(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(&out, nil))
 	t0 := time.Unix(1_700_000_000, 0)
 	batch := func(blocks, txs int, last map[uint64]lastBlock) *written {
-		return &written{batch: &sink.Batch{Blocks: blocks, Txs: txs}, last: last}
+		return &written{batch: &Batch{Blocks: blocks, Txs: txs}, last: last}
 	}
 	var p indexProgress
 	p.add(batch(100, 1000, map[uint64]lastBlock{43114: {number: 100, timestamp: uint64(t0.Unix()) - 60}}), t0, logger)
