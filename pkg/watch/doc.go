@@ -19,8 +19,8 @@
 // A change runs in this order, holding the webhook's (or account's) lock
 // from Locks throughout. The query service's API (query/internal/webhookapi)
 // makes every kind of change; delivery deactivates failing webhooks. Both
-// change webhook settings through Writer.UpdateWebhook, the one
-// implementation of these steps:
+// go through Writer (CreateWebhook, UpdateWebhook, UpdateAddresses,
+// PutSecret), the one implementation of these steps:
 //
 //  1. validate and read the current state;
 //  2. insert the new rows into ClickHouse (version: accountdb.Clock);

@@ -19,8 +19,8 @@ import (
 	"github.com/moraine-data/moraine/schemas/topics"
 )
 
-// Store is what the reconciler reads; *accountdb.DB implements it.
-type Store interface {
+// ReconcileStore is what the reconciler reads; *accountdb.DB implements it.
+type ReconcileStore interface {
 	Accounts(ctx context.Context) ([]accountdb.Account, error)
 	Account(ctx context.Context, id string) (accountdb.Account, error)
 	AllSecrets(ctx context.Context) ([]accountdb.Secret, error)
@@ -37,7 +37,7 @@ type Deps struct {
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
 	Kafka      kafkautil.Config
-	Store      Store
+	Store      ReconcileStore
 	// Locks are shared with the request path (webhookapi).
 	Locks *Locks
 	// Now is the clock (time.Now when nil).
@@ -49,7 +49,7 @@ type Deps struct {
 type Watch struct {
 	cfg     Config
 	logger  *slog.Logger
-	store   Store
+	store   ReconcileStore
 	locks   *Locks
 	now     func() time.Time
 	topic   string
