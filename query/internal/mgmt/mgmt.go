@@ -37,6 +37,7 @@ import (
 	"github.com/moraine-data/moraine/query/internal/auth"
 	"github.com/moraine-data/moraine/query/internal/plan"
 	"github.com/moraine-data/moraine/query/internal/ratelimit"
+	"github.com/moraine-data/moraine/query/internal/reconcile"
 	"github.com/moraine-data/moraine/query/internal/webhookapi"
 )
 
@@ -48,7 +49,7 @@ type Config struct {
 	RateLimit ratelimit.Config
 	Plans     plan.Config
 	Webhooks  webhookapi.Config
-	Watch     watch.Config
+	Watch     reconcile.Config
 }
 
 // DefaultConfig mirrors the flag defaults.
@@ -59,7 +60,7 @@ func DefaultConfig() Config {
 		Auth:      auth.DefaultConfig(),
 		RateLimit: ratelimit.DefaultConfig(),
 		Webhooks:  webhookapi.DefaultConfig(),
-		Watch:     watch.DefaultConfig(),
+		Watch:     reconcile.DefaultConfig(),
 	}
 }
 
@@ -110,7 +111,7 @@ type Mgmt struct {
 	plans   *plan.Set
 	authn   *auth.Authenticator
 	limiter *ratelimit.Memory
-	watch   *watch.Watch
+	watch   *reconcile.Reconciler
 	mw      []gin.HandlerFunc
 }
 
@@ -149,7 +150,7 @@ func New(cfg Config, d Deps) (*Mgmt, error) {
 		return nil, err
 	}
 	m.mw = []gin.HandlerFunc{m.authn.Identify(), limit, auth.RejectInvalid()}
-	if m.watch, err = watch.New(cfg.Watch, watch.Deps{
+	if m.watch, err = reconcile.New(cfg.Watch, reconcile.Deps{
 		Logger: d.Logger, Registerer: d.Registerer, Kafka: cfg.Kafka, Store: m.db, Locks: m.locks,
 	}); err != nil {
 		return nil, err

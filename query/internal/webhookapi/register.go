@@ -85,7 +85,7 @@ type Deps struct {
 	Registerer prometheus.Registerer
 	Store      Store
 	Publisher  Publisher
-	// Locks are shared with the reconciler (watch.Watch).
+	// Locks are shared with the reconciler (reconcile.Reconciler).
 	Locks  *watch.Locks
 	Clock  *accountdb.Clock
 	Plans  *plan.Set

@@ -44,7 +44,7 @@ type Store interface {
 	Deliveries(ctx context.Context, webhookID string, after accountdb.DeliveryCursor, limit int) ([]accountdb.Delivery, error)
 }
 
-// Publisher produces address-watch records; *watch.Watch implements it.
+// Publisher produces address-watch records; *reconcile.Reconciler implements it.
 type Publisher interface {
 	Publish(ctx context.Context, recs []*kgo.Record) error
 }

@@ -1,4 +1,4 @@
-package watch
+package reconcile
 
 import (
 	"context"
@@ -16,11 +16,12 @@ import (
 	"github.com/moraine-data/moraine/pkg/accountdb"
 	"github.com/moraine-data/moraine/pkg/kafkautil"
 	"github.com/moraine-data/moraine/pkg/obs"
+	"github.com/moraine-data/moraine/pkg/watch"
 	"github.com/moraine-data/moraine/schemas/topics"
 )
 
-// ReconcileStore is what the reconciler reads; *accountdb.DB implements it.
-type ReconcileStore interface {
+// Store is what the reconciler reads; *accountdb.DB implements it.
+type Store interface {
 	Accounts(ctx context.Context) ([]accountdb.Account, error)
 	Account(ctx context.Context, id string) (accountdb.Account, error)
 	AllSecrets(ctx context.Context) ([]accountdb.Secret, error)
@@ -37,25 +38,26 @@ type Deps struct {
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
 	Kafka      kafkautil.Config
-	Store      ReconcileStore
+	Store      Store
 	// Locks are shared with the request path (webhookapi).
-	Locks *Locks
+	Locks *watch.Locks
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 }
 
-// Watch publishes webhook, address and account changes to the address-watch
-// topic and reconciles the topic with ClickHouse. See the package doc.
-type Watch struct {
+// Reconciler publishes webhook, address and account changes to the
+// address-watch topic and reconciles the topic with ClickHouse. See the
+// package doc.
+type Reconciler struct {
 	cfg     Config
 	logger  *slog.Logger
-	store   ReconcileStore
-	locks   *Locks
+	store   Store
+	locks   *watch.Locks
 	now     func() time.Time
 	topic   string
 	metrics *metrics
 
-	pub      *Publisher
+	pub      *watch.Publisher
 	consumer *kgo.Client
 	adm      *kadm.Client
 
@@ -69,19 +71,19 @@ type Watch struct {
 
 // New validates and allocates its Kafka clients; it does no I/O (the
 // clients connect lazily).
-func New(cfg Config, d Deps) (*Watch, error) {
+func New(cfg Config, d Deps) (*Reconciler, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	switch {
 	case d.Logger == nil:
-		return nil, errors.New("watch: Deps.Logger is required")
+		return nil, errors.New("reconcile: Deps.Logger is required")
 	case d.Registerer == nil:
-		return nil, errors.New("watch: Deps.Registerer is required")
+		return nil, errors.New("reconcile: Deps.Registerer is required")
 	case d.Store == nil:
-		return nil, errors.New("watch: Deps.Store is required")
+		return nil, errors.New("reconcile: Deps.Store is required")
 	case d.Locks == nil:
-		return nil, errors.New("watch: Deps.Locks is required")
+		return nil, errors.New("reconcile: Deps.Locks is required")
 	}
 	if err := d.Kafka.Validate(); err != nil {
 		return nil, err
@@ -90,19 +92,19 @@ func New(cfg Config, d Deps) (*Watch, error) {
 		d.Now = time.Now
 	}
 	logger := d.Logger.With("component", "watch")
-	w := &Watch{
+	w := &Reconciler{
 		cfg: cfg, logger: logger, store: d.Store, locks: d.Locks, now: d.Now,
 		topic: d.Kafka.Topic(topics.AddressWatch), metrics: newMetrics(d.Registerer),
 		table: newTable(), pending: map[uint64]int{},
 	}
 	var err error
-	w.pub, err = NewPublisher(cfg, PublisherDeps{
+	w.pub, err = watch.NewPublisher(cfg.Config, watch.PublisherDeps{
 		Logger: d.Logger, Registerer: d.Registerer, Kafka: d.Kafka, Subsystem: "query", ClientID: "moraine-query-watch",
+		OnFail: w.markPending,
 	})
 	if err != nil {
 		return nil, err
 	}
-	w.pub.onFail = w.markPending
 	w.consumer, err = kgo.NewClient(append(d.Kafka.BaseOpts(logger, "moraine-query-watch-reconciler"),
 		kgo.ConsumeTopics(w.topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
@@ -111,22 +113,22 @@ func New(cfg Config, d Deps) (*Watch, error) {
 	)...)
 	if err != nil {
 		w.pub.Close()
-		return nil, fmt.Errorf("watch: consumer: %w", err)
+		return nil, fmt.Errorf("reconcile: consumer: %w", err)
 	}
 	w.adm = kadm.NewClient(w.consumer)
 	return w, nil
 }
 
 // Close releases the Kafka clients (Run does it when it returns).
-func (w *Watch) Close() {
+func (w *Reconciler) Close() {
 	w.pub.Close()
 	w.consumer.Close()
 }
 
 // Ready reports whether the first full reconciliation has finished.
-func (w *Watch) Ready(context.Context) error {
+func (w *Reconciler) Ready(context.Context) error {
 	if !w.ready.Load() {
-		return errors.New("watch: first reconciliation of the address-watch topic not finished")
+		return errors.New("reconcile: first reconciliation of the address-watch topic not finished")
 	}
 	return nil
 }
@@ -136,11 +138,11 @@ func (w *Watch) Ready(context.Context) error {
 // versions are remembered so the next incremental reconciliation looks back
 // far enough to publish them; the caller acknowledges its request anyway,
 // since ClickHouse already holds the change.
-func (w *Watch) Publish(ctx context.Context, recs []*kgo.Record) error {
+func (w *Reconciler) Publish(ctx context.Context, recs []*kgo.Record) error {
 	return w.pub.Publish(ctx, recs)
 }
 
-func (w *Watch) markPending(v uint64) {
+func (w *Reconciler) markPending(v uint64) {
 	if v == 0 {
 		return
 	}
@@ -151,7 +153,7 @@ func (w *Watch) markPending(v uint64) {
 	w.metrics.pending.Set(float64(n))
 }
 
-func (w *Watch) oldestPending() (uint64, bool) {
+func (w *Reconciler) oldestPending() (uint64, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var lo uint64
@@ -165,7 +167,7 @@ func (w *Watch) oldestPending() (uint64, bool) {
 }
 
 // settle forgets failed versions below v, which a successful pass covered.
-func (w *Watch) settle(below uint64) {
+func (w *Reconciler) settle(below uint64) {
 	w.mu.Lock()
 	for v := range w.pending {
 		if v < below {
@@ -181,7 +183,7 @@ func (w *Watch) settle(below uint64) {
 // until it succeeds; Ready turns true), then incrementally every
 // ReconcileInterval and fully every FullReconcileInterval, until ctx ends.
 // It closes the Kafka clients when it returns.
-func (w *Watch) Run(ctx context.Context) error {
+func (w *Reconciler) Run(ctx context.Context) error {
 	defer w.Close()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -240,7 +242,7 @@ func (w *Watch) Run(ctx context.Context) error {
 }
 
 // tail reads the topic from the start into the table until ctx ends.
-func (w *Watch) tail(ctx context.Context) {
+func (w *Reconciler) tail(ctx context.Context) {
 	for {
 		fs := w.consumer.PollFetches(ctx)
 		if ctx.Err() != nil {
@@ -252,7 +254,7 @@ func (w *Watch) tail(ctx context.Context) {
 		fs.EachPartition(func(p kgo.FetchTopicPartition) {
 			for _, r := range p.Records {
 				w.table.apply(string(r.Key), topicEntry{
-					version: recordVersion(r), offset: r.Offset, partition: r.Partition, live: r.Value != nil,
+					version: watch.RecordVersion(r), offset: r.Offset, partition: r.Partition, live: r.Value != nil,
 				})
 			}
 		})
@@ -263,25 +265,25 @@ func (w *Watch) tail(ctx context.Context) {
 // catchUp returns the topic's end offsets and waits until the table has
 // read up to them. (Compaction never removes a partition's last record, so
 // the last offset below the end is always read.)
-func (w *Watch) catchUp(ctx context.Context) (map[int32]int64, error) {
+func (w *Reconciler) catchUp(ctx context.Context) (map[int32]int64, error) {
 	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	offs, err := w.adm.ListEndOffsets(lctx, w.topic)
 	cancel()
 	if err != nil {
-		return nil, fmt.Errorf("watch: end offsets of %s: %w", w.topic, err)
+		return nil, fmt.Errorf("reconcile: end offsets of %s: %w", w.topic, err)
 	}
 	if err := offs.Error(); err != nil {
-		return nil, fmt.Errorf("watch: end offsets of %s: %w", w.topic, err)
+		return nil, fmt.Errorf("reconcile: end offsets of %s: %w", w.topic, err)
 	}
 	ends := map[int32]int64{}
 	offs.Each(func(o kadm.ListedOffset) { ends[o.Partition] = o.Offset })
 	if len(ends) == 0 {
-		return nil, fmt.Errorf("watch: topic %s has no partitions (not created?)", w.topic)
+		return nil, fmt.Errorf("reconcile: topic %s has no partitions (not created?)", w.topic)
 	}
 	deadline := time.Now().Add(30 * time.Second)
 	for !w.table.caughtUp(ends) {
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("watch: reading %s did not reach the end offsets in 30 s", w.topic)
+			return nil, fmt.Errorf("reconcile: reading %s did not reach the end offsets in 30 s", w.topic)
 		}
 		if !obs.Sleep(ctx, 5*time.Millisecond) {
 			return nil, ctx.Err()
