@@ -29,21 +29,10 @@
 //  4. acknowledge the request.
 //
 // A failed produce in step 3 does not fail the request: the change is
-// durable in ClickHouse, so it is acknowledged and the reconciler publishes
-// it. The reconciler (Run) reads the whole topic into a table of each key's
-// last record (version, live or tombstone, offset) and keeps tailing it. A
-// pass reads the topic's end offsets, waits until the table has reached them,
-// reads ClickHouse, and for every key whose last record differs from
-// ClickHouse's latest row re-reads the row under the key's lock and
-// publishes it. Passes run at start-up (full; Ready turns true after it),
-// every --watch.reconcile-interval (incremental: every account and webhook,
-// and the addresses changed within --watch.lookback or since the oldest
-// change this process failed to publish), and every
-// --watch.full-reconcile-interval (full: every address too, plus a
-// tombstone for every live key ClickHouse does not have at all, unless
-// those are so many that a misconfigured database is the likelier cause:
-// then it refuses, logs an error and counts
-// moraine_query_watch_phantom_tombstones_refused_total).
+// durable in ClickHouse, so it is acknowledged, and the query service's
+// reconciler (query/internal/reconcile) publishes it: it reads the topic
+// (kafkautil.TableReader) and ClickHouse, and republishes every key whose
+// last record differs from ClickHouse's latest row.
 //
 // # Why a crash loses nothing and invents nothing
 //
@@ -105,11 +94,6 @@
 //
 //	moraine_<service>_watch_records_produced_total{result}  ok, error (service: query, delivery)
 //	moraine_<service>_watch_produce_duration_seconds
-//	moraine_query_watch_pending_versions                    failed publishes not yet covered by a pass
-//	moraine_query_watch_reconcile_runs_total{mode,result}   incremental|full, ok|error
-//	moraine_query_watch_reconcile_duration_seconds{mode}
-//	moraine_query_watch_republished_total{kind}             webhook, address, tombstone, account, phantom
-//	moraine_query_watch_topic_keys
-//	moraine_query_watch_ready                               1 after the first full pass
-//	moraine_query_watch_phantom_tombstones_refused_total    see "Safety valve" on tombstonePhantoms
+//
+// The reconciler's metrics are listed in query/internal/reconcile.
 package watch

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/moraine-data/moraine/pkg/accountdb"
@@ -57,9 +56,8 @@ type Reconciler struct {
 	topic   string
 	metrics *metrics
 
-	pub      *watch.Publisher
-	consumer *kgo.Client
-	adm      *kadm.Client
+	pub    *watch.Publisher
+	reader *kafkautil.TableReader
 
 	table *table
 	gen   uint32
@@ -105,25 +103,12 @@ func New(cfg Config, d Deps) (*Reconciler, error) {
 	if err != nil {
 		return nil, err
 	}
-	w.consumer, err = kgo.NewClient(append(d.Kafka.BaseOpts(logger, "moraine-query-watch-reconciler"),
-		kgo.ConsumeTopics(w.topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchMaxWait(200*time.Millisecond),
-		kgo.FetchMaxPartitionBytes(32<<20),
-	)...)
-	if err != nil {
-		w.pub.Close()
-		return nil, fmt.Errorf("reconcile: consumer: %w", err)
-	}
-	w.adm = kadm.NewClient(w.consumer)
+	w.reader = kafkautil.NewTableReader(d.Kafka, w.topic, w.apply, logger)
 	return w, nil
 }
 
-// Close releases the Kafka clients (Run does it when it returns).
-func (w *Reconciler) Close() {
-	w.pub.Close()
-	w.consumer.Close()
-}
+// Close releases the producer (Run does it when it returns).
+func (w *Reconciler) Close() { w.pub.Close() }
 
 // Ready reports whether the first full reconciliation has finished.
 func (w *Reconciler) Ready(context.Context) error {
@@ -179,21 +164,25 @@ func (w *Reconciler) settle(below uint64) {
 	w.metrics.pending.Set(float64(n))
 }
 
-// Run tails the topic, reconciles it with ClickHouse at once (retrying
-// until it succeeds; Ready turns true), then incrementally every
+// Run reads the topic into the table and keeps tailing it, reconciles the
+// topic with ClickHouse once the table holds what the topic held at start
+// (retrying until it succeeds; Ready turns true), then incrementally every
 // ReconcileInterval and fully every FullReconcileInterval, until ctx ends.
-// It closes the Kafka clients when it returns.
+// It closes the producer when it returns.
 func (w *Reconciler) Run(ctx context.Context) error {
 	defer w.Close()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	tailDone := make(chan struct{})
+	readDone := make(chan struct{})
 	go func() {
-		defer close(tailDone)
-		w.tail(ctx)
+		defer close(readDone)
+		w.read(ctx)
 	}()
-	defer func() { cancel(); <-tailDone }()
+	defer func() { cancel(); <-readDone }()
 
+	if err := w.reader.WaitReady(ctx); err != nil {
+		return nil
+	}
 	for attempt := 0; ; attempt++ {
 		err := w.Reconcile(ctx, true)
 		if err == nil {
@@ -241,53 +230,44 @@ func (w *Reconciler) Run(ctx context.Context) error {
 	}
 }
 
-// tail reads the topic from the start into the table until ctx ends.
-func (w *Reconciler) tail(ctx context.Context) {
-	for {
-		fs := w.consumer.PollFetches(ctx)
+// read runs the table reader until ctx ends. The reader fails only before
+// it has applied anything (Kafka not answering at start), so it is run
+// again: the query service keeps serving while Kafka is away, and Ready
+// stays false.
+func (w *Reconciler) read(ctx context.Context) {
+	for attempt := 0; ; attempt++ {
+		err := w.reader.Run(ctx)
 		if ctx.Err() != nil {
 			return
 		}
-		fs.EachError(func(t string, p int32, err error) {
-			w.logger.Warn("address-watch fetch failed", "topic", t, "partition", p, "err", err)
-		})
-		fs.EachPartition(func(p kgo.FetchTopicPartition) {
-			for _, r := range p.Records {
-				w.table.apply(string(r.Key), topicEntry{
-					version: watch.RecordVersion(r), offset: r.Offset, partition: r.Partition, live: r.Value != nil,
-				})
-			}
-		})
-		w.metrics.topicKeys.Set(float64(w.table.size()))
+		if attempt == 0 || attempt%10 == 0 {
+			w.logger.Warn("reading the address-watch topic failed, retrying", "topic", w.topic, "err", err)
+		}
+		if !obs.Sleep(ctx, obs.Backoff(attempt, 500*time.Millisecond, 10*time.Second)) {
+			return
+		}
 	}
 }
 
-// catchUp returns the topic's end offsets and waits until the table has
-// read up to them. (Compaction never removes a partition's last record, so
-// the last offset below the end is always read.)
+// apply records the last record of a key (the reader's callback).
+func (w *Reconciler) apply(r *kgo.Record) {
+	n := w.table.apply(string(r.Key), topicEntry{
+		version: watch.RecordVersion(r), offset: r.Offset, partition: r.Partition, live: r.Value != nil,
+	})
+	w.metrics.topicKeys.Set(float64(n))
+}
+
+// catchUp returns the topic's end offsets and waits (at most 30 s) until
+// the table has read up to them.
 func (w *Reconciler) catchUp(ctx context.Context) (map[int32]int64, error) {
-	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	offs, err := w.adm.ListEndOffsets(lctx, w.topic)
-	cancel()
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	ends, err := w.reader.CatchUpOffsets(cctx)
 	if err != nil {
-		return nil, fmt.Errorf("reconcile: end offsets of %s: %w", w.topic, err)
+		return nil, fmt.Errorf("reconcile: reading %s up to its end: %w", w.topic, err)
 	}
-	if err := offs.Error(); err != nil {
-		return nil, fmt.Errorf("reconcile: end offsets of %s: %w", w.topic, err)
-	}
-	ends := map[int32]int64{}
-	offs.Each(func(o kadm.ListedOffset) { ends[o.Partition] = o.Offset })
 	if len(ends) == 0 {
 		return nil, fmt.Errorf("reconcile: topic %s has no partitions (not created?)", w.topic)
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for !w.table.caughtUp(ends) {
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("reconcile: reading %s did not reach the end offsets in 30 s", w.topic)
-		}
-		if !obs.Sleep(ctx, 5*time.Millisecond) {
-			return nil, ctx.Err()
-		}
 	}
 	return ends, nil
 }
