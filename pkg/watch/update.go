@@ -97,6 +97,20 @@ func (w Writer) publish(ctx context.Context, recs []*kgo.Record, buildErrs []err
 	return errors.Join(append(buildErrs, err)...)
 }
 
+// lockWebhook takes one of account's webhooks' lock and reads its row; on
+// success the caller releases the lock with unlock.
+func (w Writer) lockWebhook(ctx context.Context, accountID, id string) (cur accountdb.Webhook, unlock func(), err error) {
+	if err := w.check(); err != nil {
+		return cur, nil, err
+	}
+	unlock = w.Locks.Webhook(id)
+	if cur, err = w.Store.Webhook(ctx, accountID, id); err != nil {
+		unlock()
+		return cur, nil, err
+	}
+	return cur, unlock, nil
+}
+
 // records builds the records of a webhook row and address rows (of that
 // webhook's chain), collecting the rows that cannot be built.
 func records(wh *accountdb.Webhook, chainID string, addrs []accountdb.Address) ([]*kgo.Record, []error) {
@@ -164,15 +178,11 @@ func (w Writer) CreateWebhook(ctx context.Context, wh accountdb.Webhook, addrs [
 // Nothing after the ClickHouse write fails the call: a failed publish is
 // reported in Update.PublishErr.
 func (w Writer) UpdateWebhook(ctx context.Context, accountID, id string, mutate func(cur accountdb.Webhook, next *accountdb.Webhook) error) (Update, error) {
-	if err := w.check(); err != nil {
-		return Update{}, err
-	}
-	unlock := w.Locks.Webhook(id)
-	defer unlock()
-	cur, err := w.Store.Webhook(ctx, accountID, id)
+	cur, unlock, err := w.lockWebhook(ctx, accountID, id)
 	if err != nil {
 		return Update{}, err
 	}
+	defer unlock()
 	next := cur
 	next.EventSignatures = slices.Clone(cur.EventSignatures)
 	if err := mutate(cur, &next); err != nil {
@@ -201,15 +211,11 @@ func (w Writer) UpdateWebhook(ctx context.Context, accountID, id string, mutate 
 // written. Store errors are returned as is (accountdb.ErrNotFound for an
 // unknown webhook or another account's).
 func (w Writer) UpdateAddresses(ctx context.Context, accountID, id string, choose func(cur accountdb.Webhook) ([]accountdb.Address, error)) (Update, error) {
-	if err := w.check(); err != nil {
-		return Update{}, err
-	}
-	unlock := w.Locks.Webhook(id)
-	defer unlock()
-	cur, err := w.Store.Webhook(ctx, accountID, id)
+	cur, unlock, err := w.lockWebhook(ctx, accountID, id)
 	if err != nil {
 		return Update{}, err
 	}
+	defer unlock()
 	rows, err := choose(cur)
 	if err != nil || len(rows) == 0 {
 		return Update{Before: cur, After: cur}, err
