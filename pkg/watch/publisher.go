@@ -46,13 +46,8 @@ func NewPublisher(cfg Config, d PublisherDeps) (*Publisher, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	switch {
-	case d.Logger == nil:
-		return nil, errors.New("watch: PublisherDeps.Logger is required")
-	case d.Registerer == nil:
-		return nil, errors.New("watch: PublisherDeps.Registerer is required")
-	case d.Subsystem == "":
-		return nil, errors.New("watch: PublisherDeps.Subsystem is required")
+	if d.Logger == nil || d.Registerer == nil || d.Subsystem == "" {
+		return nil, errors.New("watch: PublisherDeps.Logger, Registerer and Subsystem are required")
 	}
 	if err := d.Kafka.Validate(); err != nil {
 		return nil, err

@@ -120,13 +120,8 @@ func New(cfg Config, d Deps) (*Mgmt, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	switch {
-	case d.Logger == nil:
-		return nil, errors.New("mgmt: Deps.Logger is required")
-	case d.Registerer == nil:
-		return nil, errors.New("mgmt: Deps.Registerer is required")
-	case d.Chains == nil:
-		return nil, errors.New("mgmt: Deps.Chains is required")
+	if d.Logger == nil || d.Registerer == nil || d.Chains == nil {
+		return nil, errors.New("mgmt: Deps.Logger, Registerer and Chains are required")
 	}
 	plans, err := cfg.Plans.Load()
 	if err != nil {

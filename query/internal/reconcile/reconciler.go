@@ -73,15 +73,8 @@ func New(cfg Config, d Deps) (*Reconciler, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	switch {
-	case d.Logger == nil:
-		return nil, errors.New("reconcile: Deps.Logger is required")
-	case d.Registerer == nil:
-		return nil, errors.New("reconcile: Deps.Registerer is required")
-	case d.Store == nil:
-		return nil, errors.New("reconcile: Deps.Store is required")
-	case d.Locks == nil:
-		return nil, errors.New("reconcile: Deps.Locks is required")
+	if d.Logger == nil || d.Registerer == nil || d.Store == nil || d.Locks == nil {
+		return nil, errors.New("reconcile: Deps.Logger, Registerer, Store and Locks are required")
 	}
 	if err := d.Kafka.Validate(); err != nil {
 		return nil, err
