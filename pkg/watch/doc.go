@@ -28,7 +28,8 @@
 //     (Publish, bounded by --watch.produce-timeout);
 //  4. acknowledge the request.
 //
-// A failed produce in step 3 does not fail the request: the change is
+// A failed produce in step 3 (or a row that cannot be turned into a record:
+// Update.PublishErr reports both) does not fail the request: the change is
 // durable in ClickHouse, so it is acknowledged, and the query service's
 // reconciler (query/internal/reconcile) publishes it: it reads the topic
 // (kafkautil.TableReader) and ClickHouse, and republishes every key whose
@@ -69,8 +70,8 @@
 // are left to their writer, so a reconciler does not race a healthy
 // in-flight produce.
 //
-// Other writers: delivery changes webhooks with a Publisher alone (no
-// reconciler, no topic table); a change it fails to publish is in
+// Other writers: delivery changes webhooks through a Writer over a bare
+// Publisher (no reconciler, no topic table); a change it fails to publish is in
 // ClickHouse, and every incremental pass of the query service's reconciler
 // compares every webhook row with the topic, so it is published within
 // one --watch.reconcile-interval. Its Locks are its own: two processes
