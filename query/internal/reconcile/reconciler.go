@@ -67,8 +67,8 @@ type Reconciler struct {
 	pending map[uint64]int // versions this process failed to deliver
 }
 
-// New validates and allocates its Kafka clients; it does no I/O (the
-// clients connect lazily).
+// New validates and allocates the producer; it does no I/O (the producer
+// connects lazily, the topic reader when Run starts).
 func New(cfg Config, d Deps) (*Reconciler, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
