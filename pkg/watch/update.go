@@ -83,18 +83,32 @@ func (w Writer) check() error {
 	return nil
 }
 
-// publish produces the records of rows just written. It ignores ctx's
-// cancellation: the change is already in ClickHouse, and a client that
-// hung up must not leave it to the reconciler. A row that cannot become a
-// record is reported with the produce's error, and the other records are
-// still produced.
-func (w Writer) publish(ctx context.Context, recs []*kgo.Record, buildErrs []error) error {
+// batch gathers the records of the rows a change wrote, and the rows that
+// could not become records.
+type batch struct {
+	recs []*kgo.Record
+	errs []error
+}
+
+func (b *batch) add(r *kgo.Record, err error) {
+	if err != nil {
+		b.errs = append(b.errs, err)
+		return
+	}
+	b.recs = append(b.recs, r)
+}
+
+// publish produces b's records. It ignores ctx's cancellation: the change
+// is already in ClickHouse, and a client that hung up must not leave it to
+// the reconciler. A row that cannot become a record is reported with the
+// produce's error, and the other records are still produced.
+func (w Writer) publish(ctx context.Context, b batch) error {
 	var err error
-	if len(recs) > 0 {
-		err = w.Publisher.Publish(context.WithoutCancel(ctx), recs)
+	if len(b.recs) > 0 {
+		err = w.Publisher.Publish(context.WithoutCancel(ctx), b.recs)
 	}
 	w.step(StepPublished)
-	return errors.Join(append(buildErrs, err)...)
+	return errors.Join(append(b.errs, err)...)
 }
 
 // lockWebhook takes one of account's webhooks' lock and reads its row; on
@@ -109,27 +123,6 @@ func (w Writer) lockWebhook(ctx context.Context, accountID, id string) (cur acco
 		return cur, nil, err
 	}
 	return cur, unlock, nil
-}
-
-// records builds the records of a webhook row and address rows (of that
-// webhook's chain), collecting the rows that cannot be built.
-func records(wh *accountdb.Webhook, chainID string, addrs []accountdb.Address) ([]*kgo.Record, []error) {
-	recs := make([]*kgo.Record, 0, len(addrs)+1)
-	var errs []error
-	add := func(r *kgo.Record, err error) {
-		if err != nil {
-			errs = append(errs, err)
-			return
-		}
-		recs = append(recs, r)
-	}
-	if wh != nil {
-		add(WebhookRecord(*wh))
-	}
-	for _, a := range addrs {
-		add(AddressRecord(a, chainID))
-	}
-	return recs, errs
 }
 
 // CreateWebhook writes a new webhook (wh, with its id set) and its first
@@ -164,8 +157,12 @@ func (w Writer) CreateWebhook(ctx context.Context, wh accountdb.Webhook, addrs [
 		return Update{}, err
 	}
 	w.step(StepWritten)
-	recs, errs := records(&wh, wh.ChainID, addrs)
-	return Update{After: wh, Addresses: addrs, Changed: true, PublishErr: w.publish(ctx, recs, errs)}, nil
+	var b batch
+	b.add(WebhookRecord(wh))
+	for _, a := range addrs {
+		b.add(AddressRecord(a, wh.ChainID))
+	}
+	return Update{After: wh, Addresses: addrs, Changed: true, PublishErr: w.publish(ctx, b)}, nil
 }
 
 // UpdateWebhook changes one of account's webhooks: holding the webhook's
@@ -198,8 +195,9 @@ func (w Writer) UpdateWebhook(ctx context.Context, accountID, id string, mutate 
 		return Update{}, err
 	}
 	w.step(StepWritten)
-	recs, errs := records(&next, next.ChainID, nil)
-	return Update{Before: cur, After: next, Changed: true, PublishErr: w.publish(ctx, recs, errs)}, nil
+	var b batch
+	b.add(WebhookRecord(next))
+	return Update{Before: cur, After: next, Changed: true, PublishErr: w.publish(ctx, b)}, nil
 }
 
 // UpdateAddresses adds or removes addresses of one of account's webhooks:
@@ -234,8 +232,11 @@ func (w Writer) UpdateAddresses(ctx context.Context, accountID, id string, choos
 		return Update{}, err
 	}
 	w.step(StepWritten)
-	recs, errs := records(nil, cur.ChainID, rows)
-	return Update{Before: cur, After: cur, Addresses: rows, Changed: true, PublishErr: w.publish(ctx, recs, errs)}, nil
+	var b batch
+	for _, a := range rows {
+		b.add(AddressRecord(a, cur.ChainID))
+	}
+	return Update{Before: cur, After: cur, Addresses: rows, Changed: true, PublishErr: w.publish(ctx, b)}, nil
 }
 
 // PutSecret replaces an account's shared secret: holding the account's
@@ -263,12 +264,7 @@ func (w Writer) PutSecret(ctx context.Context, accountID, secret string) (Update
 		return Update{}, err
 	}
 	w.step(StepWritten)
-	var recs []*kgo.Record
-	var errs []error
-	if rec, err := AccountRecord(acc, sec); err != nil {
-		errs = append(errs, err)
-	} else {
-		recs = append(recs, rec)
-	}
-	return Update{Secret: sec, Changed: true, PublishErr: w.publish(ctx, recs, errs)}, nil
+	var b batch
+	b.add(AccountRecord(acc, sec))
+	return Update{Secret: sec, Changed: true, PublishErr: w.publish(ctx, b)}, nil
 }
