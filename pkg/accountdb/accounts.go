@@ -2,7 +2,6 @@ package accountdb
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 )
@@ -59,30 +58,13 @@ func (db *DB) PutAccount(ctx context.Context, a Account) error {
 
 // Account reads one account.
 func (db *DB) Account(ctx context.Context, id string) (Account, error) {
-	var out []Account
-	err := db.query(ctx, "account", qAccount, func(r driver.Rows) error {
-		a, err := scanAccount(r)
-		out = append(out, a)
-		return err
-	}, id)
-	if err != nil {
-		return Account{}, err
-	}
-	if len(out) == 0 {
-		return Account{}, fmt.Errorf("%w: account %s", ErrNotFound, id)
-	}
-	return out[0], nil
+	as, err := collect(ctx, db.query, "account", qAccount, scanAccount, id)
+	return first(as, err, "account "+id)
 }
 
 // Accounts reads every account, oldest first.
 func (db *DB) Accounts(ctx context.Context) ([]Account, error) {
-	var out []Account
-	err := db.stream(ctx, "accounts", qAccounts, func(r driver.Rows) error {
-		a, err := scanAccount(r)
-		out = append(out, a)
-		return err
-	})
-	return out, err
+	return collect(ctx, db.stream, "accounts", qAccounts, scanAccount)
 }
 
 func scanKey(r driver.Rows) (Key, error) {
@@ -97,37 +79,19 @@ func (db *DB) PutKey(ctx context.Context, k Key) error {
 }
 
 func (db *DB) keys(ctx context.Context, name, q string, arg string) ([]Key, error) {
-	var out []Key
-	err := db.query(ctx, name, q, func(r driver.Rows) error {
-		k, err := scanKey(r)
-		out = append(out, k)
-		return err
-	}, arg)
-	return out, err
+	return collect(ctx, db.query, name, q, scanKey, arg)
 }
 
 // KeyByHash reads the key whose hex SHA-256 is hash.
 func (db *DB) KeyByHash(ctx context.Context, hash string) (Key, error) {
 	ks, err := db.keys(ctx, "key_by_hash", qKeyByHash, hash)
-	if err != nil {
-		return Key{}, err
-	}
-	if len(ks) == 0 {
-		return Key{}, fmt.Errorf("%w: key", ErrNotFound)
-	}
-	return ks[0], nil
+	return first(ks, err, "key")
 }
 
 // KeyByID reads a key by its id.
 func (db *DB) KeyByID(ctx context.Context, id string) (Key, error) {
 	ks, err := db.keys(ctx, "key_by_id", qKeyByID, id)
-	if err != nil {
-		return Key{}, err
-	}
-	if len(ks) == 0 {
-		return Key{}, fmt.Errorf("%w: key %s", ErrNotFound, id)
-	}
-	return ks[0], nil
+	return first(ks, err, "key "+id)
 }
 
 // Keys reads an account's keys, oldest first, revoked ones included.

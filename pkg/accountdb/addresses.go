@@ -118,12 +118,7 @@ func (db *DB) AddressPage(ctx context.Context, webhookID, after string, limit, t
 		if hi.Cmp(addrSpace) < 0 {
 			upper = fmt.Sprintf("0x%040x", hi)
 		}
-		var out []Address
-		err := db.query(ctx, "address_page", qAddressRange, func(r driver.Rows) error {
-			a, err := scanAddress(r)
-			out = append(out, a)
-			return err
-		}, webhookID, after, upper, uint64(limit))
+		out, err := collect(ctx, db.query, "address_page", qAddressRange, scanAddress, webhookID, after, upper, uint64(limit))
 		if err != nil {
 			return nil, err
 		}

@@ -106,29 +106,36 @@ func (db *DB) ctx(ctx context.Context) (context.Context, context.CancelFunc) {
 	return clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"max_execution_time": secs})), cancel
 }
 
-// query runs q and calls scan for every row.
+// query runs q under the per-call deadline and calls scan for every row.
 func (db *DB) query(ctx context.Context, name, q string, scan func(driver.Rows) error, args ...any) error {
-	conn, err := db.getConn()
-	if err != nil {
-		return err
-	}
 	ctx, cancel := db.ctx(ctx)
 	defer cancel()
-	defer db.observe(name, time.Now())
-	rows, err := conn.Query(ctx, q, args...)
+	return db.stream(ctx, name, q, scan, args...)
+}
+
+// collect runs q through run (DB.query, or DB.stream for a full scan) and
+// returns every row scan reads.
+func collect[T any](ctx context.Context, run func(context.Context, string, string, func(driver.Rows) error, ...any) error,
+	name, q string, scan func(driver.Rows) (T, error), args ...any) ([]T, error) {
+	var out []T
+	err := run(ctx, name, q, func(r driver.Rows) error {
+		v, err := scan(r)
+		out = append(out, v)
+		return err
+	}, args...)
+	return out, err
+}
+
+// first is the first of rows, or ErrNotFound naming what when there is none.
+func first[T any](rows []T, err error, what string) (T, error) {
+	var zero T
 	if err != nil {
-		return classify(name, err)
+		return zero, err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := scan(rows); err != nil {
-			return fmt.Errorf("accountdb: %s: scan: %w", name, err)
-		}
+	if len(rows) == 0 {
+		return zero, fmt.Errorf("%w: %s", ErrNotFound, what)
 	}
-	if err := rows.Err(); err != nil {
-		return classify(name, err)
-	}
-	return nil
+	return rows[0], nil
 }
 
 // exec runs a statement that returns no rows (DDL).

@@ -128,12 +128,8 @@ func (db *DB) Deliveries(ctx context.Context, webhookID string, after DeliveryCu
 		if ref > span {
 			lo = ref - span
 		}
-		var out []Delivery
-		err := db.query(ctx, "delivery_page", qDeliveryPage, func(r driver.Rows) error {
-			d, err := scanDelivery(r)
-			out = append(out, d)
-			return err
-		}, webhookID, lo, after.AttemptedAt, after.AttemptedAt, after.MessageID, after.MessageID, after.Attempt, uint64(limit))
+		out, err := collect(ctx, db.query, "delivery_page", qDeliveryPage, scanDelivery,
+			webhookID, lo, after.AttemptedAt, after.AttemptedAt, after.MessageID, after.MessageID, after.Attempt, uint64(limit))
 		if err != nil {
 			return nil, err
 		}

@@ -2,7 +2,6 @@ package accountdb
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 )
@@ -29,30 +28,17 @@ func (db *DB) PutSecret(ctx context.Context, s Secret) error {
 
 // Secret reads an account's secret, ErrNotFound before the first one.
 func (db *DB) Secret(ctx context.Context, accountID string) (Secret, error) {
-	var out []Secret
-	err := db.query(ctx, "secret", qSecret, func(r driver.Rows) error {
-		var s Secret
-		err := r.Scan(&s.AccountID, &s.Secret, &s.Version)
-		out = append(out, s)
-		return err
-	}, accountID)
-	if err != nil {
-		return Secret{}, err
-	}
-	if len(out) == 0 {
-		return Secret{}, fmt.Errorf("%w: secret of %s", ErrNotFound, accountID)
-	}
-	return out[0], nil
+	ss, err := collect(ctx, db.query, "secret", qSecret, scanSecret, accountID)
+	return first(ss, err, "secret of "+accountID)
 }
 
 // AllSecrets reads every account's secret.
 func (db *DB) AllSecrets(ctx context.Context) ([]Secret, error) {
-	var out []Secret
-	err := db.stream(ctx, "all_secrets", qAllSecrets, func(r driver.Rows) error {
-		var s Secret
-		err := r.Scan(&s.AccountID, &s.Secret, &s.Version)
-		out = append(out, s)
-		return err
-	})
-	return out, err
+	return collect(ctx, db.stream, "all_secrets", qAllSecrets, scanSecret)
+}
+
+func scanSecret(r driver.Rows) (Secret, error) {
+	var s Secret
+	err := r.Scan(&s.AccountID, &s.Secret, &s.Version)
+	return s, err
 }

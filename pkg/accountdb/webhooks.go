@@ -2,7 +2,6 @@ package accountdb
 
 import (
 	"context"
-	"fmt"
 	"math"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
@@ -75,13 +74,7 @@ func scanWebhook(r driver.Rows) (Webhook, error) {
 }
 
 func (db *DB) webhooks(ctx context.Context, name, q string, args ...any) ([]Webhook, error) {
-	var out []Webhook
-	err := db.query(ctx, name, q, func(r driver.Rows) error {
-		w, err := scanWebhook(r)
-		out = append(out, w)
-		return err
-	}, args...)
-	return out, err
+	return collect(ctx, db.query, name, q, scanWebhook, args...)
 }
 
 // PutWebhook writes a (new version of a) webhook.
@@ -100,13 +93,7 @@ func (db *DB) PutWebhook(ctx context.Context, w Webhook) error {
 // ErrNotFound, exactly like an unknown one.
 func (db *DB) Webhook(ctx context.Context, accountID, id string) (Webhook, error) {
 	ws, err := db.webhooks(ctx, "webhook", qWebhook, accountID, id)
-	if err != nil {
-		return Webhook{}, err
-	}
-	if len(ws) == 0 {
-		return Webhook{}, fmt.Errorf("%w: webhook %s", ErrNotFound, id)
-	}
-	return ws[0], nil
+	return first(ws, err, "webhook "+id)
 }
 
 // Webhooks reads up to limit of account's webhooks after cursor, newest
@@ -141,11 +128,5 @@ func (db *DB) WebhookByRequestHash(ctx context.Context, accountID, hash string, 
 // AllWebhooks reads every webhook of every account (the reconciler's view;
 // webhooks per account are capped by plan, so this stays small).
 func (db *DB) AllWebhooks(ctx context.Context) ([]Webhook, error) {
-	var out []Webhook
-	err := db.stream(ctx, "all_webhooks", qAllWebhooks, func(r driver.Rows) error {
-		w, err := scanWebhook(r)
-		out = append(out, w)
-		return err
-	})
-	return out, err
+	return collect(ctx, db.stream, "all_webhooks", qAllWebhooks, scanWebhook)
 }

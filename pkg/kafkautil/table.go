@@ -48,7 +48,9 @@ func NewTableReader(cfg Config, topic string, apply func(*kgo.Record), logger *s
 	return t
 }
 
-// Run consumes until ctx ends.
+// Run consumes until ctx ends. It fails only before it applied any record
+// (no broker answered before ctx ended, or listing the end offsets
+// failed), so a caller may run it again.
 func (t *TableReader) Run(ctx context.Context) error {
 	cl, err := NewClient(ctx, t.logger, append(t.cfg.BaseOpts(t.logger, "moraine-table-"+t.topic),
 		kgo.ConsumeTopics(t.topic),
@@ -139,6 +141,7 @@ func (t *TableReader) markReadyIfReached(target map[int32]int64) {
 	defer t.mu.Unlock()
 	if !t.ready && t.reached(target) {
 		t.ready = true
+		t.cond.Broadcast()
 		t.logger.Info("table caught up", "topic", t.topic)
 	}
 }
@@ -158,13 +161,34 @@ func (t *TableReader) ReadyCheck(context.Context) error {
 	return nil
 }
 
+// WaitReady waits until Ready, or ctx ends.
+func (t *TableReader) WaitReady(ctx context.Context) error {
+	return t.wait(ctx, func() bool { return t.ready })
+}
+
 // CatchUp waits until every record the topic holds now has been applied,
 // or ctx ends.
 func (t *TableReader) CatchUp(ctx context.Context) error {
+	_, err := t.CatchUpOffsets(ctx)
+	return err
+}
+
+// CatchUpOffsets is CatchUp that also returns the end offsets it waited
+// for, by partition: a record at or past them was written after the call
+// began.
+func (t *TableReader) CatchUpOffsets(ctx context.Context) (map[int32]int64, error) {
 	target, err := t.endOffsets(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	if err := t.wait(ctx, func() bool { return t.reached(target) }); err != nil {
+		return nil, err
+	}
+	return target, nil
+}
+
+// wait blocks until done (called under t.mu) holds, or ctx ends.
+func (t *TableReader) wait(ctx context.Context, done func() bool) error {
 	stop := context.AfterFunc(ctx, func() {
 		t.mu.Lock()
 		t.cond.Broadcast()
@@ -173,7 +197,7 @@ func (t *TableReader) CatchUp(ctx context.Context) error {
 	defer stop()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for !t.reached(target) {
+	for !done() {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}

@@ -73,8 +73,41 @@ func TestTableReaderOnRealBroker(t *testing.T) {
 		t.Fatal(err)
 	}
 	mu.Lock()
-	defer mu.Unlock()
 	if table["c"] != "3" {
 		t.Fatalf("CatchUp returned before c=3 was applied: %v", table)
+	}
+	mu.Unlock()
+
+	// CatchUpOffsets also names the end it waited for: past d's offset.
+	res := prod.ProduceSync(ctx, &kgo.Record{Topic: topic, Key: []byte("d"), Value: []byte("4")})
+	if err := res.FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	d := res[0].Record
+	ends, err := reader.CatchUpOffsets(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ends[d.Partition] <= d.Offset {
+		t.Fatalf("CatchUpOffsets ends %v, want partition %d past offset %d", ends, d.Partition, d.Offset)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if table["d"] != "4" {
+		t.Fatalf("CatchUpOffsets returned before d=4 was applied: %v", table)
+	}
+	if err := reader.WaitReady(ctx); err != nil {
+		t.Fatalf("WaitReady on a ready reader: %v", err)
+	}
+}
+
+// TestTableReaderWaitReadyEndsWithContext checks that waiting on a reader
+// that never started returns when the caller gives up.
+func TestTableReaderWaitReadyEndsWithContext(t *testing.T) {
+	reader := kafkautil.NewTableReader(kafkautil.Config{Brokers: "127.0.0.1:1"}, "t", func(*kgo.Record) {}, testenv.Logger(t))
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if err := reader.WaitReady(ctx); err == nil {
+		t.Fatal("WaitReady returned nil on a reader that never ran")
 	}
 }

@@ -14,58 +14,28 @@ import (
 	"github.com/moraine-data/moraine/schemas/topics"
 )
 
-// Config tunes publishing and reconciliation.
+// Config tunes publishing. The query service's reconciler
+// (query/internal/reconcile) adds its own settings to it.
 type Config struct {
-	// ProduceTimeout bounds the synchronous produce of a request; past it
-	// the request is acknowledged anyway and the reconciler publishes.
+	// ProduceTimeout bounds the synchronous produce of a change; past it
+	// the change is acknowledged anyway and the reconciler publishes it.
 	ProduceTimeout time.Duration
-	// ReconcileInterval is the period of the incremental pass.
-	ReconcileInterval time.Duration
-	// FullReconcileInterval is the period of the full pass (every key).
-	FullReconcileInterval time.Duration
-	// Lookback is how far back (by row version) the incremental pass looks
-	// for address changes; older unpublished rows are found by the full
-	// pass, or earlier when this process knows it failed to publish them.
-	Lookback time.Duration
-	// Grace is how old a row must be before the reconciler publishes it for
-	// a writer that has not: younger rows may still be in flight.
-	Grace time.Duration
 }
 
 // DefaultConfig mirrors the flag defaults.
 func DefaultConfig() Config {
-	return Config{
-		ProduceTimeout:        3 * time.Second,
-		ReconcileInterval:     5 * time.Second,
-		FullReconcileInterval: 10 * time.Minute,
-		Lookback:              10 * time.Minute,
-		Grace:                 2 * time.Second,
-	}
+	return Config{ProduceTimeout: 3 * time.Second}
 }
 
-// RegisterFlags adds the --watch.* flags.
+// RegisterFlags adds --watch.produce-timeout.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
-	d := DefaultConfig()
-	fs.DurationVar(&c.ProduceTimeout, "watch.produce-timeout", d.ProduceTimeout, "how long a webhook change waits for Kafka before it is acknowledged anyway (the reconciler then publishes it)")
-	fs.DurationVar(&c.ReconcileInterval, "watch.reconcile-interval", d.ReconcileInterval, "period of the incremental ClickHouse-to-topic reconciliation")
-	fs.DurationVar(&c.FullReconcileInterval, "watch.full-reconcile-interval", d.FullReconcileInterval, "period of the full reconciliation (every webhook, address and account)")
-	fs.DurationVar(&c.Lookback, "watch.lookback", d.Lookback, "how far back the incremental reconciliation looks for address changes")
-	fs.DurationVar(&c.Grace, "watch.grace", d.Grace, "age a change must reach before the reconciler publishes it for its writer")
+	fs.DurationVar(&c.ProduceTimeout, "watch.produce-timeout", DefaultConfig().ProduceTimeout, "how long a webhook change waits for Kafka before it is acknowledged anyway (the reconciler then publishes it)")
 }
 
 // Validate checks the values.
 func (c Config) Validate() error {
-	switch {
-	case c.ProduceTimeout <= 0:
+	if c.ProduceTimeout <= 0 {
 		return errors.New("watch: --watch.produce-timeout must be positive")
-	case c.ReconcileInterval <= 0:
-		return errors.New("watch: --watch.reconcile-interval must be positive")
-	case c.FullReconcileInterval < c.ReconcileInterval:
-		return errors.New("watch: --watch.full-reconcile-interval must not be below --watch.reconcile-interval")
-	case c.Lookback < c.ReconcileInterval:
-		return errors.New("watch: --watch.lookback must not be below --watch.reconcile-interval")
-	case c.Grace < 0:
-		return errors.New("watch: --watch.grace must not be negative")
 	}
 	return nil
 }

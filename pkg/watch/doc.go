@@ -19,8 +19,8 @@
 // A change runs in this order, holding the webhook's (or account's) lock
 // from Locks throughout. The query service's API (query/internal/webhookapi)
 // makes every kind of change; delivery deactivates failing webhooks. Both
-// change webhook settings through Writer.UpdateWebhook, the one
-// implementation of these steps:
+// go through Writer (CreateWebhook, UpdateWebhook, UpdateAddresses,
+// PutSecret), the one implementation of these steps:
 //
 //  1. validate and read the current state;
 //  2. insert the new rows into ClickHouse (version: accountdb.Clock);
@@ -28,22 +28,12 @@
 //     (Publish, bounded by --watch.produce-timeout);
 //  4. acknowledge the request.
 //
-// A failed produce in step 3 does not fail the request: the change is
-// durable in ClickHouse, so it is acknowledged and the reconciler publishes
-// it. The reconciler (Run) reads the whole topic into a table of each key's
-// last record (version, live or tombstone, offset) and keeps tailing it. A
-// pass reads the topic's end offsets, waits until the table has reached them,
-// reads ClickHouse, and for every key whose last record differs from
-// ClickHouse's latest row re-reads the row under the key's lock and
-// publishes it. Passes run at start-up (full; Ready turns true after it),
-// every --watch.reconcile-interval (incremental: every account and webhook,
-// and the addresses changed within --watch.lookback or since the oldest
-// change this process failed to publish), and every
-// --watch.full-reconcile-interval (full: every address too, plus a
-// tombstone for every live key ClickHouse does not have at all, unless
-// those are so many that a misconfigured database is the likelier cause:
-// then it refuses, logs an error and counts
-// moraine_query_watch_phantom_tombstones_refused_total).
+// A failed produce in step 3 (or a row that cannot be turned into a record:
+// Update.PublishErr reports both) does not fail the request: the change is
+// durable in ClickHouse, so it is acknowledged, and the query service's
+// reconciler (query/internal/reconcile) publishes it: it reads the topic
+// (kafkautil.TableReader) and ClickHouse, and republishes every key whose
+// last record differs from ClickHouse's latest row.
 //
 // # Why a crash loses nothing and invents nothing
 //
@@ -80,8 +70,8 @@
 // are left to their writer, so a reconciler does not race a healthy
 // in-flight produce.
 //
-// Other writers: delivery changes webhooks with a Publisher alone (no
-// reconciler, no topic table); a change it fails to publish is in
+// Other writers: delivery changes webhooks through a Writer over a bare
+// Publisher (no reconciler, no topic table); a change it fails to publish is in
 // ClickHouse, and every incremental pass of the query service's reconciler
 // compares every webhook row with the topic, so it is published within
 // one --watch.reconcile-interval. Its Locks are its own: two processes
@@ -105,11 +95,6 @@
 //
 //	moraine_<service>_watch_records_produced_total{result}  ok, error (service: query, delivery)
 //	moraine_<service>_watch_produce_duration_seconds
-//	moraine_query_watch_pending_versions                    failed publishes not yet covered by a pass
-//	moraine_query_watch_reconcile_runs_total{mode,result}   incremental|full, ok|error
-//	moraine_query_watch_reconcile_duration_seconds{mode}
-//	moraine_query_watch_republished_total{kind}             webhook, address, tombstone, account, phantom
-//	moraine_query_watch_topic_keys
-//	moraine_query_watch_ready                               1 after the first full pass
-//	moraine_query_watch_phantom_tombstones_refused_total    see "Safety valve" on tombstonePhantoms
+//
+// The reconciler's metrics are listed in query/internal/reconcile.
 package watch

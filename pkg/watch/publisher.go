@@ -23,10 +23,13 @@ type PublisherDeps struct {
 	Subsystem string
 	// ClientID is the Kafka client id.
 	ClientID string
+	// OnFail, when set, is told the version of every record not delivered
+	// (the reconciler looks back far enough to publish them).
+	OnFail func(version uint64)
 }
 
 // Publisher produces address-watch records synchronously. The query
-// service's Watch uses one (and also reconciles); a service that only
+// service's reconciler (query/internal/reconcile) uses one; a service that only
 // changes webhooks (delivery deactivating one) uses a Publisher alone and
 // relies on the query service's reconciler for anything it fails to
 // publish: its incremental pass compares every webhook and account row
@@ -35,8 +38,7 @@ type Publisher struct {
 	client  *kgo.Client
 	timeout time.Duration
 	metrics *publishMetrics
-	// onFail is told the version of every record not delivered.
-	onFail func(version uint64)
+	onFail  func(version uint64)
 }
 
 // NewPublisher validates and allocates the producer; it does no I/O.
@@ -44,13 +46,8 @@ func NewPublisher(cfg Config, d PublisherDeps) (*Publisher, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	switch {
-	case d.Logger == nil:
-		return nil, errors.New("watch: PublisherDeps.Logger is required")
-	case d.Registerer == nil:
-		return nil, errors.New("watch: PublisherDeps.Registerer is required")
-	case d.Subsystem == "":
-		return nil, errors.New("watch: PublisherDeps.Subsystem is required")
+	if d.Logger == nil || d.Registerer == nil || d.Subsystem == "" {
+		return nil, errors.New("watch: PublisherDeps.Logger, Registerer and Subsystem are required")
 	}
 	if err := d.Kafka.Validate(); err != nil {
 		return nil, err
@@ -62,7 +59,7 @@ func NewPublisher(cfg Config, d PublisherDeps) (*Publisher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("watch: producer: %w", err)
 	}
-	return &Publisher{client: cl, timeout: cfg.ProduceTimeout, metrics: newPublishMetrics(d.Registerer, d.Subsystem)}, nil
+	return &Publisher{client: cl, timeout: cfg.ProduceTimeout, metrics: newPublishMetrics(d.Registerer, d.Subsystem), onFail: d.OnFail}, nil
 }
 
 // Close releases the producer.
@@ -84,7 +81,7 @@ func (p *Publisher) Publish(ctx context.Context, recs []*kgo.Record) error {
 		if r.Err != nil {
 			errs = append(errs, r.Err)
 			if p.onFail != nil {
-				p.onFail(recordVersion(r.Record))
+				p.onFail(RecordVersion(r.Record))
 			}
 		}
 	}

@@ -106,8 +106,11 @@ func AccountRecord(a accountdb.Account, s accountdb.Secret) (*kgo.Record, error)
 	return newRecord(codec.WatchAccountKey(a.ID), v, ver), nil
 }
 
-// recordVersion reads a record's version header (0 if absent or bad).
-func recordVersion(r *kgo.Record) uint64 {
+// Tombstone is the record that deletes key, at version.
+func Tombstone(key string, version uint64) *kgo.Record { return newRecord(key, nil, version) }
+
+// RecordVersion reads a record's version header (0 if absent or bad).
+func RecordVersion(r *kgo.Record) uint64 {
 	for _, h := range r.Headers {
 		if h.Key == codec.VersionHeader {
 			v, _ := codec.ParseVersion(h.Value)

@@ -60,7 +60,7 @@ func FreeRules(plan string) bool { return !paid[plan] }
 // Store is what the deactivator reads and writes; *accountdb.DB
 // implements it.
 type Store interface {
-	watch.WebhookStore
+	watch.Store
 	PutStrikes(ctx context.Context, rows []accountdb.Strike) error
 	CountStrikes(ctx context.Context, webhookID, kind string) (int, error)
 }

@@ -21,14 +21,6 @@ import (
 	"github.com/moraine-data/moraine/schemas/topics"
 )
 
-// Config is quick enough for tests: reconcile every 200 ms, grace 300 ms.
-func Config() watch.Config {
-	return watch.Config{
-		ProduceTimeout: 3 * time.Second, ReconcileInterval: 200 * time.Millisecond,
-		FullReconcileInterval: 2 * time.Second, Lookback: time.Minute, Grace: 300 * time.Millisecond,
-	}
-}
-
 // Entry is the last record of one address-watch key.
 type Entry struct {
 	Version uint64

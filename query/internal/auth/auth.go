@@ -107,13 +107,8 @@ func New(cfg Config, d Deps) (*Authenticator, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	switch {
-	case d.Logger == nil:
-		return nil, errors.New("auth: Deps.Logger is required")
-	case d.Registerer == nil:
-		return nil, errors.New("auth: Deps.Registerer is required")
-	case d.Store == nil:
-		return nil, errors.New("auth: Deps.Store is required")
+	if d.Logger == nil || d.Registerer == nil || d.Store == nil {
+		return nil, errors.New("auth: Deps.Logger, Registerer and Store are required")
 	}
 	if d.Now == nil {
 		d.Now = time.Now

@@ -37,6 +37,7 @@ import (
 	"github.com/moraine-data/moraine/query/internal/auth"
 	"github.com/moraine-data/moraine/query/internal/plan"
 	"github.com/moraine-data/moraine/query/internal/ratelimit"
+	"github.com/moraine-data/moraine/query/internal/reconcile"
 	"github.com/moraine-data/moraine/query/internal/webhookapi"
 )
 
@@ -48,7 +49,7 @@ type Config struct {
 	RateLimit ratelimit.Config
 	Plans     plan.Config
 	Webhooks  webhookapi.Config
-	Watch     watch.Config
+	Watch     reconcile.Config
 }
 
 // DefaultConfig mirrors the flag defaults.
@@ -59,7 +60,7 @@ func DefaultConfig() Config {
 		Auth:      auth.DefaultConfig(),
 		RateLimit: ratelimit.DefaultConfig(),
 		Webhooks:  webhookapi.DefaultConfig(),
-		Watch:     watch.DefaultConfig(),
+		Watch:     reconcile.DefaultConfig(),
 	}
 }
 
@@ -110,7 +111,7 @@ type Mgmt struct {
 	plans   *plan.Set
 	authn   *auth.Authenticator
 	limiter *ratelimit.Memory
-	watch   *watch.Watch
+	watch   *reconcile.Reconciler
 	mw      []gin.HandlerFunc
 }
 
@@ -119,13 +120,8 @@ func New(cfg Config, d Deps) (*Mgmt, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	switch {
-	case d.Logger == nil:
-		return nil, errors.New("mgmt: Deps.Logger is required")
-	case d.Registerer == nil:
-		return nil, errors.New("mgmt: Deps.Registerer is required")
-	case d.Chains == nil:
-		return nil, errors.New("mgmt: Deps.Chains is required")
+	if d.Logger == nil || d.Registerer == nil || d.Chains == nil {
+		return nil, errors.New("mgmt: Deps.Logger, Registerer and Chains are required")
 	}
 	plans, err := cfg.Plans.Load()
 	if err != nil {
@@ -149,7 +145,7 @@ func New(cfg Config, d Deps) (*Mgmt, error) {
 		return nil, err
 	}
 	m.mw = []gin.HandlerFunc{m.authn.Identify(), limit, auth.RejectInvalid()}
-	if m.watch, err = watch.New(cfg.Watch, watch.Deps{
+	if m.watch, err = reconcile.New(cfg.Watch, reconcile.Deps{
 		Logger: d.Logger, Registerer: d.Registerer, Kafka: cfg.Kafka, Store: m.db, Locks: m.locks,
 	}); err != nil {
 		return nil, err

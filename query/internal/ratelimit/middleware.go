@@ -86,17 +86,8 @@ func Middleware(cfg Config, d Deps) (gin.HandlerFunc, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	switch {
-	case d.Logger == nil:
-		return nil, errors.New("ratelimit: Deps.Logger is required")
-	case d.Registerer == nil:
-		return nil, errors.New("ratelimit: Deps.Registerer is required")
-	case d.Limiter == nil:
-		return nil, errors.New("ratelimit: Deps.Limiter is required")
-	case d.Plans == nil:
-		return nil, errors.New("ratelimit: Deps.Plans is required")
-	case d.Subject == nil:
-		return nil, errors.New("ratelimit: Deps.Subject is required")
+	if d.Logger == nil || d.Registerer == nil || d.Limiter == nil || d.Plans == nil || d.Subject == nil {
+		return nil, errors.New("ratelimit: Deps.Logger, Registerer, Limiter, Plans and Subject are required")
 	}
 	if d.Weight == nil {
 		d.Weight = func(c *gin.Context) int64 { return Weight(c.Request.Method, c.Request.URL.Path) }

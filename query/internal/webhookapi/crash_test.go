@@ -21,6 +21,7 @@ import (
 	"github.com/moraine-data/moraine/pkg/testenv"
 	"github.com/moraine-data/moraine/pkg/watch"
 	"github.com/moraine-data/moraine/query/internal/plan"
+	"github.com/moraine-data/moraine/query/internal/reconcile"
 	"github.com/moraine-data/moraine/query/internal/webhookapi"
 	"github.com/moraine-data/moraine/query/internal/webhookapi/webhookapitest"
 )
@@ -165,7 +166,7 @@ func runCrashCase(t *testing.T, env *webhookapitest.Env, tc crashCase) {
 	}
 
 	// Restart: a fresh reconciler on the same database and topic.
-	w, err := watch.New(webhookapitest.TestWatchConfig(), watch.Deps{
+	w, err := reconcile.New(webhookapitest.TestWatchConfig(), reconcile.Deps{
 		Logger: testenv.Logger(t), Registerer: prometheus.NewRegistry(), Kafka: env.Kafka, Store: env.DB, Locks: watch.NewLocks(),
 	})
 	require.NoError(t, err)

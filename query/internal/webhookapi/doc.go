@@ -97,10 +97,11 @@
 //
 // # Propagation and crash safety
 //
-// Every change writes ClickHouse, then produces its address-watch records
-// synchronously, then answers; see package watch for the design and the
-// argument. Hooks mark the steps; TestCrashAtEveryStep ends a child process
-// at each of them and checks the restart.
+// Every change goes through watch.Writer: it writes ClickHouse, then
+// produces its address-watch records synchronously, then the API answers;
+// see package watch for the design and the argument. Hooks mark the steps;
+// TestCrashAtEveryStep ends a child process at each of them and checks the
+// restart.
 //
 // # Metrics
 //

@@ -151,27 +151,37 @@ func pageSize(c *gin.Context, errs *[]string) int {
 
 const msgBadToken = "pageToken must be a page token returned by the previous page of this list"
 
-func (h *handlers) create(c *gin.Context) {
+// parseBody reads the request body and parses it with parse.
+func parseBody[T any](h *handlers, c *gin.Context, parse func([]byte) (T, error)) (T, error) {
 	b, err := h.body(c)
 	if err != nil {
-		apierr.Write(c, err)
-		return
+		var zero T
+		return zero, err
 	}
-	req, err := parseCreate(b, h.chains)
+	return parse(b)
+}
+
+// respond answers with v as a webhook response of status code, or with
+// err's error body.
+func respond(c *gin.Context, code int, v view, err error) {
 	if err != nil {
 		apierr.Write(c, err)
 		return
 	}
-	if err := h.svc.checkURL(c.Request.Context(), req.URL); err != nil {
+	c.JSON(code, toResponse(v))
+}
+
+func (h *handlers) create(c *gin.Context) {
+	req, err := parseBody(h, c, func(b []byte) (createRequest, error) { return parseCreate(b, h.chains) })
+	if err == nil {
+		err = h.svc.checkURL(c.Request.Context(), req.URL)
+	}
+	if err != nil {
 		apierr.Write(c, err)
 		return
 	}
 	v, err := h.svc.create(c.Request.Context(), principal(c), req)
-	if err != nil {
-		apierr.Write(c, err)
-		return
-	}
-	c.JSON(http.StatusCreated, toResponse(v))
+	respond(c, http.StatusCreated, v, err)
 }
 
 func (h *handlers) list(c *gin.Context) {
@@ -213,30 +223,17 @@ func (h *handlers) list(c *gin.Context) {
 
 func (h *handlers) get(c *gin.Context) {
 	v, err := h.svc.get(c.Request.Context(), principal(c).Account.ID, c.Param("id"))
-	if err != nil {
-		apierr.Write(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, toResponse(v))
+	respond(c, http.StatusOK, v, err)
 }
 
 func (h *handlers) update(c *gin.Context) {
-	b, err := h.body(c)
-	if err != nil {
-		apierr.Write(c, err)
-		return
-	}
-	req, err := parseUpdate(b)
+	req, err := parseBody(h, c, parseUpdate)
 	if err != nil {
 		apierr.Write(c, err)
 		return
 	}
 	v, err := h.svc.update(c.Request.Context(), principal(c), c.Param("id"), req, OpUpdate)
-	if err != nil {
-		apierr.Write(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, toResponse(v))
+	respond(c, http.StatusOK, v, err)
 }
 
 // deactivate is DELETE /v1/webhooks/{id}: a soft delete to status
@@ -244,30 +241,17 @@ func (h *handlers) update(c *gin.Context) {
 func (h *handlers) deactivate(c *gin.Context) {
 	inactive := accountdb.StatusInactive
 	v, err := h.svc.update(c.Request.Context(), principal(c), c.Param("id"), updateRequest{Status: &inactive}, OpDeactivate)
-	if err != nil {
-		apierr.Write(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, toResponse(v))
+	respond(c, http.StatusOK, v, err)
 }
 
 func (h *handlers) changeAddresses(c *gin.Context, remove bool) {
-	b, err := h.body(c)
-	if err != nil {
-		apierr.Write(c, err)
-		return
-	}
-	addrs, err := parseAddresses(b)
+	addrs, err := parseBody(h, c, parseAddresses)
 	if err != nil {
 		apierr.Write(c, err)
 		return
 	}
 	v, err := h.svc.changeAddresses(c.Request.Context(), principal(c), c.Param("id"), addrs, remove)
-	if err != nil {
-		apierr.Write(c, err)
-		return
-	}
-	c.JSON(http.StatusOK, toResponse(v))
+	respond(c, http.StatusOK, v, err)
 }
 
 func (h *handlers) addAddresses(c *gin.Context)    { h.changeAddresses(c, false) }

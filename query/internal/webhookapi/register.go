@@ -85,7 +85,7 @@ type Deps struct {
 	Registerer prometheus.Registerer
 	Store      Store
 	Publisher  Publisher
-	// Locks are shared with the reconciler (watch.Watch).
+	// Locks are shared with the reconciler (reconcile.Reconciler).
 	Locks  *watch.Locks
 	Clock  *accountdb.Clock
 	Plans  *plan.Set
@@ -109,23 +109,9 @@ func Register(rg *gin.RouterGroup, cfg Config, d Deps) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	switch {
-	case d.Logger == nil:
-		return errors.New("webhookapi: Deps.Logger is required")
-	case d.Registerer == nil:
-		return errors.New("webhookapi: Deps.Registerer is required")
-	case d.Store == nil:
-		return errors.New("webhookapi: Deps.Store is required")
-	case d.Publisher == nil:
-		return errors.New("webhookapi: Deps.Publisher is required")
-	case d.Locks == nil:
-		return errors.New("webhookapi: Deps.Locks is required")
-	case d.Clock == nil:
-		return errors.New("webhookapi: Deps.Clock is required")
-	case d.Plans == nil:
-		return errors.New("webhookapi: Deps.Plans is required")
-	case d.Chains == nil:
-		return errors.New("webhookapi: Deps.Chains is required")
+	if d.Logger == nil || d.Registerer == nil || d.Store == nil || d.Publisher == nil ||
+		d.Locks == nil || d.Clock == nil || d.Plans == nil || d.Chains == nil {
+		return errors.New("webhookapi: Deps.Logger, Registerer, Store, Publisher, Locks, Clock, Plans and Chains are required")
 	}
 	if d.Now == nil {
 		d.Now = time.Now

@@ -44,7 +44,7 @@ type Store interface {
 	Deliveries(ctx context.Context, webhookID string, after accountdb.DeliveryCursor, limit int) ([]accountdb.Delivery, error)
 }
 
-// Publisher produces address-watch records; *watch.Watch implements it.
+// Publisher produces address-watch records; *reconcile.Reconciler implements it.
 type Publisher interface {
 	Publish(ctx context.Context, recs []*kgo.Record) error
 }
@@ -65,11 +65,11 @@ const (
 	OpRotateSecret    Op = "rotate-secret"
 )
 
-// Steps of a change, in order. StepAddressesWritten only happens in a
-// create that has addresses.
+// Steps of a change, in order (watch.Step). StepAddressesWritten only
+// happens in a create that has addresses.
 const (
 	StepBeforeWrite      = Step(watch.StepBeforeWrite)
-	StepAddressesWritten = Step("addresses-written")
+	StepAddressesWritten = Step(watch.StepAddressesWritten)
 	StepWritten          = Step(watch.StepWritten)
 	StepPublished        = Step(watch.StepPublished)
 )
@@ -140,20 +140,19 @@ func forbidden(format string, args ...any) error {
 	return apierr.New(http.StatusForbidden, fmt.Sprintf(format, args...))
 }
 
-// publish produces recs after a change was written. It cannot fail the
-// request: ClickHouse already holds the change and the reconciler publishes
-// whatever this could not, so a failure is logged and the change is
-// acknowledged. It does not observe the request's cancellation.
-func (s *service) publish(ctx context.Context, op Op, id string, recs []*kgo.Record) {
-	if err := s.pub.Publish(context.WithoutCancel(ctx), recs); err != nil {
-		s.publishFailed(op, id, err)
+// changed counts a change that was written; a failed publish is logged
+// and counted but cannot fail the request: ClickHouse already holds the
+// change and the reconciler publishes whatever this could not.
+func (s *service) changed(op Op, id string, u watch.Update) {
+	if !u.Changed {
+		return
 	}
-}
-
-func (s *service) publishFailed(op Op, id string, err error) {
-	s.metrics.publishFailures.WithLabelValues(string(op)).Inc()
-	s.logger.Warn("webhook change written but not yet published; the reconciler will publish it",
-		"op", op, "webhook_id", id, "err", err)
+	if u.PublishErr != nil {
+		s.metrics.publishFailures.WithLabelValues(string(op)).Inc()
+		s.logger.Warn("webhook change written but not yet published; the reconciler will publish it",
+			"op", op, "webhook_id", id, "err", u.PublishErr)
+	}
+	s.metrics.changes.WithLabelValues(string(op)).Inc()
 }
 
 func requestHash(accountID string, r createRequest) string {
@@ -214,47 +213,21 @@ func (s *service) create(ctx context.Context, p auth.Principal, r createRequest)
 		AccountID: acc.ID, ID: id.String(), URL: r.URL, ChainID: r.Chain.EVMChainID, EventType: eventAddressActivity,
 		Name: r.Name, Description: r.Description, EventSignatures: r.EventSignatures,
 		IncludeInternalTxs: r.IncludeInternalTxs, IncludeLogs: r.IncludeLogs, Status: accountdb.StatusActive,
-		CreatedAt: uint64(now.UnixMilli()), RequestHash: hash, Version: s.clock.Next(0),
+		CreatedAt: uint64(now.UnixMilli()), RequestHash: hash,
 	}
 	if w.EventSignatures == nil {
 		w.EventSignatures = []string{}
 	}
 	rows := make([]accountdb.Address, len(r.Addresses))
 	for i, a := range r.Addresses {
-		rows[i] = accountdb.Address{WebhookID: w.ID, Address: strings.ToLower(a), Given: a, Version: w.Version}
+		rows[i] = accountdb.Address{WebhookID: w.ID, Address: strings.ToLower(a), Given: a}
 	}
-	unlockW := s.locks.Webhook(w.ID)
-	defer unlockW()
-	s.hooks.step(OpCreate, StepBeforeWrite)
-	// Addresses first, the webhook row last: the webhook row is the commit
-	// point. Addresses of a webhook row that was never written are never
-	// shown or published.
-	if len(rows) > 0 {
-		if err := s.store.PutAddresses(ctx, rows); err != nil {
-			return view{}, storeErr(err, "")
-		}
-		s.hooks.step(OpCreate, StepAddressesWritten)
-	}
-	if err := s.store.PutWebhook(ctx, w); err != nil {
-		// The insert may still have happened (an ambiguous failure): a
-		// retry of this request finds it through the request hash.
+	u, err := s.writer(OpCreate).CreateWebhook(ctx, w, rows)
+	if err != nil {
 		return view{}, storeErr(err, "")
 	}
-	s.hooks.step(OpCreate, StepWritten)
-	// From here on nothing may fail the request: the webhook exists.
-	recs := make([]*kgo.Record, 0, len(rows)+1)
-	if rec, err := watch.WebhookRecord(w); err == nil {
-		recs = append(recs, rec)
-	}
-	for _, a := range rows {
-		if rec, err := watch.AddressRecord(a, w.ChainID); err == nil {
-			recs = append(recs, rec)
-		}
-	}
-	s.publish(ctx, OpCreate, w.ID, recs)
-	s.hooks.step(OpCreate, StepPublished)
-	s.metrics.changes.WithLabelValues(string(OpCreate)).Inc()
-	return view{w: w, addresses: append([]string{}, r.Addresses...)}, nil
+	s.changed(OpCreate, w.ID, u)
+	return view{w: u.After, addresses: append([]string{}, r.Addresses...)}, nil
 }
 
 // requestOf is the create request that would make v as it is now.
@@ -380,24 +353,25 @@ func (s *service) update(ctx context.Context, p auth.Principal, id string, r upd
 		}
 		return nil
 	})
-	var apiErr *apierr.Error
-	switch {
-	case errors.As(err, &apiErr):
+	if err := s.writerErr(err); err != nil {
 		return view{}, err
-	case err != nil:
-		return view{}, storeErr(err, msgWebhookNotFound)
 	}
-	if !u.Changed {
-		return view{w: u.After, addresses: addresses}, nil
-	}
-	if u.PublishErr != nil {
-		s.publishFailed(op, id, u.PublishErr)
-	}
-	s.metrics.changes.WithLabelValues(string(op)).Inc()
+	s.changed(op, id, u)
 	return view{w: u.After, addresses: addresses}, nil
 }
 
-// writer is the shared webhook-change path, with the crash-test hooks of op.
+// writerErr maps an error of a webhook's Writer change: the API errors of
+// the caller's own checks as they are, store errors as storeErr.
+func (s *service) writerErr(err error) error {
+	var apiErr *apierr.Error
+	switch {
+	case err == nil, errors.As(err, &apiErr):
+		return err
+	}
+	return storeErr(err, msgWebhookNotFound)
+}
+
+// writer is the shared change path, with the crash-test hooks of op.
 func (s *service) writer(op Op) watch.Writer {
 	return watch.Writer{
 		Store: s.store, Publisher: s.pub, Locks: s.locks, Clock: s.clock,
@@ -419,68 +393,59 @@ func (s *service) changeAddresses(ctx context.Context, p auth.Principal, id stri
 	if remove {
 		op = OpRemoveAddresses
 	}
-	unlock := s.locks.Webhook(id)
-	defer unlock()
-	cur, err := s.get(ctx, p.Account.ID, id)
-	if err != nil {
-		return view{}, err
-	}
-	keys := make([]string, len(given))
-	for i, a := range given {
-		keys[i] = strings.ToLower(a)
-	}
-	states, err := s.store.AddressStates(ctx, id, keys)
-	if err != nil {
-		return view{}, storeErr(err, "")
-	}
-	var floor uint64
-	for _, st := range states {
-		floor = max(floor, st.Version)
-	}
-	var rows []accountdb.Address
-	for i, k := range keys {
-		st, known := states[k]
-		watched := known && !st.Removed
-		switch {
-		case !remove && !watched:
-			rows = append(rows, accountdb.Address{WebhookID: id, Address: k, Given: given[i]})
-		case remove && watched:
-			rows = append(rows, accountdb.Address{WebhookID: id, Address: k, Given: st.Given, Removed: true})
+	var list []string
+	u, err := s.writer(op).UpdateAddresses(ctx, p.Account.ID, id, func(cur accountdb.Webhook) ([]accountdb.Address, error) {
+		addrs, err := s.store.AddressesOf(ctx, []string{id}, s.cfg.MaxAddressesInResponse)
+		if err != nil {
+			return nil, storeErr(err, "")
 		}
-	}
-	if len(rows) == 0 {
-		return cur, nil
-	}
-	if !remove {
+		list = nonNil(addrs[id])
+		keys := make([]string, len(given))
+		for i, a := range given {
+			keys[i] = strings.ToLower(a)
+		}
+		states, err := s.store.AddressStates(ctx, id, keys)
+		if err != nil {
+			return nil, storeErr(err, "")
+		}
+		// Every new row goes above the newest state of the addresses named.
+		var floor uint64
+		for _, st := range states {
+			floor = max(floor, st.Version)
+		}
+		var rows []accountdb.Address
+		for i, k := range keys {
+			st, known := states[k]
+			watched := known && !st.Removed
+			switch {
+			case !remove && !watched:
+				rows = append(rows, accountdb.Address{WebhookID: id, Address: k, Given: given[i], Version: floor})
+			case remove && watched:
+				rows = append(rows, accountdb.Address{WebhookID: id, Address: k, Given: st.Given, Removed: true, Version: floor})
+			}
+		}
+		if len(rows) == 0 || remove {
+			return rows, nil
+		}
 		pl := s.plans.MustGet(p.Account.Plan)
 		n, err := s.store.CountAddresses(ctx, id)
 		if err != nil {
-			return view{}, storeErr(err, "")
+			return nil, storeErr(err, "")
 		}
 		if n+len(rows) > pl.AddressesPerWebhook {
-			return view{}, forbidden("The %s plan allows at most %d addresses per webhook; this webhook has %d and the request adds %d",
+			return nil, forbidden("The %s plan allows at most %d addresses per webhook; this webhook has %d and the request adds %d",
 				pl.Name, pl.AddressesPerWebhook, n, len(rows))
 		}
+		return rows, nil
+	})
+	if err := s.writerErr(err); err != nil {
+		return view{}, err
 	}
-	v := s.clock.Next(max(floor, cur.w.Version))
-	for i := range rows {
-		rows[i].Version = v
+	if !u.Changed {
+		return view{w: u.After, addresses: list}, nil
 	}
-	s.hooks.step(op, StepBeforeWrite)
-	if err := s.store.PutAddresses(ctx, rows); err != nil {
-		return view{}, storeErr(err, "")
-	}
-	s.hooks.step(op, StepWritten)
-	recs := make([]*kgo.Record, 0, len(rows))
-	for _, a := range rows {
-		if rec, err := watch.AddressRecord(a, cur.w.ChainID); err == nil {
-			recs = append(recs, rec)
-		}
-	}
-	s.publish(ctx, op, id, recs)
-	s.hooks.step(op, StepPublished)
-	s.metrics.changes.WithLabelValues(string(op)).Inc()
-	return view{w: cur.w, addresses: s.applyToList(cur.addresses, rows)}, nil
+	s.changed(op, id, u)
+	return view{w: u.After, addresses: s.applyToList(list, u.Addresses)}, nil
 }
 
 // applyToList is the response's address list after rows were written: the
@@ -536,32 +501,16 @@ func (s *service) listAddresses(ctx context.Context, accountID, id, after string
 
 // rotateSecret generates a new shared secret for the account.
 func (s *service) rotateSecret(ctx context.Context, p auth.Principal) (string, error) {
-	unlock := s.locks.Account(p.Account.ID)
-	defer unlock()
-	acc, err := s.store.Account(ctx, p.Account.ID)
-	if err != nil {
-		return "", storeErr(err, "Account not found")
-	}
-	cur, err := s.store.Secret(ctx, acc.ID)
-	if err != nil && !errors.Is(err, accountdb.ErrNotFound) {
-		return "", storeErr(err, "")
-	}
 	raw := make([]byte, 32)
 	if _, err := rand.Read(raw); err != nil {
 		return "", apierr.Internal(err)
 	}
-	sec := accountdb.Secret{AccountID: acc.ID, Secret: hex.EncodeToString(raw), Version: s.clock.Next(max(cur.Version, acc.Version))}
-	s.hooks.step(OpRotateSecret, StepBeforeWrite)
-	if err := s.store.PutSecret(ctx, sec); err != nil {
-		return "", storeErr(err, "")
+	u, err := s.writer(OpRotateSecret).PutSecret(ctx, p.Account.ID, hex.EncodeToString(raw))
+	if err != nil {
+		return "", storeErr(err, "Account not found")
 	}
-	s.hooks.step(OpRotateSecret, StepWritten)
-	if rec, err := watch.AccountRecord(acc, sec); err == nil {
-		s.publish(ctx, OpRotateSecret, "", []*kgo.Record{rec})
-	}
-	s.hooks.step(OpRotateSecret, StepPublished)
-	s.metrics.changes.WithLabelValues(string(OpRotateSecret)).Inc()
-	return sec.Secret, nil
+	s.changed(OpRotateSecret, "", u)
+	return u.Secret.Secret, nil
 }
 
 func (s *service) secret(ctx context.Context, accountID string) (string, error) {

@@ -33,6 +33,7 @@ import (
 	"github.com/moraine-data/moraine/query/internal/auth"
 	"github.com/moraine-data/moraine/query/internal/plan"
 	"github.com/moraine-data/moraine/query/internal/ratelimit"
+	"github.com/moraine-data/moraine/query/internal/reconcile"
 	"github.com/moraine-data/moraine/query/internal/webhookapi"
 )
 
@@ -54,7 +55,7 @@ type Options struct {
 	Plans *plan.Set
 	Hooks webhookapi.Hooks
 	// Watch zero: fast test settings (reconcile every 200 ms, grace 300 ms).
-	Watch watch.Config
+	Watch reconcile.Config
 	// WrapPublisher injects faults between the API and Kafka.
 	WrapPublisher func(webhookapi.Publisher) webhookapi.Publisher
 	// RateLimit zero: the defaults.
@@ -80,14 +81,20 @@ type Env struct {
 	DB       *accountdb.DB
 	CH       chdb.Config
 	Kafka    kafkautil.Config
-	Watch    *watch.Watch
+	Watch    *reconcile.Reconciler
 	Admin    *admin.Admin
 	Registry *prometheus.Registry
 	Handler  http.Handler
 }
 
-// TestWatchConfig is quick enough for tests (watchtest.Config).
-func TestWatchConfig() watch.Config { return watchtest.Config() }
+// TestWatchConfig is quick enough for tests: reconcile every 200 ms,
+// grace 300 ms.
+func TestWatchConfig() reconcile.Config {
+	return reconcile.Config{
+		Config: watch.Config{ProduceTimeout: 3 * time.Second}, ReconcileInterval: 200 * time.Millisecond,
+		FullReconcileInterval: 2 * time.Second, Lookback: time.Minute, Grace: 300 * time.Millisecond,
+	}
+}
 
 // PageTokenKey is the fixed test key.
 var PageTokenKey = []byte("webhookapitest-page-token-key-0123456789")
@@ -115,7 +122,7 @@ func Start(t testing.TB, o Options) *Env {
 	if o.Plans == nil {
 		o.Plans = plan.Defaults()
 	}
-	if o.Watch == (watch.Config{}) {
+	if o.Watch == (reconcile.Config{}) {
 		o.Watch = TestWatchConfig()
 	}
 	if o.RateLimit == (ratelimit.Config{}) {
@@ -134,7 +141,7 @@ func Start(t testing.TB, o Options) *Env {
 	clock := accountdb.NewClock(nil)
 	e.Admin = &admin.Admin{DB: e.DB, Clock: clock}
 	locks := watch.NewLocks()
-	e.Watch, err = watch.New(o.Watch, watch.Deps{Logger: logger, Registerer: e.Registry, Kafka: e.Kafka, Store: e.DB, Locks: locks})
+	e.Watch, err = reconcile.New(o.Watch, reconcile.Deps{Logger: logger, Registerer: e.Registry, Kafka: e.Kafka, Store: e.DB, Locks: locks})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package watch
+package reconcile
 
 import (
 	"context"
@@ -10,12 +10,12 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/moraine-data/moraine/pkg/accountdb"
 	"github.com/moraine-data/moraine/pkg/kafkautil"
 	"github.com/moraine-data/moraine/pkg/obs"
+	"github.com/moraine-data/moraine/pkg/watch"
 	"github.com/moraine-data/moraine/schemas/topics"
 )
 
@@ -39,25 +39,25 @@ type Deps struct {
 	Kafka      kafkautil.Config
 	Store      Store
 	// Locks are shared with the request path (webhookapi).
-	Locks *Locks
+	Locks *watch.Locks
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 }
 
-// Watch publishes webhook, address and account changes to the address-watch
-// topic and reconciles the topic with ClickHouse. See the package doc.
-type Watch struct {
+// Reconciler publishes webhook, address and account changes to the
+// address-watch topic and reconciles the topic with ClickHouse. See the
+// package doc.
+type Reconciler struct {
 	cfg     Config
 	logger  *slog.Logger
 	store   Store
-	locks   *Locks
+	locks   *watch.Locks
 	now     func() time.Time
 	topic   string
 	metrics *metrics
 
-	pub      *Publisher
-	consumer *kgo.Client
-	adm      *kadm.Client
+	pub    *watch.Publisher
+	reader *kafkautil.TableReader
 
 	table *table
 	gen   uint32
@@ -67,21 +67,14 @@ type Watch struct {
 	pending map[uint64]int // versions this process failed to deliver
 }
 
-// New validates and allocates its Kafka clients; it does no I/O (the
-// clients connect lazily).
-func New(cfg Config, d Deps) (*Watch, error) {
+// New validates and allocates the producer; it does no I/O (the producer
+// connects lazily, the topic reader when Run starts).
+func New(cfg Config, d Deps) (*Reconciler, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	switch {
-	case d.Logger == nil:
-		return nil, errors.New("watch: Deps.Logger is required")
-	case d.Registerer == nil:
-		return nil, errors.New("watch: Deps.Registerer is required")
-	case d.Store == nil:
-		return nil, errors.New("watch: Deps.Store is required")
-	case d.Locks == nil:
-		return nil, errors.New("watch: Deps.Locks is required")
+	if d.Logger == nil || d.Registerer == nil || d.Store == nil || d.Locks == nil {
+		return nil, errors.New("reconcile: Deps.Logger, Registerer, Store and Locks are required")
 	}
 	if err := d.Kafka.Validate(); err != nil {
 		return nil, err
@@ -90,43 +83,30 @@ func New(cfg Config, d Deps) (*Watch, error) {
 		d.Now = time.Now
 	}
 	logger := d.Logger.With("component", "watch")
-	w := &Watch{
+	w := &Reconciler{
 		cfg: cfg, logger: logger, store: d.Store, locks: d.Locks, now: d.Now,
 		topic: d.Kafka.Topic(topics.AddressWatch), metrics: newMetrics(d.Registerer),
 		table: newTable(), pending: map[uint64]int{},
 	}
 	var err error
-	w.pub, err = NewPublisher(cfg, PublisherDeps{
+	w.pub, err = watch.NewPublisher(cfg.Config, watch.PublisherDeps{
 		Logger: d.Logger, Registerer: d.Registerer, Kafka: d.Kafka, Subsystem: "query", ClientID: "moraine-query-watch",
+		OnFail: w.markPending,
 	})
 	if err != nil {
 		return nil, err
 	}
-	w.pub.onFail = w.markPending
-	w.consumer, err = kgo.NewClient(append(d.Kafka.BaseOpts(logger, "moraine-query-watch-reconciler"),
-		kgo.ConsumeTopics(w.topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.FetchMaxWait(200*time.Millisecond),
-		kgo.FetchMaxPartitionBytes(32<<20),
-	)...)
-	if err != nil {
-		w.pub.Close()
-		return nil, fmt.Errorf("watch: consumer: %w", err)
-	}
-	w.adm = kadm.NewClient(w.consumer)
+	w.reader = kafkautil.NewTableReader(d.Kafka, w.topic, w.apply, logger)
 	return w, nil
 }
 
-// Close releases the Kafka clients (Run does it when it returns).
-func (w *Watch) Close() {
-	w.pub.Close()
-	w.consumer.Close()
-}
+// Close releases the producer (Run does it when it returns).
+func (w *Reconciler) Close() { w.pub.Close() }
 
 // Ready reports whether the first full reconciliation has finished.
-func (w *Watch) Ready(context.Context) error {
+func (w *Reconciler) Ready(context.Context) error {
 	if !w.ready.Load() {
-		return errors.New("watch: first reconciliation of the address-watch topic not finished")
+		return errors.New("reconcile: first reconciliation of the address-watch topic not finished")
 	}
 	return nil
 }
@@ -136,11 +116,11 @@ func (w *Watch) Ready(context.Context) error {
 // versions are remembered so the next incremental reconciliation looks back
 // far enough to publish them; the caller acknowledges its request anyway,
 // since ClickHouse already holds the change.
-func (w *Watch) Publish(ctx context.Context, recs []*kgo.Record) error {
+func (w *Reconciler) Publish(ctx context.Context, recs []*kgo.Record) error {
 	return w.pub.Publish(ctx, recs)
 }
 
-func (w *Watch) markPending(v uint64) {
+func (w *Reconciler) markPending(v uint64) {
 	if v == 0 {
 		return
 	}
@@ -151,7 +131,7 @@ func (w *Watch) markPending(v uint64) {
 	w.metrics.pending.Set(float64(n))
 }
 
-func (w *Watch) oldestPending() (uint64, bool) {
+func (w *Reconciler) oldestPending() (uint64, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var lo uint64
@@ -165,7 +145,7 @@ func (w *Watch) oldestPending() (uint64, bool) {
 }
 
 // settle forgets failed versions below v, which a successful pass covered.
-func (w *Watch) settle(below uint64) {
+func (w *Reconciler) settle(below uint64) {
 	w.mu.Lock()
 	for v := range w.pending {
 		if v < below {
@@ -177,21 +157,25 @@ func (w *Watch) settle(below uint64) {
 	w.metrics.pending.Set(float64(n))
 }
 
-// Run tails the topic, reconciles it with ClickHouse at once (retrying
-// until it succeeds; Ready turns true), then incrementally every
+// Run reads the topic into the table and keeps tailing it, reconciles the
+// topic with ClickHouse once the table holds what the topic held at start
+// (retrying until it succeeds; Ready turns true), then incrementally every
 // ReconcileInterval and fully every FullReconcileInterval, until ctx ends.
-// It closes the Kafka clients when it returns.
-func (w *Watch) Run(ctx context.Context) error {
+// It closes the producer when it returns.
+func (w *Reconciler) Run(ctx context.Context) error {
 	defer w.Close()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	tailDone := make(chan struct{})
+	readDone := make(chan struct{})
 	go func() {
-		defer close(tailDone)
-		w.tail(ctx)
+		defer close(readDone)
+		w.read(ctx)
 	}()
-	defer func() { cancel(); <-tailDone }()
+	defer func() { cancel(); <-readDone }()
 
+	if err := w.reader.WaitReady(ctx); err != nil {
+		return nil
+	}
 	for attempt := 0; ; attempt++ {
 		err := w.Reconcile(ctx, true)
 		if err == nil {
@@ -239,53 +223,44 @@ func (w *Watch) Run(ctx context.Context) error {
 	}
 }
 
-// tail reads the topic from the start into the table until ctx ends.
-func (w *Watch) tail(ctx context.Context) {
-	for {
-		fs := w.consumer.PollFetches(ctx)
+// read runs the table reader until ctx ends. The reader fails only before
+// it has applied anything (Kafka not answering at start), so it is run
+// again: the query service keeps serving while Kafka is away, and Ready
+// stays false.
+func (w *Reconciler) read(ctx context.Context) {
+	for attempt := 0; ; attempt++ {
+		err := w.reader.Run(ctx)
 		if ctx.Err() != nil {
 			return
 		}
-		fs.EachError(func(t string, p int32, err error) {
-			w.logger.Warn("address-watch fetch failed", "topic", t, "partition", p, "err", err)
-		})
-		fs.EachPartition(func(p kgo.FetchTopicPartition) {
-			for _, r := range p.Records {
-				w.table.apply(string(r.Key), topicEntry{
-					version: recordVersion(r), offset: r.Offset, partition: r.Partition, live: r.Value != nil,
-				})
-			}
-		})
-		w.metrics.topicKeys.Set(float64(w.table.size()))
+		if attempt == 0 || attempt%10 == 0 {
+			w.logger.Warn("reading the address-watch topic failed, retrying", "topic", w.topic, "err", err)
+		}
+		if !obs.Sleep(ctx, obs.Backoff(attempt, 500*time.Millisecond, 10*time.Second)) {
+			return
+		}
 	}
 }
 
-// catchUp returns the topic's end offsets and waits until the table has
-// read up to them. (Compaction never removes a partition's last record, so
-// the last offset below the end is always read.)
-func (w *Watch) catchUp(ctx context.Context) (map[int32]int64, error) {
-	lctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	offs, err := w.adm.ListEndOffsets(lctx, w.topic)
-	cancel()
+// apply records the last record of a key (the reader's callback).
+func (w *Reconciler) apply(r *kgo.Record) {
+	n := w.table.apply(string(r.Key), topicEntry{
+		version: watch.RecordVersion(r), offset: r.Offset, partition: r.Partition, live: r.Value != nil,
+	})
+	w.metrics.topicKeys.Set(float64(n))
+}
+
+// catchUp returns the topic's end offsets and waits (at most 30 s) until
+// the table has read up to them.
+func (w *Reconciler) catchUp(ctx context.Context) (map[int32]int64, error) {
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	ends, err := w.reader.CatchUpOffsets(cctx)
 	if err != nil {
-		return nil, fmt.Errorf("watch: end offsets of %s: %w", w.topic, err)
+		return nil, fmt.Errorf("reconcile: reading %s up to its end: %w", w.topic, err)
 	}
-	if err := offs.Error(); err != nil {
-		return nil, fmt.Errorf("watch: end offsets of %s: %w", w.topic, err)
-	}
-	ends := map[int32]int64{}
-	offs.Each(func(o kadm.ListedOffset) { ends[o.Partition] = o.Offset })
 	if len(ends) == 0 {
-		return nil, fmt.Errorf("watch: topic %s has no partitions (not created?)", w.topic)
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for !w.table.caughtUp(ends) {
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("watch: reading %s did not reach the end offsets in 30 s", w.topic)
-		}
-		if !obs.Sleep(ctx, 5*time.Millisecond) {
-			return nil, ctx.Err()
-		}
+		return nil, fmt.Errorf("reconcile: topic %s has no partitions (not created?)", w.topic)
 	}
 	return ends, nil
 }

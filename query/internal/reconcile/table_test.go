@@ -1,4 +1,4 @@
-package watch
+package reconcile
 
 import (
 	"testing"
@@ -25,13 +25,11 @@ func TestCompactKeysRoundTrip(t *testing.T) {
 		require.False(t, ok, key)
 	}
 	tb := newTable()
-	tb.apply("not-a-uuid", topicEntry{version: 3, offset: 7, partition: 1, live: true})
-	tb.apply(codec.WatchWebhookKey(id), topicEntry{version: 4, offset: 2, partition: 0, live: true})
+	require.Equal(t, 1, tb.apply("not-a-uuid", topicEntry{version: 3, offset: 7, partition: 1, live: true}))
+	require.Equal(t, 2, tb.apply(codec.WatchWebhookKey(id), topicEntry{version: 4, offset: 2, partition: 0, live: true}))
 	e, ok := tb.get("not-a-uuid", 9)
 	require.True(t, ok)
 	require.Equal(t, uint64(3), e.version)
-	require.True(t, tb.caughtUp(map[int32]int64{0: 3, 1: 8}))
-	require.False(t, tb.caughtUp(map[int32]int64{0: 4}))
 	var unseen []string
 	tb.unseen(9, func(key string, _ topicEntry) { unseen = append(unseen, key) })
 	require.Equal(t, []string{codec.WatchWebhookKey(id)}, unseen)

@@ -1,4 +1,4 @@
-package watch
+package reconcile
 
 import (
 	"encoding/hex"
@@ -74,20 +74,20 @@ func (k compactKey) String() string {
 	}
 }
 
-// table is the topic's current state as read by the reconciler's consumer.
+// table is the topic's current state as read by the reconciler's
+// kafkautil.TableReader.
 type table struct {
 	mu      sync.Mutex
 	compact map[compactKey]topicEntry
 	other   map[string]topicEntry
-	// next is the offset after the last record read, per partition.
-	next map[int32]int64
 }
 
 func newTable() *table {
-	return &table{compact: map[compactKey]topicEntry{}, other: map[string]topicEntry{}, next: map[int32]int64{}}
+	return &table{compact: map[compactKey]topicEntry{}, other: map[string]topicEntry{}}
 }
 
-func (t *table) apply(key string, e topicEntry) {
+// apply records e as key's last record and returns the number of keys.
+func (t *table) apply(key string, e topicEntry) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if k, ok := pack(key); ok {
@@ -101,9 +101,7 @@ func (t *table) apply(key string, e topicEntry) {
 		}
 		t.other[key] = e
 	}
-	if e.offset+1 > t.next[e.partition] {
-		t.next[e.partition] = e.offset + 1
-	}
+	return len(t.compact) + len(t.other)
 }
 
 // get returns the entry of key and marks it as seen by pass gen (0: no mark).
@@ -124,18 +122,6 @@ func (t *table) get(key string, gen uint32) (topicEntry, bool) {
 		t.other[key] = e
 	}
 	return e, ok
-}
-
-// caughtUp reports whether every partition was read up to ends.
-func (t *table) caughtUp(ends map[int32]int64) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	for p, end := range ends {
-		if t.next[p] < end {
-			return false
-		}
-	}
-	return true
 }
 
 // unseen calls fn for every live key not marked by pass gen.

@@ -1,4 +1,4 @@
-package watch
+package reconcile
 
 import (
 	"context"
@@ -9,12 +9,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/moraine-data/moraine/pkg/accountdb"
+	"github.com/moraine-data/moraine/pkg/watch"
 	"github.com/moraine-data/moraine/schemas/codec"
 )
 
 // pass is one reconciliation: what differs between ClickHouse and the topic.
 type pass struct {
-	w      *Watch
+	w      *Reconciler
 	ends   map[int32]int64
 	cutoff uint64
 	gen    uint32
@@ -56,7 +57,7 @@ func (p *pass) needs(key string, live bool, version uint64) bool {
 // incremental pass checks every webhook and account and the addresses
 // changed within Lookback (or since the oldest change this process failed
 // to publish).
-func (w *Watch) Reconcile(ctx context.Context, full bool) (err error) {
+func (w *Reconciler) Reconcile(ctx context.Context, full bool) (err error) {
 	start := w.now()
 	mode := "incremental"
 	if full {
@@ -98,7 +99,7 @@ func (w *Watch) Reconcile(ctx context.Context, full bool) (err error) {
 		secretOf[s.AccountID] = s
 	}
 	for _, a := range accounts {
-		if p.needs(codec.WatchAccountKey(a.ID), true, AccountVersion(a, secretOf[a.ID])) {
+		if p.needs(codec.WatchAccountKey(a.ID), true, watch.AccountVersion(a, secretOf[a.ID])) {
 			p.accounts = append(p.accounts, a.ID)
 		}
 	}
@@ -192,7 +193,7 @@ func (p *pass) fixAccount(ctx context.Context, id string) error {
 	if err != nil && !errors.Is(err, accountdb.ErrNotFound) {
 		return err
 	}
-	rec, err := AccountRecord(a, s)
+	rec, err := watch.AccountRecord(a, s)
 	if err != nil {
 		return err
 	}
@@ -206,7 +207,7 @@ func (p *pass) fixWebhook(ctx context.Context, wh accountdb.Webhook) error {
 	if err != nil {
 		return err
 	}
-	rec, err := WebhookRecord(cur)
+	rec, err := watch.WebhookRecord(cur)
 	if err != nil {
 		// A row the API could not have written (bad chain id or
 		// signature): report it, do not stop reconciling the others.
@@ -223,7 +224,7 @@ func (p *pass) fixAddresses(ctx context.Context, wh accountdb.Webhook, known boo
 	if !known {
 		for _, a := range rows {
 			a.Removed = true
-			rec, err := AddressRecord(a, "")
+			rec, err := watch.AddressRecord(a, "")
 			if err != nil {
 				return err
 			}
@@ -244,7 +245,7 @@ func (p *pass) fixAddresses(ctx context.Context, wh accountdb.Webhook, known boo
 		if !ok {
 			continue
 		}
-		rec, err := AddressRecord(st, wh.ChainID)
+		rec, err := watch.AddressRecord(st, wh.ChainID)
 		if err != nil {
 			p.w.logger.Error("address row cannot be published", "webhook_id", wh.ID, "err", err)
 			continue
@@ -275,7 +276,7 @@ func (p *pass) tombstonePhantoms(ctx context.Context) error {
 		if e.offset >= p.ends[e.partition] {
 			return
 		}
-		recs = append(recs, newRecord(key, nil, e.version))
+		recs = append(recs, watch.Tombstone(key, e.version))
 	})
 	if len(recs) > 100 && len(recs) > live/2 {
 		p.w.metrics.phantomsRefused.Inc()
@@ -286,7 +287,7 @@ func (p *pass) tombstonePhantoms(ctx context.Context) error {
 	for len(recs) > 0 {
 		n := min(len(recs), 2000)
 		if err := p.publish(ctx, "phantom", recs[:n]); err != nil {
-			return fmt.Errorf("watch: tombstone keys missing from clickhouse: %w", err)
+			return fmt.Errorf("reconcile: tombstone keys missing from clickhouse: %w", err)
 		}
 		recs = recs[n:]
 	}
