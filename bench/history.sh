@@ -50,7 +50,7 @@ JSON
 # Rate limits are off (the keyless budget would refuse this load by design); the topic prefix keeps this
 # instance's webhook reconciler away from the development deployment's topics.
 bin/query --chains.file "$TMP/chains.json" --clickhouse.database "$DB" --http.listen-address 127.0.0.1:18081 \
-    --admin.listen-address 127.0.0.1:18104 --api.page-token-secret "bench-secret-bench-secret-bench-secret" \
+    --ops.listen-address 127.0.0.1:18104 --api.page-token-secret "bench-secret-bench-secret-bench-secret" \
     --kafka.topic-prefix bench. --ratelimit.enabled=false --log.level warn >"$TMP/query.log" 2>&1 &
 QUERY_PID=$!
 for _ in $(seq 1 120); do curl -fsS -m 1 127.0.0.1:18104/readyz >/dev/null 2>&1 && break; sleep 0.5; done
