@@ -6,7 +6,8 @@
 #      end (replay source -> ingest -> Kafka -> processor -> ClickHouse), blocks/s, tx/s, stage shares;
 #   3. webhooks: latency, sustained deliveries, the address join;
 #   4. Go micro-benchmarks of the hot paths (codec).
-# Results go to bench/results.md and into README.md between the bench markers.
+# Results go to bench/results.md; a summary against the goals goes into README.md between the bench markers
+# (bench/readme.py).
 # Needs the local stack (make bench starts it) and ./bin (make bench builds it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -179,18 +180,5 @@ micro=$( (cd schemas && go test -run '^$' -bench . -benchmem ./codec) | grep -E 
     fi
 } >"$OUT"
 
-# README: replace what stands between the markers.
-python3 - "$OUT" <<'PY'
-import re, sys
-res = open(sys.argv[1]).read().split("\n", 2)[2].replace("\n## ", "\n### ")
-# The long runs' sections have their own places in the README (bench/longrun.sh).
-res = re.sub(r"<!-- (backfill|soak):start -->.*?<!-- \1:end -->", "", res, flags=re.S)
-readme = open("README.md").read()
-block = "<!-- bench:start -->\n" + res.strip() + "\n<!-- bench:end -->"
-if "<!-- bench:start -->" in readme:
-    readme = re.sub(r"<!-- bench:start -->.*<!-- bench:end -->", lambda m: block, readme, flags=re.S)
-else:
-    readme += "\n## Benchmarks\n\n" + block + "\n"
-open("README.md", "w").write(readme)
-PY
-echo "bench: wrote $OUT and the README's benchmark section"
+python3 bench/readme.py bench
+echo "bench: wrote $OUT and the README's benchmark summary"
