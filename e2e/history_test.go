@@ -18,8 +18,9 @@ import (
 // The transaction-history routes checked against what the golden warehouse
 // tables imply: the lists are computed here from TRANSACTIONS, RECEIPTS,
 // LOGS, INTERNAL_TRANSACTIONS and BLOCKS alone (with this file's own decoding
-// of transfer logs), following the decisions of query/README.md, and the API
-// must serve exactly them, field by field, page by page.
+// of transfer logs), following the decisions of query/README.md ("Decisions
+// for the transaction-history routes"), and the API must serve exactly them,
+// field by field, page by page.
 
 // hTx is one golden transaction with what the lists need.
 type hTx struct {
@@ -71,7 +72,7 @@ type hRow struct {
 	creation *hCreation
 }
 
-// Roles, as query/README.md defines them.
+// Roles, as schemas/clickhouse/addressindex.go defines them.
 const (
 	roleSender = 1 << iota
 	roleRecipient
@@ -439,7 +440,7 @@ type contractAnswer struct {
 	supports721, supports1155 bool
 }
 
-// ercType is the contract's type by the rules of query/README.md.
+// ercType is the contract's type by the rules of query/README.md (pkg/tokenmeta).
 func (a contractAnswer) ercType() string {
 	switch {
 	case a.supports721:
