@@ -120,10 +120,11 @@ STATICCHECK_VERSION ?= v0.8.2
 STATICCHECK         := go run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) -tags cluster
 
 .PHONY: lint
-lint: ## gofmt check, go vet and staticcheck (staticcheck.conf) of every module.
+lint: ## gofmt check, go vet and staticcheck (staticcheck.conf) of every module; every service flag in its README.
 	@fail=0; out=$$(gofmt -l $(MODULE_DIRS)); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; fail=1; fi; \
 	for m in $(MODULE_DIRS); do (cd $$m && go vet ./...) || fail=1; done; \
 	$(STATICCHECK) $(addprefix ./,$(addsuffix /...,$(MODULE_DIRS))) || fail=1; \
+	bash deploy/docs-flags.sh || fail=1; \
 	exit $$fail
 
 .PHONY: fmt
