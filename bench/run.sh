@@ -7,7 +7,8 @@
 #   3. webhooks: latency, sustained deliveries, the address join;
 #   4. the transaction-history routes on 50,000,000 synthetic transactions (bench/history.sh);
 #   5. Go micro-benchmarks of the hot paths (codec).
-# Results go to bench/results.md and into README.md between the bench markers.
+# Results go to bench/results.md; a summary against the goals goes into README.md between the bench markers
+# (bench/readme.py).
 # Needs the local stack (make bench starts it) and ./bin (make bench builds it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -90,7 +91,7 @@ pipeline=$(grep -E '^stage' "$TMP/pipeline.txt" || true)
 bench_median() { awk -v unit="$1" -v want="$2" '/^stage variant:/ { variant = $NF }
     /^stage result:/ && variant == want { for (i = 1; i < NF; i++) if ($(i+1) == unit || $(i+1) == unit ",") print $i }' "$TMP/pipeline.txt" |
     sort -n | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'; }
-pipeline_median="median over $PIPELINE_RUNS alternating runs: with the transaction-history tables $(bench_median tx/s on) tx/s, $(bench_median blocks/s on) blocks/s; without them $(bench_median tx/s off) tx/s, $(bench_median blocks/s off) blocks/s (each run below)"
+pipeline_median="median of $PIPELINE_RUNS alternating runs: with the transaction-history tables $(bench_median tx/s on) tx/s, $(bench_median blocks/s on) blocks/s; without them $(bench_median tx/s off) tx/s, $(bench_median blocks/s off) blocks/s (each run below)"
 
 # 3. Webhooks: latency from the node to the receiver, sustained deliveries, the address join.
 echo "bench: webhook latency (development chain -> signed POST)..."
@@ -187,18 +188,5 @@ micro=$( (cd schemas && go test -run '^$' -bench . -benchmem ./codec) | grep -E 
     fi
 } >"$OUT"
 
-# README: replace what stands between the markers.
-python3 - "$OUT" <<'PY'
-import re, sys
-res = open(sys.argv[1]).read().split("\n", 2)[2].replace("\n## ", "\n### ")
-# The long runs' sections have their own places in the README (bench/longrun.sh).
-res = re.sub(r"<!-- (backfill|soak):start -->.*?<!-- \1:end -->", "", res, flags=re.S)
-readme = open("README.md").read()
-block = "<!-- bench:start -->\n" + res.strip() + "\n<!-- bench:end -->"
-if "<!-- bench:start -->" in readme:
-    readme = re.sub(r"<!-- bench:start -->.*<!-- bench:end -->", lambda m: block, readme, flags=re.S)
-else:
-    readme += "\n## Benchmarks\n\n" + block + "\n"
-open("README.md", "w").write(readme)
-PY
-echo "bench: wrote $OUT and the README's benchmark section"
+python3 bench/readme.py bench
+echo "bench: wrote $OUT and the README's benchmark summary"

@@ -342,14 +342,14 @@ func orZeroAddr(a string) string { return cmp.Or(a, zeroAddress) }
 
 // checkNative compares a NativeTransaction with the golden transaction.
 func checkNative(m *mismatches, k string, got any, x *hTx, chainID uint64) {
-	method, hash := "CONTRACT_CALL", x.input
+	var method, hash string
 	switch {
 	case x.to == "":
 		method, hash = "CONTRACT_CREATION", ""
 	case len(x.input) < len("0x12345678"): // no 4-byte selector
 		method, hash = "NATIVE_TRANSFER", ""
 	default:
-		hash = x.input[:min(len(x.input), 10)]
+		method, hash = "CONTRACT_CALL", x.input[:min(len(x.input), 10)]
 	}
 	for f, want := range map[string]string{
 		"blockNumber": strconv.FormatUint(x.block, 10), "blockTimestamp": strconv.FormatUint(x.timestamp, 10),

@@ -86,8 +86,6 @@ func getJSON(t testing.TB, url string, into any) int {
 	return resp.StatusCode
 }
 
-func hex0x(b string) string { return "0x" + hex.EncodeToString([]byte(b)) }
-
 // TestRealDataCChain replays C-Chain blocks 1..100 through the whole path
 // and compares ClickHouse and the API with the golden tables and the RPC.
 func TestRealDataCChain(t *testing.T) { testRealData(t, cchain) }

@@ -243,11 +243,19 @@ func (c *Corpus) Close() error {
 // Meta describes the corpus.
 func (c *Corpus) Meta() CorpusMeta { return c.meta }
 
-// Len, TxCount, First, Last and ChainID implement Source.
-func (c *Corpus) Len() int        { return int(c.meta.Blocks) }
-func (c *Corpus) TxCount() int    { return int(c.meta.Transactions) }
-func (c *Corpus) First() uint64   { return c.meta.First }
-func (c *Corpus) Last() uint64    { return c.meta.Last }
+// Len is the number of blocks (Source).
+func (c *Corpus) Len() int { return int(c.meta.Blocks) }
+
+// TxCount is the number of transactions (Source).
+func (c *Corpus) TxCount() int { return int(c.meta.Transactions) }
+
+// First is the lowest block number (Source).
+func (c *Corpus) First() uint64 { return c.meta.First }
+
+// Last is the highest block number (Source).
+func (c *Corpus) Last() uint64 { return c.meta.Last }
+
+// ChainID is the corpus chain's EVM chain id (Source).
 func (c *Corpus) ChainID() uint64 { return c.meta.ChainID }
 
 func (c *Corpus) number(i int) uint64 { return c.meta.First + uint64(i) }

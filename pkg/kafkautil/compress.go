@@ -16,14 +16,13 @@ import (
 //     the checksum is an xxHash32 over every uncompressed byte, computed by
 //     the producer and again by every consumer, although the record batch's
 //     CRC-32C, which the broker and franz-go's consumers check, already
-//     covers the batch. It was about 2% of ingest's CPU samples and 3% of
-//     the processor's (two consumers) in make bench's pipeline run.
+//     covers the batch, so the hash is work that protects nothing more.
 //   - The output buffer is grown once, to the size the last batch's
 //     compression ratio predicts (with a quarter to spare), before writing.
 //     franz-go pools it, but the pool is emptied at garbage collections, so
-//     on a busy producer it was regrown by doubling for most batches; and
-//     growing it to the worst-case bound instead zeroed ten times the
-//     memory the output needs (3% of ingest's samples).
+//     on a busy producer it would be regrown by doubling for most batches;
+//     and growing it to the worst-case bound instead zeroes about ten
+//     times the memory the output needs.
 type lz4Compressor struct {
 	writers sync.Pool // *lz4.Writer
 	// ratio is the last batch's uncompressed/compressed size, in 1/16ths.

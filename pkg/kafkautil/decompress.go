@@ -23,10 +23,9 @@ const maxDecompressedBatch = 1 << 30
 //
 // Why: franz-go streams lz4 into a pooled bytes.Buffer and then clones the
 // result, since records alias it. The pool is emptied at every garbage
-// collection, so on a busy consumer the buffer was regrown by doubling for
-// most batches: growing and cloning were about a tenth of the processor's
-// CPU samples in make bench's pipeline run. Here a batch costs one
-// allocation, plus a rare regrowth when it compresses better than the last.
+// collection, so on a busy consumer the buffer is regrown by doubling for
+// most batches, then copied. Here a batch costs one allocation, plus a rare
+// regrowth when it compresses better than the last.
 type lz4Decompressor struct {
 	fallback kgo.Decompressor
 	max      int

@@ -36,8 +36,8 @@ func EncodeChainEvent(e *record.ChainEvent) ([]byte, error) {
 
 // DecodeChainEvent decodes a blocks-topic value. The event aliases b: its
 // bytes and strings point into b instead of being copied (every hash,
-// address, input and output of a block; decoding the Gunzilla recording
-// takes half the time and a fifth of the allocations). So b must not change
+// address, input and output of a block, most of what a block allocates
+// when copied). So b must not change
 // while the event is in use, and keeping the event keeps b: copy what is
 // kept longer than the record, as the processor's sink and matcher (which
 // hold events for one batch) need not.

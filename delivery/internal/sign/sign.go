@@ -73,7 +73,7 @@ func ParseEncoding(s string) (Encoding, error) {
 	return "", fmt.Errorf("sign: key encoding %q: want hex or utf8", s)
 }
 
-// ErrNoSecret: the account has no shared secret.
+// ErrNoSecret is returned when the account has no shared secret.
 var ErrNoSecret = errors.New("sign: no shared secret")
 
 // Key returns the HMAC key of secret under enc. A secret that is not

@@ -3,21 +3,10 @@
 // with the ops server beside them. cmd/ingest only parses flags, calls New
 // and Run, so tests run the whole service in-process.
 //
-// # Flags (each also read from MORAINE_<NAME>, "." and "-" as "_")
+// # Flags
 //
-//	--chains.file             chain configuration file (deploy/chains/dev.json)
-//	--ingest.chains           comma-separated chain ids to ingest (default: all of the file)
-//	--kafka.brokers           seed brokers (127.0.0.1:9092)
-//	--kafka.topic-prefix      prefix of every topic name ("")
-//	--rpc.timeout             one JSON-RPC HTTP request (30s)
-//	--rpc.batch-blocks        blocks per JSON-RPC batch (10)
-//	--ingest.concurrency      batches in flight per chain (4)
-//	--ingest.poll-interval    eth_blockNumber polling without a subscription (1s)
-//	--ingest.ready-lag        ready within this many blocks of the head (2)
-//	--ingest.reorg-window     recent hashes kept for reorg detection (256, at least 128)
-//	--ops.listen-address      /metrics, /healthz, /readyz (127.0.0.1:9101; --admin.listen-address is its deprecated name)
-//	--shutdown.timeout        time to produce what was fetched after a stop (15s)
-//	--log.level, --log.format (info, text)
+// bin/ingest -h lists them, each also read from MORAINE_<NAME> ("." and "-"
+// as "_"); ingest/README.md describes them.
 //
 // # Guarantees
 //

@@ -437,7 +437,7 @@ type expected struct {
 	number                            uint64
 	feesSpent, gasCost, baseFee       string
 	gasUsed                           string
-	txCount, logs, frames             int
+	txCount, logs                     int
 	hasTimestampMs, hasMinDelayExcess bool
 }
 

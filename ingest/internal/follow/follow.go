@@ -392,7 +392,8 @@ func (f *Follower) pipeline(ctx context.Context, p *producer, st *state) (*state
 					s.pending[r.start] = r
 				}
 			}
-			_, _, _ = s.drain(nil)
+			// ctx is done, so accept handles no reorg on the way.
+			_, _, _ = s.drain(ctx)
 			return nil, ctx.Err() // follow waits for the producer
 		case <-p.failed:
 			stopWorkers()
@@ -475,7 +476,9 @@ func (s *sequencer) accept(ctx context.Context, b *record.Block) (*state, error)
 		case b.Number != last.Number+1:
 			return nil, fmt.Errorf("internal error: block %d after block %d in a contiguous chain", b.Number, last.Number)
 		case !bytes.Equal(b.ParentHash, last.Hash):
-			if ctx == nil {
+			if ctx.Err() != nil {
+				// A reorg needs the node; after shutdown only what was
+				// already fetched in order is produced.
 				return nil, errShuttingDown
 			}
 			return f.reorg(ctx, s.p, st, b)

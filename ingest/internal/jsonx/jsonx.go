@@ -188,8 +188,8 @@ func (r *Reader) Bytes() ([]byte, error) {
 // makes anyway: no hex digit is a backslash or a control character, so a
 // string holding one fails its decoding (an escaped quote ends the content
 // early, at a backslash). Call inputs, outputs and log data are most of a
-// block's bytes; Bytes' checks on them were a tenth of ingest's CPU
-// samples in make bench's pipeline run.
+// block's bytes, so checking them twice would be a large share of ingest's
+// work.
 func (r *Reader) HexBytes() ([]byte, error) {
 	if r.Null() {
 		return nil, nil

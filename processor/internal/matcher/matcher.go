@@ -304,9 +304,10 @@ func (m *Consumer) sessionOpts() []kgo.Opt {
 		kgo.SessionTimeout(mc.SessionTimeout),
 		kgo.HeartbeatInterval(time.Second),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		// KIP-447: a member does not read offsets a pending transaction may
-		// still commit, so a rebalance never resumes behind a batch in flight.
-		kgo.RequireStableFetchOffsets(),
+		// KIP-447 needs no option: franz-go's group consumers always require
+		// stable offsets, so a member does not read offsets a pending
+		// transaction may still commit, and a rebalance never resumes behind
+		// a batch in flight.
 		kgo.FetchMaxBytes(64<<20),
 		kgo.FetchMaxPartitionBytes(32<<20),
 		kgo.FetchMaxWait(500*time.Millisecond),

@@ -236,10 +236,10 @@ func NewWriter(conn driver.Conn, timeout time.Duration) *Writer {
 // block. The processor writes the next batch's children while this batch's
 // blocks go in.
 //
-// Splitting a large table's rows into several concurrent INSERTs was
-// measured (make bench, Gunzilla): no faster on 2 cores, and ClickHouse
-// spent a third more CPU writing the extra parts (two files per column
-// each).
+// A large table's rows go in one INSERT, not several concurrent ones:
+// every INSERT makes its own part (two files per column), so splitting
+// costs ClickHouse more writing for parallelism the CPUs already spend on
+// the other tables (bench/history.md).
 func (w *Writer) WriteChildren(ctx context.Context, b *Batch) error {
 	ctx, cancel := context.WithTimeout(ctx, w.timeout)
 	defer cancel()
@@ -410,9 +410,10 @@ const internalColumns = "chain_id, block_number, block_hash, block_timestamp, tx
 // part). Sending as it goes keeps the driver's column buffers small and
 // reused instead of grown to the size of the batch, and lets ClickHouse
 // parse one block while the next is built. The driver makes new columns for
-// every INSERT and grows them by doubling while the first block fills:
-// with 16,384 rows that growth was a fifth of the processor's CPU samples
-// in make bench's pipeline run; with 4,096 it is about 4%.
+// every INSERT and grows them by doubling while the first block fills, so
+// the first block is kept small: that growth is paid per INSERT, and a
+// larger block made it a large share of the processor's CPU
+// (bench/history.md).
 const flushRows = 4096
 
 // insertInternal is the largest insert: about 20 frames per transaction on

@@ -1,7 +1,8 @@
-// Package api is the HTTP surface of the query service: the block and chain
-// endpoints of the Avalanche Data API ("Glacier"), wire-compatible with the
-// hosted service so the official SDK (@avalanche-sdk/chainkit) works
-// unchanged (shared/spec/CONTRACT.md sections 1-3 and 6).
+// Package api is the HTTP surface of the query service: the chain, block,
+// transaction, address-history and contract endpoints of the Avalanche Data
+// API ("Glacier"), wire-compatible with the hosted service so the official
+// SDK (@avalanche-sdk/chainkit) works unchanged (shared/spec/CONTRACT.md
+// sections 1-3 and 6). The webhook routes are package webhookapi's.
 //
 // # Routes
 //
@@ -12,6 +13,10 @@
 //	GET /v1/chains/{chainId}/blocks/{blockId}/transactions ListNativeTransactionsResponse; pageSize 0..100 (0 = all, no token), pageToken     (20 CU)
 //	GET /v1/blocks                                        ListEvmBlocksResponse across chains; pageSize 1..100 (10), pageToken, network            (20 CU)
 //	GET /v1/chains/allBlocks                              deprecated twin of /v1/blocks                                                              (1 CU)
+//	GET /v1/transactions, /v1/chains/{chainId}/transactions, .../transactions/{txHash},
+//	    /v1/address/{address}/chains, /v1/chains/{chainId}/addresses/{address}[/transactions[:listNative|:listErc20|...]],
+//	    .../tokens/{address}/transfers, .../contracts/{address}/transactions:getDeployment, .../contracts/{address}/deployments
+//	                                                      the transaction-history routes (history.go; query/README.md lists each with its weight)
 //	GET /api-json                                         the OpenAPI 3.1 document of every operation the service serves: these, the webhooks API and moraine's extensions (openapigen)
 //
 // chainId is the decimal EVM chain id or the base58 blockchain id of a chain

@@ -180,9 +180,9 @@ func (s *ClickHouse) queryWith(ctx context.Context, name string, extra clickhous
 	// per-query parallelism only adds thread start-up and contention, and
 	// throughput under concurrent requests is what counts. The uncompressed
 	// cache keeps hot granules decompressed in ClickHouse's memory (reads
-	// over merge_tree_max_rows_to_use_cache rows bypass it): under 500 random
-	// block lookups/s on 10M blocks it took the page-cache misses that went to
-	// disk, and p99 with them, from 40-290 ms to 8-12 ms on this machine.
+	// over merge_tree_max_rows_to_use_cache rows bypass it), so random block
+	// lookups do not wait on the disk when the kernel has dropped the files'
+	// pages, which is what set their p99 (bench/history.md).
 	settings := clickhouse.Settings{"max_execution_time": secs, "max_threads": 1, "use_uncompressed_cache": 1}
 	for k, v := range extra {
 		settings[k] = v

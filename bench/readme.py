@@ -1,0 +1,83 @@
+"""Write the benchmark summaries into README.md between their markers.
+
+The README carries a short summary of each benchmark; the full output stays in
+bench/results.md (and bench/soak.md, bench/backfill.md), the story of how the
+figures came to be in bench/history.md.
+
+  python3 bench/readme.py bench              summary of bench/results.md (make bench)
+  python3 bench/readme.py soak|backfill FILE summary of a long run's report (bench/longrun.sh)
+"""
+import re
+import sys
+
+README = "README.md"
+
+
+def splice(name, body):
+    """Replace what stands between <!-- name:start --> and <!-- name:end -->,
+    appending the section after the bench markers (or at the end) when absent."""
+    text = open(README).read()
+    block = f"<!-- {name}:start -->\n{body.strip()}\n<!-- {name}:end -->"
+    pat = re.compile(f"<!-- {name}:start -->.*?<!-- {name}:end -->", re.S)
+    if pat.search(text):
+        text = pat.sub(lambda m: block, text)
+    elif name != "bench" and "<!-- bench:end -->" in text:
+        text = text.replace("<!-- bench:end -->", "<!-- bench:end -->\n\n" + block, 1)
+    else:
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
+    open(README, "w").write(text)
+
+
+def field(line, key):
+    m = re.search(rf"\b{key}=(\S+)", line or "")
+    return m.group(1) if m else "?"
+
+
+def bench_summary(path):
+    t = open(path).read()
+    measured = re.search(r"^Measured .*$", t, re.M)
+    median = re.search(r"^\*\*median of (.*)\*\*$", t, re.M)
+    # querybench load prints one line per path, then "all"; the list path has no "/" after "blocks".
+    newest = re.search(r"^/v1/chains/\d+/blocks\s.*$", t, re.M)
+    lookup = re.search(r"^/v1/chains/\d+/blocks/\{rand:.*$", t, re.M)
+    latency = re.search(r"^webhook latency: .*?p50 (\S+), p99 (\S+?),", t, re.M)
+    sustained = re.search(r"^delivery-sustained: .*?= (\d+) deliveries/s", t, re.M)
+
+    def q(m):
+        return f"p50 {field(m.group(0), 'p50')}, p99 {field(m.group(0), 'p99')}" if m else "not measured"
+
+    rows = [
+        ("10,000 tx/s end to end (Gunzilla replay backfill)",
+         "median of " + median.group(1).replace(" (each run below)", "") if median else "not measured"),
+        ("`GET /blocks` p99 < 20 ms at 500 req/s (10M blocks)", q(newest)),
+        ("`GET /blocks/{number}` p99 < 20 ms at 500 req/s (random over 10M blocks, warm cache)", q(lookup)),
+        ("webhook latency p50 100 ms, p99 300 ms", f"p50 {latency.group(1)}, p99 {latency.group(2)}" if latency else "not measured"),
+        ("5,000 signed deliveries/s", f"{int(sustained.group(1)):,}/s" if sustained else "not measured"),
+    ]
+    out = [(measured.group(0) if measured else "") + " Every run and stage: [`bench/results.md`](bench/results.md).", ""]
+    out += ["| Goal | Measured |", "|---|---|"]
+    out += [f"| {g} | {m} |" for g, m in rows]
+    return "\n".join(out)
+
+
+def longrun_summary(name, path):
+    t = open(path).read().strip()
+    heading = t.splitlines()[0].lstrip("#").strip()
+    measured = re.search(r"^Measured .*$", t, re.M)
+    lines = [l for l in t.splitlines() if l.startswith(f"{name} summary")]
+    out = [f"### {heading}", ""]
+    # The harness's note (MORAINE_BENCH_NOTE) says at what scale the run was made: kept.
+    note = t.split("\n\n")[1] if "\n\n" in t else ""
+    if note and not note.startswith("Measured"):
+        out += [note, ""]
+    if measured:
+        out += [measured.group(0) + f" Full report: [`{path}`]({path}).", ""]
+    out += ["```"] + lines + ["```"]
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "bench":
+        splice("bench", bench_summary("bench/results.md"))
+    else:
+        splice(sys.argv[1], longrun_summary(sys.argv[1], sys.argv[2]))
