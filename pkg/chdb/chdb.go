@@ -140,19 +140,14 @@ func Open(ctx context.Context, c Config, logger *slog.Logger) (driver.Conn, erro
 		return nil, err
 	}
 	defer boot.Close()
-	for attempt := 0; ; attempt++ {
+	wait := obs.Retry{Initial: 200 * time.Millisecond, Max: 5 * time.Second,
+		Log: logger, Msg: "clickhouse not reachable yet, retrying", Attrs: []any{"addr", c.Addr}}
+	if err := wait.Do(ctx, func() error {
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		err = boot.Ping(pctx)
-		cancel()
-		if err == nil {
-			break
-		}
-		if attempt == 0 || attempt%10 == 0 {
-			logger.Warn("clickhouse not reachable yet, retrying", "addr", c.Addr, "err", err)
-		}
-		if !obs.Sleep(ctx, obs.Backoff(attempt, 200*time.Millisecond, 5*time.Second)) {
-			return nil, fmt.Errorf("chdb: clickhouse at %s did not answer: %w", c.Addr, err)
-		}
+		defer cancel()
+		return boot.Ping(pctx)
+	}); err != nil {
+		return nil, fmt.Errorf("chdb: clickhouse at %s did not answer: %w", c.Addr, err)
 	}
 	// Every statement waits at most the DDL timeout, and a migration has a
 	// few of them.

@@ -98,13 +98,24 @@ func (r Retry) log(n int, err error) {
 	r.Log.Log(context.Background(), level, r.Msg, append([]any{"attempt", n, "err", err}, r.Attrs...)...)
 }
 
-// Permanent marks err as not worth retrying: Do returns it at once.
-func Permanent(err error) error { return &permanentError{err} }
+// Permanent marks err as not worth retrying: Do returns it at once. A nil
+// err stays nil (success).
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &permanentError{err}
+}
 
 // Expected marks err as a failure the loop waits out in normal operation
 // (a block the node announced but does not serve yet): it is logged at
-// Debug until it persists (see Retry).
-func Expected(err error) error { return &expectedError{err} }
+// Debug until it persists (see Retry). A nil err stays nil.
+func Expected(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &expectedError{err}
+}
 
 type permanentError struct{ err error }
 

@@ -192,20 +192,9 @@ func (w *Watch) Run(ctx context.Context) error {
 	}()
 	defer func() { cancel(); <-tailDone }()
 
-	for attempt := 0; ; attempt++ {
-		err := w.Reconcile(ctx, true)
-		if err == nil {
-			break
-		}
-		if ctx.Err() != nil {
-			return nil
-		}
-		if attempt == 0 || attempt%10 == 0 {
-			w.logger.Warn("first reconciliation failed, retrying", "err", err)
-		}
-		if !obs.Sleep(ctx, obs.Backoff(attempt, 500*time.Millisecond, 10*time.Second)) {
-			return nil
-		}
+	first := obs.Retry{Initial: 500 * time.Millisecond, Max: 10 * time.Second, Log: w.logger, Msg: "first reconciliation failed, retrying"}
+	if first.Do(ctx, func() error { return w.Reconcile(ctx, true) }) != nil {
+		return nil // ctx ended
 	}
 	w.ready.Store(true)
 	w.metrics.ready.Set(1)
