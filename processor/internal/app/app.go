@@ -438,18 +438,9 @@ func (c *consumer) retry(ctx context.Context, stage string, write func(context.C
 	start := time.Now()
 	wctx, cancel := c.detached(ctx)
 	defer cancel()
-	for attempt := 0; ; attempt++ {
-		err := write(wctx)
-		if err == nil {
-			break
-		}
-		if wctx.Err() != nil {
-			return fmt.Errorf("processor: write batch: %w", err)
-		}
-		c.logger.Warn("clickhouse insert failed, retrying", "stage", stage, "attempt", attempt+1, "err", err)
-		if !obs.Sleep(wctx, obs.Backoff(attempt, 200*time.Millisecond, 10*time.Second)) {
-			return fmt.Errorf("processor: write batch: %w", err)
-		}
+	again := obs.Retry{Initial: 200 * time.Millisecond, Max: 10 * time.Second, Log: c.logger, Msg: "clickhouse insert failed, retrying", Attrs: []any{"stage", stage}}
+	if err := again.Do(wctx, func() error { return write(wctx) }); err != nil {
+		return fmt.Errorf("processor: write batch: %w", err)
 	}
 	c.m.stage.WithLabelValues(stage).Observe(time.Since(start).Seconds())
 	return nil

@@ -31,6 +31,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/moraine-data/moraine/pkg/chdb"
+	"github.com/moraine-data/moraine/pkg/obs"
 	schema "github.com/moraine-data/moraine/schemas/clickhouse"
 )
 
@@ -196,13 +197,18 @@ func (s *ClickHouse) queryWith(ctx context.Context, name string, extra clickhous
 	// A connection that fails without an answer (a replica that died with
 	// it open) is dropped by the pool, and the next one is dialed to the
 	// first replica that answers: a read is retried on it at once.
-	for attempt := 0; ; attempt++ {
-		rows, err = conn.Query(ctx, q, args...)
-		if err == nil || attempt == maxConnRetries || ctx.Err() != nil || !chdb.ConnectionFailed(err) {
-			break
+	// At once: the next connection goes to another replica. Not logged:
+	// the request's error is, if the retries fail too.
+	calls := 0
+	err = obs.Retry{Attempts: 1 + maxConnRetries}.Do(ctx, func() (err error) {
+		if calls++; calls > 1 {
+			s.metrics.retries.WithLabelValues(name).Inc()
 		}
-		s.metrics.retries.WithLabelValues(name).Inc()
-	}
+		if rows, err = conn.Query(ctx, q, args...); err != nil && !chdb.ConnectionFailed(err) {
+			return obs.Permanent(err)
+		}
+		return err
+	})
 	if err != nil {
 		done()
 		return nil, func() {}, classify(name, err)
