@@ -171,7 +171,7 @@ func requestHash(accountID string, r createRequest) string {
 
 func (s *service) create(ctx context.Context, p auth.Principal, r createRequest) (view, error) {
 	acc := p.Account
-	pl := s.plans.MustGet(acc.Plan)
+	pl := s.plans.GetOrFree(acc.Plan)
 	if len(r.Addresses) > pl.AddressesPerWebhook {
 		return view{}, forbidden("The %s plan allows at most %d addresses per webhook", pl.Name, pl.AddressesPerWebhook)
 	}
@@ -366,7 +366,7 @@ func (s *service) update(ctx context.Context, p auth.Principal, id string, r upd
 			w.IncludeInternalTxs = *r.IncludeInternalTxs
 		}
 		if cur.Status != accountdb.StatusActive && w.Status == accountdb.StatusActive {
-			if err := s.checkQuota(ctx, p.Account.ID, s.plans.MustGet(p.Account.Plan)); err != nil {
+			if err := s.checkQuota(ctx, p.Account.ID, s.plans.GetOrFree(p.Account.Plan)); err != nil {
 				return err
 			}
 		}
@@ -452,7 +452,7 @@ func (s *service) changeAddresses(ctx context.Context, p auth.Principal, id stri
 		return cur, nil
 	}
 	if !remove {
-		pl := s.plans.MustGet(p.Account.Plan)
+		pl := s.plans.GetOrFree(p.Account.Plan)
 		n, err := s.store.CountAddresses(ctx, id)
 		if err != nil {
 			return view{}, storeErr(err, "")
