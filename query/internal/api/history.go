@@ -99,10 +99,7 @@ func (h *handlers) readAddressList(c *gin.Context, spec addressListSpec) (addres
 	if spec.sortOrder {
 		asc = p.enum("sortOrder", sortOrders) == "asc"
 	}
-	if !p.valid() {
-		return addressPage{}, false
-	}
-	ch, found := h.resolveChain(c, id)
+	ch, found := h.validChain(p, id)
 	if !found {
 		return addressPage{}, false
 	}
@@ -118,9 +115,8 @@ func (h *handlers) readAddressList(c *gin.Context, spec addressListSpec) (addres
 	}
 	out := addressPage{chain: ch, address: a}
 	ctx := c.Request.Context()
-	heads, err := h.store.Heads(ctx)
-	if err != nil {
-		apierr.Write(c, storeError(err, ""))
+	heads, found := h.indexedHeads(c)
+	if !found {
 		return addressPage{}, false
 	}
 	head := heads[ch.ID()]
@@ -315,10 +311,7 @@ func (h *handlers) getTransaction(c *gin.Context) {
 	p := &params{c: c}
 	id := p.chainID()
 	hash := p.txHash()
-	if !p.valid() {
-		return
-	}
-	ch, found := h.resolveChain(c, id)
+	ch, found := h.validChain(p, id)
 	if !found {
 		return
 	}
@@ -362,10 +355,7 @@ func (h *handlers) getDeployment(c *gin.Context) {
 	// moraine has no price data: the response carries no price, in any
 	// currency; a valid currency is accepted, others refused.
 	p.enum("currency", currencies)
-	if !p.valid() {
-		return
-	}
-	ch, found := h.resolveChain(c, id)
+	ch, found := h.validChain(p, id)
 	if !found {
 		return
 	}
@@ -470,10 +460,7 @@ func (h *handlers) getContractMetadata(c *gin.Context) {
 	p := &params{c: c}
 	id := p.chainID()
 	a := p.address()
-	if !p.valid() {
-		return
-	}
-	ch, found := h.resolveChain(c, id)
+	ch, found := h.validChain(p, id)
 	if !found {
 		return
 	}
