@@ -220,6 +220,35 @@ func (s *ClickHouse) queryWith(ctx context.Context, name string, extra clickhous
 // failed: the pool may hold a few connections to a replica that died.
 const maxConnRetries = 3
 
+// eachRow reads rows to the end, calling row for each, and closes them. An
+// error from row ends the read and is returned as it is (errStopRows ends it
+// early without one); a failure of the read itself is classified as name's.
+func eachRow(name string, rows driver.Rows, row func() error) error {
+	defer rows.Close()
+	for rows.Next() {
+		if err := row(); err == errStopRows {
+			break
+		} else if err != nil {
+			return err
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return classify(name, err)
+	}
+	return nil
+}
+
+// errStopRows, from eachRow's row function, ends the read early.
+var errStopRows = errors.New("store: stop reading rows")
+
+// scanError names a failed Scan of name's rows (nil stays nil).
+func scanError(name string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("store: %s: scan: %w", name, err)
+}
+
 // classify wraps err with ErrUnavailable when it is an outage
 // (chdb.Unavailable), else names the query.
 func classify(name string, err error) error {
@@ -356,21 +385,21 @@ func (s *ClickHouse) readHeads(ctx context.Context) (map[uint64]Head, error) {
 		return nil, err
 	}
 	defer cancel()
-	defer rows.Close()
-	for rows.Next() {
+	err = eachRow("heads", rows, func() error {
 		var (
 			h    Head
 			hash string
 		)
 		if err := rows.Scan(&h.ChainID, &h.Number, &hash, &h.Timestamp); err != nil {
-			return nil, fmt.Errorf("store: heads: %w", err)
+			return scanError("heads", err)
 		}
 		copy(h.Hash[:], hash)
 		h.Exists = true
 		out[h.ChainID] = h
-	}
-	if err := rows.Err(); err != nil {
-		return nil, classify("heads", err)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
