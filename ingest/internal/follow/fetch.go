@@ -174,7 +174,7 @@ func (f *Follower) fetchBlocks(ctx context.Context, numbers []uint64) ([]*record
 	out := make(map[uint64]*record.Block, len(numbers))
 	todo := numbers
 	if len(todo) == 0 {
-		return nil, nil
+		return []*record.Block{}, nil
 	}
 	err := f.retry(50*time.Millisecond, 2*time.Second, "fetching blocks failed, retrying", todo[0]).Do(ctx, func() error {
 		reqs := make([]*rpc.Request, 0, perBlock*len(todo))
