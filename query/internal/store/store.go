@@ -249,14 +249,9 @@ func scanError(name string, err error) error {
 	return fmt.Errorf("store: %s: scan: %w", name, err)
 }
 
-// classify wraps err with ErrUnavailable when it is an outage
-// (chdb.Unavailable), else names the query.
-func classify(name string, err error) error {
-	if chdb.Unavailable(err) {
-		return fmt.Errorf("%w: %s: %w", ErrUnavailable, name, err)
-	}
-	return fmt.Errorf("store: %s: %w", name, err)
-}
+// classify wraps err with ErrUnavailable when it is an outage, else names
+// the query (chdb.Classify).
+func classify(name string, err error) error { return chdb.Classify(err, ErrUnavailable, "store", name) }
 
 // Ready reports whether ClickHouse answers and every embedded migration has
 // been applied.
