@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
-	"github.com/moraine-data/moraine/pkg/chdb"
+	"github.com/moraine-data/moraine/pkg/chclient"
 )
 
 var (
@@ -215,9 +215,9 @@ func (db *DB) observe(name string, start time.Time) {
 }
 
 // classify wraps err with ErrUnavailable when it is an outage, else names
-// the statement (chdb.Classify).
+// the statement (chclient.Classify).
 func classify(name string, err error) error {
-	return chdb.Classify(err, ErrUnavailable, "accountdb", name)
+	return chclient.Classify(err, ErrUnavailable, "accountdb", name)
 }
 
 // Ping reports whether ClickHouse answers.

@@ -18,7 +18,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/moraine-data/moraine/pkg/chains"
-	"github.com/moraine-data/moraine/pkg/chdb"
+	"github.com/moraine-data/moraine/pkg/chclient"
 	"github.com/moraine-data/moraine/pkg/kafkautil"
 	"github.com/moraine-data/moraine/pkg/obs"
 	"github.com/moraine-data/moraine/processor/internal/sink"
@@ -30,7 +30,7 @@ import (
 // Config is the processor's configuration.
 type Config struct {
 	Kafka      kafkautil.Config
-	ClickHouse chdb.Config
+	ClickHouse chclient.Config
 	Admin      obs.AdminConfig
 	Log        obs.LogConfig
 	// SinkEnabled runs the ClickHouse sink (--processor.sink-enabled).
@@ -220,7 +220,7 @@ func Run(ctx context.Context, cfg Config, logger *slog.Logger, reg *prometheus.R
 // runSink runs the ClickHouse sink consumer group.
 func runSink(ctx, gctx context.Context, cfg Config, logger *slog.Logger, reg *prometheus.Registry, health *obs.Health, up *atomic.Bool,
 	decompressor kgo.Decompressor) error {
-	conn, err := chdb.Open(gctx, cfg.ClickHouse, logger)
+	conn, err := chclient.Open(gctx, cfg.ClickHouse, logger)
 	if err != nil {
 		return err
 	}
@@ -234,7 +234,7 @@ func runSink(ctx, gctx context.Context, cfg Config, logger *slog.Logger, reg *pr
 		return err
 	}
 	health.Add("kafka", kafkautil.Ping(cl))
-	health.Add("clickhouse", chdb.Ping(conn))
+	health.Add("clickhouse", chclient.Ping(conn))
 	up.Store(true)
 	logger.Info("processor consuming", "topic", blocksTopic, "group", group)
 	c := &consumer{cfg: cfg, cl: cl, writer: sink.NewWriter(conn, cfg.InsertTimeout), m: newMetrics(reg), logger: logger}

@@ -30,7 +30,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/moraine-data/moraine/pkg/chdb"
+	"github.com/moraine-data/moraine/pkg/chclient"
 	"github.com/moraine-data/moraine/pkg/obs"
 	schema "github.com/moraine-data/moraine/schemas/clickhouse"
 )
@@ -204,7 +204,7 @@ func (s *ClickHouse) queryWith(ctx context.Context, name string, extra clickhous
 		if calls++; calls > 1 {
 			s.metrics.retries.WithLabelValues(name).Inc()
 		}
-		if rows, err = conn.Query(ctx, q, args...); err != nil && !chdb.ConnectionFailed(err) {
+		if rows, err = conn.Query(ctx, q, args...); err != nil && !chclient.ConnectionFailed(err) {
 			return obs.Permanent(err)
 		}
 		return err
@@ -250,8 +250,10 @@ func scanError(name string, err error) error {
 }
 
 // classify wraps err with ErrUnavailable when it is an outage, else names
-// the query (chdb.Classify).
-func classify(name string, err error) error { return chdb.Classify(err, ErrUnavailable, "store", name) }
+// the query (chclient.Classify).
+func classify(name string, err error) error {
+	return chclient.Classify(err, ErrUnavailable, "store", name)
+}
 
 // Ready reports whether ClickHouse answers and every embedded migration has
 // been applied.

@@ -1,4 +1,4 @@
-package chdb
+package chclient
 
 import (
 	"errors"
