@@ -82,7 +82,7 @@ test-cluster: ## Fault suite on the local cluster: kills Kafka, ClickHouse and s
 	@eval "$$(bash $(STACK) cluster env)"; \
 	export MORAINE_CHDB_PYTHON=$$(bash deploy/stack/chdb.sh install) || exit 1; \
 	echo "=== pkg integration tests on the cluster"; \
-	(cd pkg && go test -count=1 -timeout 10m ./chdb/ ./kafkautil/ ./accountdb/) || exit 1; \
+	(cd pkg && go test -count=1 -timeout 10m ./chclient/ ./kafkautil/ ./accountdb/) || exit 1; \
 	echo "=== fault suite"; \
 	cd e2e && go test -tags cluster -count=1 -timeout 30m -run TestClusterFaults -v . 2>&1 | grep -v "level=INFO"; exit $${PIPESTATUS[0]}
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
-	"github.com/moraine-data/moraine/pkg/chdb"
+	"github.com/moraine-data/moraine/pkg/chclient"
 	"github.com/moraine-data/moraine/pkg/kafkautil"
 	"github.com/moraine-data/moraine/pkg/testenv"
 )
@@ -23,7 +23,7 @@ type stackUp struct {
 	conn  driver.Conn
 	chain uint64
 	kafka kafkautil.Config
-	ch    chdb.Config
+	ch    chclient.Config
 	// pids of the pipeline's processes, and their metrics endpoints.
 	pids    map[string]int
 	metrics map[string]string

@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
 
-	"github.com/moraine-data/moraine/pkg/chdb"
+	"github.com/moraine-data/moraine/pkg/chclient"
 )
 
 var (
@@ -221,13 +221,10 @@ func (db *DB) observe(name string, start time.Time) {
 	db.duration.WithLabelValues(name).Observe(time.Since(start).Seconds())
 }
 
-// classify wraps err with ErrUnavailable when it is an outage
-// (chdb.Unavailable), else names the statement.
+// classify wraps err with ErrUnavailable when it is an outage, else names
+// the statement (chclient.Classify).
 func classify(name string, err error) error {
-	if chdb.Unavailable(err) {
-		return fmt.Errorf("%w: %s: %w", ErrUnavailable, name, err)
-	}
-	return fmt.Errorf("accountdb: %s: %w", name, err)
+	return chclient.Classify(err, ErrUnavailable, "accountdb", name)
 }
 
 // Ping reports whether ClickHouse answers.

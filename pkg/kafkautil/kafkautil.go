@@ -149,21 +149,16 @@ func NewClient(ctx context.Context, logger *slog.Logger, opts ...kgo.Opt) (*kgo.
 	if err != nil {
 		return nil, err
 	}
-	for attempt := 0; ; attempt++ {
+	wait := obs.Retry{Initial: 200 * time.Millisecond, Max: 5 * time.Second, Log: logger, Msg: "kafka not reachable yet, retrying"}
+	if err := wait.Do(ctx, func() error {
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		err = cl.Ping(pctx)
-		cancel()
-		if err == nil {
-			return cl, nil
-		}
-		if attempt == 0 || attempt%10 == 0 {
-			logger.Warn("kafka not reachable yet, retrying", "err", err)
-		}
-		if !obs.Sleep(ctx, obs.Backoff(attempt, 200*time.Millisecond, 5*time.Second)) {
-			cl.Close()
-			return nil, fmt.Errorf("kafka: no broker answered: %w", err)
-		}
+		defer cancel()
+		return cl.Ping(pctx)
+	}); err != nil {
+		cl.Close()
+		return nil, fmt.Errorf("kafka: no broker answered: %w", err)
 	}
+	return cl, nil
 }
 
 // EnsureTopics creates the missing topics and aligns the configs of the
@@ -179,16 +174,18 @@ func NewClient(ctx context.Context, logger *slog.Logger, opts ...kgo.Opt) (*kgo.
 // while.
 func (c Config) EnsureTopics(ctx context.Context, cl *kgo.Client, logger *slog.Logger) error {
 	var res topics.EnsureResult
-	var err error
 	deadline := time.Now().Add(30 * time.Second)
-	for attempt := 0; ; attempt++ {
+	// Not logged: the caller reports what is still failing after the
+	// deadline.
+	err := obs.Retry{Initial: 100 * time.Millisecond, Max: 2 * time.Second}.Do(ctx, func() (err error) {
 		res, err = topics.Ensure(ctx, kadm.NewClient(cl), c.Topics(), c.Replication())
-		if err == nil || !kerr.IsRetriable(err) || time.Now().After(deadline) {
-			break
+		if err != nil && (!kerr.IsRetriable(err) || time.Now().After(deadline)) {
+			return obs.Permanent(err)
 		}
-		if !obs.Sleep(ctx, obs.Backoff(attempt, 100*time.Millisecond, 2*time.Second)) {
-			return ctx.Err()
-		}
+		return err
+	})
+	if err != nil && ctx.Err() != nil {
+		return ctx.Err()
 	}
 	if len(res.UnderReplicated) > 0 {
 		logger.Warn("topics have fewer replicas than the replication factor; reassign their partitions to add replicas",

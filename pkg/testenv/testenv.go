@@ -24,7 +24,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/moraine-data/moraine/pkg/chdb"
+	"github.com/moraine-data/moraine/pkg/chclient"
 	"github.com/moraine-data/moraine/pkg/kafkautil"
 	"github.com/moraine-data/moraine/schemas/topics"
 )
@@ -91,12 +91,12 @@ func Kafka(t testing.TB) kafkautil.Config {
 // ClickHouse returns a config for a fresh database on the real server, with
 // the migrations applied, and an open connection to it. The database is
 // dropped when the test ends unless MORAINE_TEST_KEEP_DB is set.
-func ClickHouse(t testing.TB) (chdb.Config, driver.Conn) {
+func ClickHouse(t testing.TB) (chclient.Config, driver.Conn) {
 	t.Helper()
 	cfg := ClickHouseConfig(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	conn, err := chdb.Open(ctx, cfg, Logger(t))
+	conn, err := chclient.Open(ctx, cfg, Logger(t))
 	if err != nil {
 		t.Fatalf("clickhouse: %v", err)
 	}
@@ -108,9 +108,9 @@ func ClickHouse(t testing.TB) (chdb.Config, driver.Conn) {
 // yet on the real server (or cluster: MORAINE_CLICKHOUSE_CLUSTER names it,
 // and MORAINE_CLICKHOUSE_ADDR lists its replicas). The database is dropped
 // when the test ends unless MORAINE_TEST_KEEP_DB is set.
-func ClickHouseConfig(t testing.TB) chdb.Config {
+func ClickHouseConfig(t testing.TB) chclient.Config {
 	t.Helper()
-	cfg := chdb.Config{
+	cfg := chclient.Config{
 		Addr:        need(t, "MORAINE_CLICKHOUSE_ADDR"),
 		Database:    "test_" + Suffix(),
 		User:        "default",

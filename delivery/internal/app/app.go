@@ -31,7 +31,7 @@ import (
 	"github.com/moraine-data/moraine/delivery/internal/settings"
 	"github.com/moraine-data/moraine/pkg/accountdb"
 	"github.com/moraine-data/moraine/pkg/chains"
-	"github.com/moraine-data/moraine/pkg/chdb"
+	"github.com/moraine-data/moraine/pkg/chclient"
 	"github.com/moraine-data/moraine/pkg/kafkautil"
 	"github.com/moraine-data/moraine/pkg/obs"
 	"github.com/moraine-data/moraine/pkg/process"
@@ -41,7 +41,7 @@ import (
 // Config is the delivery service's configuration.
 type Config struct {
 	Kafka           kafkautil.Config
-	ClickHouse      chdb.Config
+	ClickHouse      chclient.Config
 	Ops             obs.OpsConfig
 	Log             obs.LogConfig
 	ChainsFile      string
@@ -58,7 +58,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		Kafka:               kafkautil.Config{Brokers: "127.0.0.1:9092"},
-		ClickHouse:          chdb.Config{Addr: "127.0.0.1:9000", Database: "moraine", User: "default", ReadTimeout: 30 * time.Second, MaxConns: 16},
+		ClickHouse:          chclient.Config{Addr: "127.0.0.1:9000", Database: "moraine", User: "default", ReadTimeout: 30 * time.Second, MaxConns: 16},
 		Ops:                 obs.OpsConfig{ListenAddress: "127.0.0.1:9104"},
 		Log:                 obs.LogConfig{Level: "info", Format: "text"},
 		ShutdownTimeout:     30 * time.Second,
@@ -148,7 +148,7 @@ func (a *App) Run(ctx context.Context) error {
 }
 
 func run(ctx context.Context, cfg Config, logger *slog.Logger, reg prometheus.Registerer, health *obs.Health, started *atomic.Bool) error {
-	conn, err := chdb.Open(ctx, cfg.ClickHouse, logger)
+	conn, err := chclient.Open(ctx, cfg.ClickHouse, logger)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -177,7 +177,7 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, reg prometheus.Re
 		return err
 	}
 	health.Add("kafka", kafkautil.Ping(cl))
-	health.Add("clickhouse", chdb.Ping(conn))
+	health.Add("clickhouse", chclient.Ping(conn))
 
 	table := settings.New(cfg.Kafka, logger)
 	health.Add("address-watch", table.ReadyCheck)

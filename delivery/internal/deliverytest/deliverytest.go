@@ -28,7 +28,7 @@ import (
 
 	"github.com/moraine-data/moraine/delivery/internal/app"
 	"github.com/moraine-data/moraine/pkg/accountdb"
-	"github.com/moraine-data/moraine/pkg/chdb"
+	"github.com/moraine-data/moraine/pkg/chclient"
 	"github.com/moraine-data/moraine/pkg/kafkautil"
 	"github.com/moraine-data/moraine/pkg/testenv"
 	"github.com/moraine-data/moraine/pkg/watch"
@@ -44,7 +44,7 @@ const Secret = "c13cc017c4ed63bcc842c8edfb49df37512280326a32826de3b885340b8a3d53
 type Env struct {
 	t     testing.TB
 	Kafka kafkautil.Config
-	CH    chdb.Config
+	CH    chclient.Config
 	Conn  driver.Conn
 	DB    *accountdb.DB
 	Clock *accountdb.Clock

@@ -148,18 +148,16 @@ func (l *Log) Run(ctx context.Context) error {
 func (l *Log) write(ctx context.Context, batch []accountdb.Delivery) {
 	for start := 0; start < len(batch); start += l.cfg.Batch {
 		part := batch[start:min(len(batch), start+l.cfg.Batch)]
-		var err error
-		for attempt := 0; attempt < 3; attempt++ {
+		// Not logged per attempt: the rows dropped after the last are.
+		err := obs.Retry{Initial: 100 * time.Millisecond, Max: time.Second, Attempts: 3}.Do(ctx, func() error {
 			t := time.Now()
-			if err = l.store.PutDeliveries(ctx, part); err == nil {
-				l.flush.Observe(time.Since(t).Seconds())
-				l.rows.WithLabelValues("written").Add(float64(len(part)))
-				break
+			if err := l.store.PutDeliveries(ctx, part); err != nil {
+				return err
 			}
-			if !obs.Sleep(ctx, obs.Backoff(attempt, 100*time.Millisecond, time.Second)) {
-				break
-			}
-		}
+			l.flush.Observe(time.Since(t).Seconds())
+			l.rows.WithLabelValues("written").Add(float64(len(part)))
+			return nil
+		})
 		if err != nil {
 			l.rows.WithLabelValues("dropped").Add(float64(len(part)))
 			l.logger.Warn("delivery-log rows dropped: clickhouse insert failed", "rows", len(part), "err", err)

@@ -149,23 +149,8 @@ func (p *Pipeline) afterFailure(ctx context.Context, src *kgo.Record, a *record.
 // durably runs a step that must succeed before the record may be
 // committed, retrying with backoff until it does or ctx ends.
 func (p *Pipeline) durably(ctx context.Context, what string, fn func() error) bool {
-	var last string
-	for attempt := 0; ; attempt++ {
-		err := fn()
-		if err == nil {
-			return true
-		}
-		if ctx.Err() != nil {
-			return false
-		}
-		if err.Error() != last {
-			p.logger.Warn("delivery step failed, retrying", "step", what, "err", err)
-			last = err.Error()
-		}
-		if !obs.Sleep(ctx, obs.Backoff(attempt, 100*time.Millisecond, 5*time.Second)) {
-			return false
-		}
-	}
+	again := obs.Retry{Initial: 100 * time.Millisecond, Max: 5 * time.Second, Log: p.logger, Msg: "delivery step failed, retrying", Attrs: []any{"step", what}}
+	return again.Do(ctx, fn) == nil
 }
 
 // headers signs the attempt, or leaves it unsigned when the account has no

@@ -15,21 +15,19 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/moraine-data/moraine/deploy/corpus"
+	"github.com/moraine-data/moraine/deploy/internal/toolmain"
 	"github.com/moraine-data/moraine/pkg/obs"
 	"github.com/moraine-data/moraine/pkg/process"
 )
@@ -101,26 +99,17 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	return o, o.cfg.Validate()
 }
 
-func main() {
-	if err := run(os.Args[1:], os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
-		}
-		fmt.Fprintln(os.Stderr, "corpus:", err)
-		os.Exit(1)
-	}
-}
+func main() { toolmain.Exit("corpus", run) }
 
 func run(args []string, stderr io.Writer) error {
 	o, err := parseFlags(args, stderr)
 	if err != nil {
 		return err
 	}
-	logger, err := obs.NewLogger(o.log, stderr, "corpus")
+	ctx, stop, logger, err := toolmain.Start("corpus", o.log, stderr)
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	last := time.Time{}
 	o.cfg.Progress = func(st corpus.Stats) {

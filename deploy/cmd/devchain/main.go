@@ -15,20 +15,17 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
 
 	gethlog "github.com/ethereum/go-ethereum/log"
 
 	"github.com/moraine-data/moraine/deploy/devchain"
+	"github.com/moraine-data/moraine/deploy/internal/toolmain"
 	"github.com/moraine-data/moraine/pkg/obs"
 	"github.com/moraine-data/moraine/pkg/process"
 )
@@ -77,25 +74,18 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	return o, nil
 }
 
-func main() {
-	if err := run(os.Args[1:], os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
-		}
-		fmt.Fprintln(os.Stderr, "devchain:", err)
-		os.Exit(1)
-	}
-}
+func main() { toolmain.Exit("devchain", run) }
 
 func run(args []string, stderr io.Writer) error {
 	o, err := parseFlags(args, stderr)
 	if err != nil {
 		return err
 	}
-	logger, err := obs.NewLogger(o.log, stderr, "devchain")
+	ctx, stop, logger, err := toolmain.Start("devchain", o.log, stderr)
 	if err != nil {
 		return err
 	}
+	defer stop()
 	// go-ethereum's own log lines: warnings and errors only, unless debugging.
 	var lvl slog.Level
 	_ = lvl.UnmarshalText([]byte(o.log.Level))
@@ -105,11 +95,8 @@ func run(args []string, stderr io.Writer) error {
 	}
 	gethLogger, _ := obs.NewLogger(obs.LogConfig{Level: gethLevel.String(), Format: o.log.Format}, stderr, "devchain")
 	gethlog.SetDefault(gethlog.NewLogger(gethLogger.Handler().WithAttrs([]slog.Attr{slog.String("component", "geth")})))
-	slog.SetDefault(logger)
 	o.cfg.Logger = logger
 
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
 	chain, err := devchain.Start(ctx, o.cfg)
 	if err != nil {
 		return err

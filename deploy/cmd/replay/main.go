@@ -11,16 +11,12 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
-	"os"
-	"os/signal"
-	"syscall"
 
+	"github.com/moraine-data/moraine/deploy/internal/toolmain"
 	"github.com/moraine-data/moraine/deploy/replay"
 	"github.com/moraine-data/moraine/pkg/obs"
 	"github.com/moraine-data/moraine/pkg/process"
@@ -59,29 +55,19 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	return o, nil
 }
 
-func main() {
-	if err := run(os.Args[1:], os.Stderr); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			os.Exit(0)
-		}
-		fmt.Fprintln(os.Stderr, "replay:", err)
-		os.Exit(1)
-	}
-}
+func main() { toolmain.Exit("replay", run) }
 
 func run(args []string, stderr io.Writer) error {
 	o, err := parseFlags(args, stderr)
 	if err != nil {
 		return err
 	}
-	logger, err := obs.NewLogger(o.log, stderr, "replay")
+	ctx, stop, logger, err := toolmain.Start("replay", o.log, stderr)
 	if err != nil {
 		return err
 	}
-	slog.SetDefault(logger)
-	o.cfg.Logger = logger
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	o.cfg.Logger = logger
 	srv, err := replay.Start(ctx, o.cfg)
 	if err != nil {
 		return err

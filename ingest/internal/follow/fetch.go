@@ -68,29 +68,36 @@ func (f *Follower) fetchSpan(ctx context.Context, sp span) ([]*record.Block, err
 // from moraine_recordedBlockNumbers, one call for the span, when the source
 // has it (moraine's replay does), or else by probing every number.
 func (f *Follower) recorded(ctx context.Context, sp span) ([]uint64, error) {
-	for attempt := 0; !f.noListing.Load(); attempt++ {
+	var numbers []uint64
+	listed := false
+	err := f.retry(100*time.Millisecond, 5*time.Second, "listing recorded blocks failed, retrying", sp.start).Do(ctx, func() error {
+		if f.noListing.Load() {
+			return nil
+		}
 		raw, err := f.deps.RPC.Call(ctx, "moraine_recordedBlockNumbers", hexNumber(sp.start), hexNumber(sp.end-1))
 		var rpcErr *rpc.Error
 		switch {
 		case err == nil:
-			numbers, err := parseNumbers(raw, sp)
-			if err == nil {
-				return numbers, nil
+			if numbers, err = parseNumbers(raw, sp); err == nil {
+				listed = true
+				return nil
 			}
 			f.logger.Error("the replay source's block listing is invalid; probing each number instead", "err", err)
 			f.noListing.Store(true)
 		case errors.As(err, &rpcErr) && rpcErr.Code == -32601: // method not found
 			f.logger.Info("the replay source cannot list its blocks; probing each number", "err", err)
 			f.noListing.Store(true)
-		case ctx.Err() != nil:
-			return nil, ctx.Err()
 		default:
-			f.deps.Metrics.retries.WithLabelValues(f.chain, "rpc_error").Inc()
-			f.logRetry(attempt, "listing recorded blocks failed, retrying", sp.start, err)
-			if !obs.Sleep(ctx, obs.Backoff(attempt, 100*time.Millisecond, 5*time.Second)) {
-				return nil, ctx.Err()
-			}
+			f.countRetry(ctx, "rpc_error", 1)
+			return err
 		}
+		return nil
+	})
+	switch {
+	case err != nil:
+		return nil, ctx.Err()
+	case listed:
+		return numbers, nil
 	}
 	return f.probe(ctx, sp)
 }
@@ -125,7 +132,8 @@ func (f *Follower) probe(ctx context.Context, sp span) ([]uint64, error) {
 	for n := sp.start; n < sp.end; n++ {
 		reqs = append(reqs, &rpc.Request{Method: "eth_getBlockByNumber", Params: []any{hexNumber(n), false}})
 	}
-	for attempt := 0; ; attempt++ {
+	var out []uint64
+	err := f.retry(100*time.Millisecond, 5*time.Second, "probing blocks failed, retrying", sp.start).Do(ctx, func() error {
 		err := f.deps.RPC.Batch(ctx, reqs)
 		if err == nil {
 			for _, r := range reqs {
@@ -135,25 +143,22 @@ func (f *Follower) probe(ctx context.Context, sp span) ([]uint64, error) {
 				}
 			}
 		}
-		if err == nil {
-			var out []uint64
-			for i, r := range reqs {
-				if !convert.IsNull(r.Result) {
-					out = append(out, sp.start+uint64(i))
-				}
+		if err != nil {
+			f.countRetry(ctx, "rpc_error", 1)
+			return err
+		}
+		for i, r := range reqs {
+			if !convert.IsNull(r.Result) {
+				out = append(out, sp.start+uint64(i))
 			}
-			f.deps.RPC.Release(reqs)
-			return out, nil
 		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		f.deps.Metrics.retries.WithLabelValues(f.chain, "rpc_error").Inc()
-		f.logRetry(attempt, "probing blocks failed, retrying", sp.start, err)
-		if !obs.Sleep(ctx, obs.Backoff(attempt, 100*time.Millisecond, 5*time.Second)) {
-			return nil, ctx.Err()
-		}
+		f.deps.RPC.Release(reqs)
+		return nil
+	})
+	if err != nil {
+		return nil, ctx.Err()
 	}
+	return out, nil
 }
 
 // fetchBlocks fetches numbers in one JSON-RPC batch (block with
@@ -168,12 +173,10 @@ func (f *Follower) fetchBlocks(ctx context.Context, numbers []uint64) ([]*record
 	}
 	out := make(map[uint64]*record.Block, len(numbers))
 	todo := numbers
-	for attempt := 0; len(todo) > 0; attempt++ {
-		if attempt > 0 {
-			if !obs.Sleep(ctx, obs.Backoff(attempt-1, 50*time.Millisecond, 2*time.Second)) {
-				return nil, ctx.Err()
-			}
-		}
+	if len(todo) == 0 {
+		return []*record.Block{}, nil
+	}
+	err := f.retry(50*time.Millisecond, 2*time.Second, "fetching blocks failed, retrying", todo[0]).Do(ctx, func() error {
 		reqs := make([]*rpc.Request, 0, perBlock*len(todo))
 		for _, n := range todo {
 			h := hexNumber(n)
@@ -185,12 +188,8 @@ func (f *Follower) fetchBlocks(ctx context.Context, numbers []uint64) ([]*record
 			}
 		}
 		if err := f.deps.RPC.Batch(ctx, reqs); err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			f.deps.Metrics.retries.WithLabelValues(f.chain, "rpc_error").Add(float64(len(todo)))
-			f.logRetry(attempt, "fetching blocks failed, retrying", todo[0], err)
-			continue
+			f.countRetry(ctx, "rpc_error", len(todo))
+			return fmt.Errorf("from block %d: %w", todo[0], err)
 		}
 		var again []uint64
 		var lastErr error
@@ -209,16 +208,16 @@ func (f *Follower) fetchBlocks(ctx context.Context, numbers []uint64) ([]*record
 		// The blocks are converted (copied out of the answers): the next
 		// batch can read into this one's memory.
 		f.deps.RPC.Release(reqs)
-		if len(again) > 0 {
-			if attempt < 9 {
-				// Usual at the head: the node announced a block that the
-				// node answering this call does not serve yet.
-				f.logger.Debug("block not ready, fetching again", "block", again[0], "attempt", attempt+1, "err", lastErr)
-			} else {
-				f.logRetry(attempt, "block not ready, fetching again", again[0], lastErr)
-			}
-		}
 		todo = again
+		if len(again) > 0 {
+			// Usual at the head: the node announced a block that the node
+			// answering this call does not serve yet.
+			return obs.Expected(fmt.Errorf("block %d not ready: %w", again[0], lastErr))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, ctx.Err()
 	}
 	blocks := make([]*record.Block, 0, len(out))
 	for _, n := range numbers {
@@ -284,10 +283,16 @@ func (f *Follower) convertOne(n uint64, calls []*rpc.Request) (*record.Block, st
 	return b, "", nil
 }
 
-// logRetry logs the first retry and then every tenth, so that a node that
-// lags for a while does not flood the log.
-func (f *Follower) logRetry(attempt int, msg string, block uint64, err error) {
-	if attempt == 0 || attempt%10 == 9 {
-		f.logger.Warn(msg, "block", block, "attempt", attempt+1, "err", err)
+// retry is the follower's policy for calling the node or Kafka again; block
+// is where the failing work starts (0 when there is none).
+func (f *Follower) retry(initial, max time.Duration, msg string, block uint64) obs.Retry {
+	return obs.Retry{Initial: initial, Max: max, Log: f.logger, Msg: msg, Attrs: []any{"block", block}}
+}
+
+// countRetry counts n blocks to fetch again for reason, unless the failure
+// is the shutdown.
+func (f *Follower) countRetry(ctx context.Context, reason string, n int) {
+	if ctx.Err() == nil {
+		f.deps.Metrics.retries.WithLabelValues(f.chain, reason).Add(float64(n))
 	}
 }

@@ -198,29 +198,22 @@ func (f *Follower) Run(ctx context.Context) error {
 		}
 		return err
 	}
-	for attempt := 0; ; attempt++ {
+	restart := obs.Retry{Initial: 500 * time.Millisecond, Max: 10 * time.Second, Log: f.logger, Msg: "producing failed; recovering the checkpoint from Kafka"}
+	err := restart.Do(ctx, func() error {
 		st, err := f.start(ctx)
 		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return err
+			return obs.Permanent(err)
 		}
 		err = f.follow(ctx, pctx, st)
-		switch {
-		case ctx.Err() != nil:
-			return nil
-		case errors.Is(err, lease.ErrFenced):
-			return err
-		case errors.Is(err, errProduceFailed):
-			f.logger.Warn("producing failed; recovering the checkpoint from Kafka", "err", err)
-			if !obs.Sleep(ctx, obs.Backoff(attempt, 500*time.Millisecond, 10*time.Second)) {
-				return nil
-			}
-		default:
+		if errors.Is(err, errProduceFailed) && !errors.Is(err, lease.ErrFenced) {
 			return err
 		}
+		return obs.Permanent(err)
+	})
+	if ctx.Err() != nil {
+		return nil
 	}
+	return err
 }
 
 // fence registers the chain's transactional id before anything is read:
@@ -228,20 +221,17 @@ func (f *Follower) Run(ctx context.Context) error {
 // writer's every later produce and commit, so the checkpoint read next is
 // final (package lease).
 func (f *Follower) fence(ctx context.Context) error {
-	for attempt := 0; ; attempt++ {
+	err := f.retry(200*time.Millisecond, 5*time.Second, "registering the chain's transactional producer failed, retrying", 0).Do(ctx, func() error {
 		id, epoch, err := f.deps.Kafka.ProducerID(ctx)
 		if err == nil {
 			f.logger.Info("registered as the chain's writer", "producer_id", id, "producer_epoch", epoch)
-			return nil
 		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		f.logRetry(attempt, "registering the chain's transactional producer failed, retrying", 0, err)
-		if !obs.Sleep(ctx, obs.Backoff(attempt, 200*time.Millisecond, 5*time.Second)) {
-			return ctx.Err()
-		}
+		return err
+	})
+	if err != nil {
+		return ctx.Err()
 	}
+	return nil
 }
 
 // state is the sequencer's position.
@@ -255,18 +245,12 @@ type state struct {
 // state to resume from.
 func (f *Follower) start(ctx context.Context) (*state, error) {
 	var cp *checkpoint
-	for attempt := 0; ; attempt++ {
-		var err error
-		if cp, err = f.recoverCheckpoint(ctx); err == nil {
-			break
-		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		f.logger.Warn("recovering the checkpoint from Kafka failed, retrying", "err", err)
-		if !obs.Sleep(ctx, obs.Backoff(attempt, 200*time.Millisecond, 5*time.Second)) {
-			return nil, ctx.Err()
-		}
+	checkpoint := obs.Retry{Initial: 200 * time.Millisecond, Max: 5 * time.Second, Log: f.logger, Msg: "recovering the checkpoint from Kafka failed, retrying"}
+	if err := checkpoint.Do(ctx, func() (err error) {
+		cp, err = f.recoverCheckpoint(ctx)
+		return err
+	}); err != nil {
+		return nil, ctx.Err()
 	}
 	f.deps.Metrics.recoveries.WithLabelValues(f.chain).Inc()
 	st := &state{win: cp.win}
@@ -294,22 +278,18 @@ func (f *Follower) start(ctx context.Context) (*state, error) {
 }
 
 func (f *Follower) earliest(ctx context.Context) (uint64, error) {
-	for attempt := 0; ; attempt++ {
+	var h convert.Header
+	err := f.retry(100*time.Millisecond, 5*time.Second, "asking the replay source for its first block failed, retrying", 0).Do(ctx, func() error {
 		raw, err := f.deps.RPC.Call(ctx, "eth_getBlockByNumber", "earliest", false)
 		if err == nil {
-			var h convert.Header
-			if h, err = convert.ParseHeader(raw); err == nil {
-				return h.Number, nil
-			}
+			h, err = convert.ParseHeader(raw)
 		}
-		if ctx.Err() != nil {
-			return 0, ctx.Err()
-		}
-		f.logRetry(attempt, "asking the replay source for its first block failed, retrying", 0, err)
-		if !obs.Sleep(ctx, obs.Backoff(attempt, 100*time.Millisecond, 5*time.Second)) {
-			return 0, ctx.Err()
-		}
+		return err
+	})
+	if err != nil {
+		return 0, ctx.Err()
 	}
+	return h.Number, nil
 }
 
 // follow runs pipelines until ctx ends or an error; a reorg restarts the
@@ -571,13 +551,14 @@ func (f *Follower) reorg(ctx context.Context, p *producer, st *state, b *record.
 // canonicalHashes returns the node's block hashes for lo..hi, asking again
 // while it answers null (a lagging node).
 func (f *Follower) canonicalHashes(ctx context.Context, lo, hi uint64) ([][]byte, error) {
-	for attempt := 0; ; attempt++ {
+	var out [][]byte
+	err := f.retry(50*time.Millisecond, 2*time.Second, "fetching canonical blocks for the reorg walk-back failed, retrying", lo).Do(ctx, func() error {
 		reqs := make([]*rpc.Request, 0, hi-lo+1)
 		for n := lo; n <= hi; n++ {
 			reqs = append(reqs, &rpc.Request{Method: "eth_getBlockByNumber", Params: []any{hexNumber(n), false}})
 		}
 		err := f.deps.RPC.Batch(ctx, reqs)
-		out := make([][]byte, 0, len(reqs))
+		out = make([][]byte, 0, len(reqs))
 		for i, r := range reqs {
 			if err != nil {
 				break
@@ -598,16 +579,13 @@ func (f *Follower) canonicalHashes(ctx context.Context, lo, hi uint64) ([][]byte
 		}
 		if err == nil {
 			f.deps.RPC.Release(reqs) // the hashes are copies (ParseHeader)
-			return out, nil
 		}
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		f.logRetry(attempt, "fetching canonical blocks for the reorg walk-back failed, retrying", lo, err)
-		if !obs.Sleep(ctx, obs.Backoff(attempt, 50*time.Millisecond, 2*time.Second)) {
-			return nil, ctx.Err()
-		}
+		return err
+	})
+	if err != nil {
+		return nil, ctx.Err()
 	}
+	return out, nil
 }
 
 // produceBlock encodes b and hands it to the producer.

@@ -267,29 +267,26 @@ func (m *Manager) start(chain string) {
 
 func (m *Manager) runTerm(ctx context.Context, chain string, t *term) {
 	defer close(t.done)
-	for attempt := 0; ; attempt++ {
+	// Fenced: another instance writes the chain. If the group corrects a
+	// stale assignment, this term is revoked meanwhile; if the lease is
+	// still here after a session timeout, take the chain back. The wait is
+	// a quarter longer than the timeout, as Backoff's jitter shortens it by
+	// up to a fifth: never less than the timeout.
+	wait := m.cfg.SessionTimeout * 5 / 4
+	again := obs.Retry{Initial: wait, Max: wait, Log: m.logger,
+		Msg: "fenced by another writer of the chain; retrying if the lease is still here", Attrs: []any{"chain_id", chain, "after", m.cfg.SessionTimeout}}
+	err := again.Do(ctx, func() error {
 		err := m.run(ctx, chain)
-		switch {
-		case ctx.Err() != nil:
-			return
-		case errors.Is(err, ErrFenced):
-			// Another instance writes the chain. If the group corrects a
-			// stale assignment, this term is revoked meanwhile; if the lease
-			// is still here after a session timeout, take the chain back.
+		if errors.Is(err, ErrFenced) && ctx.Err() == nil {
 			m.m.changes.WithLabelValues(chain, "fenced").Inc()
-			m.logger.Warn("fenced by another writer of the chain; retrying if the lease is still here", "chain_id", chain,
-				"after", m.cfg.SessionTimeout, "err", err)
-			if !obs.Sleep(ctx, m.cfg.SessionTimeout) {
-				return
-			}
-		case err != nil:
-			select {
-			case m.failed <- fmt.Errorf("chain %s: %w", chain, err):
-			default:
-			}
-			return
+			return err
+		}
+		return obs.Permanent(err) // nil: stopped by itself, nothing more to do
+	})
+	if err != nil && ctx.Err() == nil {
+		select {
+		case m.failed <- fmt.Errorf("chain %s: %w", chain, err):
 		default:
-			return // stopped by itself (no error): nothing more to do
 		}
 	}
 }

@@ -199,26 +199,14 @@ func (c *Client) batch(ctx context.Context, reqs []*Request, reuse bool) error {
 		return nil
 	}
 	pending := reqs
-	var lastErr error
-	for attempt := 0; attempt < c.cfg.Attempts; attempt++ {
-		if attempt > 0 {
-			wait := obs.Backoff(attempt-1, c.cfg.BackoffInitial, c.cfg.BackoffMax)
-			var ra *retryAfterError
-			if errors.As(lastErr, &ra) && ra.after > wait {
-				wait = min(ra.after, c.cfg.BackoffMax*4)
-			}
-			if !obs.Sleep(ctx, wait) {
-				lastErr = fmt.Errorf("%w (last error: %v)", ctx.Err(), lastErr)
-				break
-			}
-		}
-		err := c.send(ctx, pending, reuse)
-		if err != nil {
-			lastErr = err
+	// Not logged: the caller reports a batch that failed for good.
+	retry := obs.Retry{Initial: c.cfg.BackoffInitial, Max: c.cfg.BackoffMax, Attempts: c.cfg.Attempts}
+	lastErr := retry.Do(ctx, func() error {
+		if err := c.send(ctx, pending, reuse); err != nil {
 			if !retryable(ctx, err) {
-				break
+				return obs.Permanent(err)
 			}
-			continue
+			return err
 		}
 		// Resend only the calls refused for rate limiting.
 		var again []*Request
@@ -232,7 +220,13 @@ func (c *Client) batch(ctx context.Context, reqs []*Request, reuse bool) error {
 			return nil
 		}
 		pending = again
-		lastErr = pending[0].Err
+		return pending[0].Err
+	})
+	if lastErr == nil {
+		return nil
+	}
+	if ctx.Err() != nil && !errors.Is(lastErr, ctx.Err()) {
+		lastErr = fmt.Errorf("%w (last error: %v)", ctx.Err(), lastErr)
 	}
 	for _, r := range pending {
 		if r.Err == nil {
@@ -254,6 +248,9 @@ type retryAfterError struct {
 
 func (e *retryAfterError) Error() string { return e.err.Error() }
 func (e *retryAfterError) Unwrap() error { return e.err }
+
+// RetryAfter makes obs.Retry wait what the server asked.
+func (e *retryAfterError) RetryAfter() time.Duration { return e.after }
 
 // statusError is an HTTP answer that is not 200.
 type statusError struct {

@@ -145,23 +145,14 @@ func (h *Heads) Run(ctx context.Context) error {
 
 // subscribe keeps a newHeads subscription open, reconnecting with backoff.
 func (h *Heads) subscribe(ctx context.Context) {
-	for attempt := 0; ; attempt++ {
-		start := time.Now()
+	reconnect := obs.Retry{Initial: 500 * time.Millisecond, Max: 30 * time.Second, ResetAfter: time.Minute,
+		Log: h.logger, Msg: "newHeads subscription failed; polling eth_blockNumber meanwhile", Attrs: []any{"url", Redact(h.cfg.WSURL)}}
+	// subscribeOnce only returns with an error: this runs until ctx ends.
+	_ = reconnect.Do(ctx, func() error {
 		err := h.subscribeOnce(ctx)
 		h.subOK.Store(false)
-		if ctx.Err() != nil {
-			return
-		}
-		if time.Since(start) > time.Minute {
-			attempt = 0 // it worked for a while: reconnect quickly
-		}
-		if attempt == 0 || attempt%10 == 0 {
-			h.logger.Warn("newHeads subscription failed; polling eth_blockNumber meanwhile", "url", Redact(h.cfg.WSURL), "err", err)
-		}
-		if !obs.Sleep(ctx, obs.Backoff(attempt, 500*time.Millisecond, 30*time.Second)) {
-			return
-		}
-	}
+		return err
+	})
 }
 
 const (

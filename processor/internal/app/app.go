@@ -16,7 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/moraine-data/moraine/pkg/chains"
-	"github.com/moraine-data/moraine/pkg/chdb"
+	"github.com/moraine-data/moraine/pkg/chclient"
 	"github.com/moraine-data/moraine/pkg/kafkautil"
 	"github.com/moraine-data/moraine/pkg/obs"
 	"github.com/moraine-data/moraine/pkg/process"
@@ -27,7 +27,7 @@ import (
 // Config is the processor's configuration.
 type Config struct {
 	Kafka      kafkautil.Config
-	ClickHouse chdb.Config
+	ClickHouse chclient.Config
 	Ops        obs.OpsConfig
 	Log        obs.LogConfig
 	// Sink is the ClickHouse sink (package sink).

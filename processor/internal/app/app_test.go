@@ -14,7 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/moraine-data/moraine/pkg/chdb"
+	"github.com/moraine-data/moraine/pkg/chclient"
 	"github.com/moraine-data/moraine/pkg/kafkautil"
 	"github.com/moraine-data/moraine/pkg/testenv"
 	"github.com/moraine-data/moraine/processor/internal/sink"
@@ -89,7 +89,7 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, reg *prometheus.R
 }
 
 // startProcessor runs the processor until the returned stop is called.
-func startProcessor(t *testing.T, kcfg kafkautil.Config, ccfg chdb.Config, group string) (stop func()) {
+func startProcessor(t *testing.T, kcfg kafkautil.Config, ccfg chclient.Config, group string) (stop func()) {
 	cfg := Config{Kafka: kcfg, ClickHouse: ccfg, Sink: sink.Config{Enabled: true, Group: group, BatchRows: 100000,
 		FlushInterval: 50 * time.Millisecond, InsertTimeout: 30 * time.Second}, ShutdownTimeout: 10 * time.Second}
 	cfg.Ops.ListenAddress = freeAddr(t)

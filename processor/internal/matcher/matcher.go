@@ -264,16 +264,14 @@ func (m *Consumer) Run(ctx context.Context) error {
 		}
 	}
 	m.logger.Info("watch table ready", "webhooks", m.table.Webhooks(), "addresses", m.table.Addresses())
-	for attempt := 0; ; attempt++ {
-		err := m.session(ctx)
-		if ctx.Err() != nil {
-			return nil
+	rebuild := obs.Retry{Initial: 200 * time.Millisecond, Max: 10 * time.Second, Log: m.logger, Msg: "matcher session failed; starting a new one"}
+	_ = rebuild.Do(ctx, func() error {
+		if err := m.session(ctx); err != nil || ctx.Err() != nil {
+			return err
 		}
-		m.logger.Warn("matcher session failed; starting a new one", "attempt", attempt+1, "err", err)
-		if !obs.Sleep(ctx, obs.Backoff(attempt, 200*time.Millisecond, 10*time.Second)) {
-			return nil
-		}
-	}
+		return errors.New("matcher: session ended") // its client closed: start a new one
+	})
+	return nil
 }
 
 // txnID and group are the configured transactional id and group behind

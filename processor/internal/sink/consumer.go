@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/moraine-data/moraine/pkg/chdb"
+	"github.com/moraine-data/moraine/pkg/chclient"
 	"github.com/moraine-data/moraine/pkg/kafkautil"
 	"github.com/moraine-data/moraine/pkg/obs"
 	"github.com/moraine-data/moraine/schemas/codec"
@@ -66,7 +66,7 @@ type Deps struct {
 	Registerer prometheus.Registerer
 	// Kafka and ClickHouse are the processor's connection settings.
 	Kafka      kafkautil.Config
-	ClickHouse chdb.Config
+	ClickHouse chclient.Config
 	// Health gets the "kafka" and "clickhouse" readiness checks once
 	// connected.
 	Health *obs.Health
@@ -104,7 +104,7 @@ func (s *Consumer) Connected() <-chan struct{} { return s.up }
 // group promptly so a replacement gets the partitions.
 func (s *Consumer) Run(ctx context.Context) error {
 	logger, cfg := s.deps.Logger, s.cfg
-	conn, err := chdb.Open(ctx, s.deps.ClickHouse, logger)
+	conn, err := chclient.Open(ctx, s.deps.ClickHouse, logger)
 	if err != nil {
 		return err
 	}
@@ -121,7 +121,7 @@ func (s *Consumer) Run(ctx context.Context) error {
 		return err
 	}
 	s.deps.Health.Add("kafka", kafkautil.Ping(cl))
-	s.deps.Health.Add("clickhouse", chdb.Ping(conn))
+	s.deps.Health.Add("clickhouse", chclient.Ping(conn))
 	close(s.up)
 	logger.Info("processor consuming", "topic", blocksTopic, "group", group)
 	c := &consumer{cfg: cfg, cl: cl, writer: NewWriter(conn, cfg.InsertTimeout), m: s.m, logger: logger}
@@ -361,18 +361,9 @@ func (c *consumer) retry(ctx context.Context, stage string, write func(context.C
 	start := time.Now()
 	wctx, cancel := c.detached(ctx)
 	defer cancel()
-	for attempt := 0; ; attempt++ {
-		err := write(wctx)
-		if err == nil {
-			break
-		}
-		if wctx.Err() != nil {
-			return fmt.Errorf("sink: write batch: %w", err)
-		}
-		c.logger.Warn("clickhouse insert failed, retrying", "stage", stage, "attempt", attempt+1, "err", err)
-		if !obs.Sleep(wctx, obs.Backoff(attempt, 200*time.Millisecond, 10*time.Second)) {
-			return fmt.Errorf("sink: write batch: %w", err)
-		}
+	again := obs.Retry{Initial: 200 * time.Millisecond, Max: 10 * time.Second, Log: c.logger, Msg: "clickhouse insert failed, retrying", Attrs: []any{"stage", stage}}
+	if err := again.Do(wctx, func() error { return write(wctx) }); err != nil {
+		return fmt.Errorf("sink: write batch: %w", err)
 	}
 	c.m.stage.WithLabelValues(stage).Observe(time.Since(start).Seconds())
 	return nil

@@ -36,7 +36,7 @@ import (
 
 	"github.com/moraine-data/moraine/pkg/accountdb"
 	"github.com/moraine-data/moraine/pkg/chains"
-	"github.com/moraine-data/moraine/pkg/chdb"
+	"github.com/moraine-data/moraine/pkg/chclient"
 	"github.com/moraine-data/moraine/pkg/kafkautil"
 	"github.com/moraine-data/moraine/pkg/obs"
 	"github.com/moraine-data/moraine/pkg/process"
@@ -108,7 +108,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if cmd.db {
 		cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-		conn, err := chdb.Open(cctx, e.ch, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+		conn, err := chclient.Open(cctx, e.ch, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 		cancel()
 		if err != nil {
 			fmt.Fprintln(stderr, "moraine-admin:", err)
@@ -145,7 +145,7 @@ func need(flagName, v string) error {
 }
 
 type env struct {
-	ch     chdb.Config
+	ch     chclient.Config
 	conn   driver.Conn
 	admin  *admin.Admin
 	stdout io.Writer

@@ -36,7 +36,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/moraine-data/moraine/pkg/chdb"
+	"github.com/moraine-data/moraine/pkg/chclient"
 	"github.com/moraine-data/moraine/pkg/obs"
 	"github.com/moraine-data/moraine/pkg/process"
 	"github.com/moraine-data/moraine/query/internal/bench"
@@ -61,7 +61,7 @@ func run() int {
 	switch os.Args[1] {
 	case "seed":
 		var (
-			ch chdb.Config
+			ch chclient.Config
 			sc bench.SeedConfig
 			hc bench.HistoryConfig
 		)
@@ -85,7 +85,7 @@ func run() int {
 			return 2
 		}
 		octx, cancel := context.WithTimeout(ctx, time.Minute)
-		conn, err := chdb.Open(octx, ch, logger)
+		conn, err := chclient.Open(octx, ch, logger)
 		cancel()
 		if err != nil {
 			logger.Error("open clickhouse", "err", err)

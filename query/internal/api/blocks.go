@@ -38,10 +38,7 @@ func (h *handlers) listChainBlocks(c *gin.Context) {
 	id := p.chainID()
 	size := p.pageSize("pageSize", 1, 100, 10)
 	token := p.pageToken()
-	if !p.valid() {
-		return
-	}
-	ch, found := h.resolveChain(c, id)
+	ch, found := h.validChain(p, id)
 	if !found {
 		return
 	}
@@ -56,9 +53,8 @@ func (h *handlers) listChainBlocks(c *gin.Context) {
 		}
 		cursor = t.Cursor
 	} else {
-		heads, err := h.store.Heads(ctx)
-		if err != nil {
-			apierr.Write(c, storeError(err, ""))
+		heads, found := h.indexedHeads(c)
+		if !found {
 			return
 		}
 		head := heads[chainID]
@@ -111,10 +107,7 @@ func (h *handlers) getBlock(c *gin.Context) {
 	p := &params{c: c}
 	id := p.chainID()
 	bid := p.blockID()
-	if !p.valid() {
-		return
-	}
-	ch, found := h.resolveChain(c, id)
+	ch, found := h.validChain(p, id)
 	if !found {
 		return
 	}
@@ -134,10 +127,7 @@ func (h *handlers) listBlockTransactions(c *gin.Context) {
 	bid := p.blockID()
 	size := p.pageSize("pageSize", 0, 100, 0)
 	token := p.pageToken()
-	if !p.valid() {
-		return
-	}
-	ch, found := h.resolveChain(c, id)
+	ch, found := h.validChain(p, id)
 	if !found {
 		return
 	}
@@ -207,28 +197,18 @@ func (h *handlers) listAllBlocks(c *gin.Context) {
 	var positions []pagetoken.Position
 	if token != "" {
 		t, err := h.tokens.Decode(token, pagetoken.KindAllBlocks)
-		if err != nil || t.Network != code {
+		if err != nil || t.Network != code || !tokenChainsValid(h, code, t.Positions, func(p pagetoken.Position) uint64 { return p.ChainID }) {
 			apierr.Write(c, badToken())
 			return
 		}
-		for _, pos := range t.Positions {
-			ch, found := h.chains.find(u64(pos.ChainID))
-			if !found || !matchesNetwork(ch, code) {
-				apierr.Write(c, badToken())
-				return
-			}
-		}
 		positions = t.Positions
 	} else {
-		heads, err := h.store.Heads(ctx)
-		if err != nil {
-			apierr.Write(c, storeError(err, ""))
+		var found bool
+		positions, found = firstPositions(h, c, code, func(chainID, head uint64) pagetoken.Position {
+			return pagetoken.Position{ChainID: chainID, Cursor: head}
+		})
+		if !found {
 			return
-		}
-		for _, ch := range h.chains.list {
-			if head := heads[ch.ID()]; matchesNetwork(ch, code) && head.Exists {
-				positions = append(positions, pagetoken.Position{ChainID: ch.ID(), Cursor: head.Number})
-			}
 		}
 	}
 
@@ -247,26 +227,10 @@ func (h *handlers) listAllBlocks(c *gin.Context) {
 		return
 	}
 
-	// k-way merge: each chain's rows are newest first; repeatedly serve the
-	// chain whose next row comes first in merge order. What a chain serves
-	// is always a prefix of its rows, so its next position is exact.
-	out := listBlocksResponse{Blocks: make([]evmBlock, 0, size)}
-	used := make([]int, len(positions))
-	for len(out.Blocks) < size {
-		best := -1
-		for i, rows := range perChain {
-			if used[i] == len(rows) {
-				continue
-			}
-			if best < 0 || mergeBefore(rows[used[i]], perChain[best][used[best]]) {
-				best = i
-			}
-		}
-		if best < 0 {
-			break
-		}
-		out.Blocks = append(out.Blocks, renderBlock(perChain[best][used[best]]))
-		used[best]++
+	served, used := mergeNewest(perChain, size, mergeBefore, nil)
+	out := listBlocksResponse{Blocks: make([]evmBlock, 0, len(served))}
+	for _, b := range served {
+		out.Blocks = append(out.Blocks, renderBlock(b))
 	}
 	// A chain stays in the token while it has a fetched block that was not
 	// served; its position becomes that block's number.

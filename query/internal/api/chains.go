@@ -105,6 +105,28 @@ func (h *handlers) chainStatus(c chains.Chain, heads map[uint64]store.Head, err 
 	return statusOK
 }
 
+// validChain opens a per-chain handler: it answers a request whose
+// parameters are invalid (all of them parsed before) or whose chain is not
+// configured, and returns false; else it returns the chain.
+func (h *handlers) validChain(p *params, id string) (chains.Chain, bool) {
+	if !p.valid() {
+		return chains.Chain{}, false
+	}
+	return h.resolveChain(p.c, id)
+}
+
+// indexedHeads returns every chain's indexed head, or answers the store's
+// error and returns false.
+func (h *handlers) indexedHeads(c *gin.Context) (map[uint64]store.Head, bool) {
+	heads, err := h.store.Heads(c.Request.Context())
+	if err != nil {
+		apierr.Write(c, storeError(err, ""))
+		return nil, false
+	}
+	return heads, true
+}
+
+// heads reads the heads for the chains' status, within StatusTimeout.
 func (h *handlers) heads(ctx context.Context) (map[uint64]store.Head, error) {
 	ctx, cancel := context.WithTimeout(ctx, h.cfg.StatusTimeout)
 	defer cancel()
@@ -136,10 +158,7 @@ func (h *handlers) listChains(c *gin.Context) {
 func (h *handlers) getChain(c *gin.Context) {
 	p := &params{c: c}
 	id := p.chainID()
-	if !p.valid() {
-		return
-	}
-	ch, found := h.resolveChain(c, id)
+	ch, found := h.validChain(p, id)
 	if !found {
 		return
 	}

@@ -99,10 +99,7 @@ func (h *handlers) readAddressList(c *gin.Context, spec addressListSpec) (addres
 	if spec.sortOrder {
 		asc = p.enum("sortOrder", sortOrders) == "asc"
 	}
-	if !p.valid() {
-		return addressPage{}, false
-	}
-	ch, found := h.resolveChain(c, id)
+	ch, found := h.validChain(p, id)
 	if !found {
 		return addressPage{}, false
 	}
@@ -118,9 +115,8 @@ func (h *handlers) readAddressList(c *gin.Context, spec addressListSpec) (addres
 	}
 	out := addressPage{chain: ch, address: a}
 	ctx := c.Request.Context()
-	heads, err := h.store.Heads(ctx)
-	if err != nil {
-		apierr.Write(c, storeError(err, ""))
+	heads, found := h.indexedHeads(c)
+	if !found {
 		return addressPage{}, false
 	}
 	head := heads[ch.ID()]
@@ -205,6 +201,15 @@ func (h *handlers) resolveTokens(ctx context.Context, chainID uint64, transfers 
 	return h.history.contracts.Resolve(ctx, chainID, want)
 }
 
+// writeTxPage answers an address-list page, each row rendered by render.
+func writeTxPage[T any](c *gin.Context, pg addressPage, render func(store.IndexRow) T) {
+	out := txPage[T]{NextPageToken: pg.next, Transactions: make([]T, 0, len(pg.rows))}
+	for _, r := range pg.rows {
+		out.Transactions = append(out.Transactions, render(r))
+	}
+	ok(c, out)
+}
+
 // listNative: GET .../transactions:listNative, the transactions the
 // address sent or received (to, or the contract it created).
 func (h *handlers) listNative(c *gin.Context) {
@@ -213,11 +218,7 @@ func (h *handlers) listNative(c *gin.Context) {
 	if !read {
 		return
 	}
-	out := listTransactionsResponse{NextPageToken: pg.next, Transactions: make([]nativeTransaction, 0, len(pg.rows))}
-	for _, r := range pg.rows {
-		out.Transactions = append(out.Transactions, renderTx(r.Block, indexTx(r)))
-	}
-	ok(c, out)
+	writeTxPage(c, pg, func(r store.IndexRow) nativeTransaction { return renderTx(r.Block, indexTx(r)) })
 }
 
 // listErc20: GET .../transactions:listErc20.
@@ -227,14 +228,12 @@ func (h *handlers) listErc20(c *gin.Context) {
 		return
 	}
 	toks := h.resolveTokens(c.Request.Context(), pg.chain.ID(), transfersOf(pg.rows))
-	out := listErc20Response{NextPageToken: pg.next, Transactions: make([]erc20Transfer, 0, len(pg.rows))}
-	for _, r := range pg.rows {
+	writeTxPage(c, pg, func(r store.IndexRow) erc20Transfer {
 		x := transferOf(r.Transfer)
-		out.Transactions = append(out.Transactions, erc20Transfer{blockRef: refOf(r.Block, r.TxHash),
+		return erc20Transfer{blockRef: refOf(r.Block, r.TxHash),
 			erc20TransferDetails: erc20TransferDetails{From: addr(x.from), To: addr(x.to), LogIndex: x.logIndex, Value: x.value,
-				Erc20Token: toks.erc20(x.token)}})
-	}
-	ok(c, out)
+				Erc20Token: toks.erc20(x.token)}}
+	})
 }
 
 // listErc721: GET .../transactions:listErc721.
@@ -244,14 +243,12 @@ func (h *handlers) listErc721(c *gin.Context) {
 		return
 	}
 	toks := h.resolveTokens(c.Request.Context(), pg.chain.ID(), transfersOf(pg.rows))
-	out := listErc721Response{NextPageToken: pg.next, Transactions: make([]erc721Transfer, 0, len(pg.rows))}
-	for _, r := range pg.rows {
+	writeTxPage(c, pg, func(r store.IndexRow) erc721Transfer {
 		x := transferOf(r.Transfer)
-		out.Transactions = append(out.Transactions, erc721Transfer{blockRef: refOf(r.Block, r.TxHash),
+		return erc721Transfer{blockRef: refOf(r.Block, r.TxHash),
 			erc721TransferDtl: erc721TransferDtl{From: addr(x.from), To: addr(x.to), LogIndex: x.logIndex,
-				Erc721Token: toks.erc721(x.token, x.tokenID)}})
-	}
-	ok(c, out)
+				Erc721Token: toks.erc721(x.token, x.tokenID)}}
+	})
 }
 
 // listErc1155: GET .../transactions:listErc1155.
@@ -260,14 +257,12 @@ func (h *handlers) listErc1155(c *gin.Context) {
 	if !read {
 		return
 	}
-	out := listErc1155Response{NextPageToken: pg.next, Transactions: make([]erc1155Transfer, 0, len(pg.rows))}
-	for _, r := range pg.rows {
+	writeTxPage(c, pg, func(r store.IndexRow) erc1155Transfer {
 		x := transferOf(r.Transfer)
-		out.Transactions = append(out.Transactions, erc1155Transfer{blockRef: refOf(r.Block, r.TxHash),
+		return erc1155Transfer{blockRef: refOf(r.Block, r.TxHash),
 			erc1155TransferDtl: erc1155TransferDtl{From: addr(x.from), To: addr(x.to), LogIndex: x.logIndex, Value: x.value,
-				Erc1155Token: erc1155Of(x.token, x.tokenID)}})
-	}
-	ok(c, out)
+				Erc1155Token: erc1155Of(x.token, x.tokenID)}}
+	})
 }
 
 // listInternals: GET .../transactions:listInternals.
@@ -276,12 +271,9 @@ func (h *handlers) listInternals(c *gin.Context) {
 	if !read {
 		return
 	}
-	out := listInternalResponse{NextPageToken: pg.next, Transactions: make([]internalTransaction, 0, len(pg.rows))}
-	for _, r := range pg.rows {
-		out.Transactions = append(out.Transactions, internalTransaction{blockRef: refOf(r.Block, r.TxHash),
-			internalTxDetails: internalDetails(r.Internal)})
-	}
-	ok(c, out)
+	writeTxPage(c, pg, func(r store.IndexRow) internalTransaction {
+		return internalTransaction{blockRef: refOf(r.Block, r.TxHash), internalTxDetails: internalDetails(r.Internal)}
+	})
 }
 
 // listTransfers: GET /v1/chains/:chainId/tokens/:address/transfers, every
@@ -315,10 +307,7 @@ func (h *handlers) getTransaction(c *gin.Context) {
 	p := &params{c: c}
 	id := p.chainID()
 	hash := p.txHash()
-	if !p.valid() {
-		return
-	}
-	ch, found := h.resolveChain(c, id)
+	ch, found := h.validChain(p, id)
 	if !found {
 		return
 	}
@@ -362,10 +351,7 @@ func (h *handlers) getDeployment(c *gin.Context) {
 	// moraine has no price data: the response carries no price, in any
 	// currency; a valid currency is accepted, others refused.
 	p.enum("currency", currencies)
-	if !p.valid() {
-		return
-	}
-	ch, found := h.resolveChain(c, id)
+	ch, found := h.validChain(p, id)
 	if !found {
 		return
 	}
@@ -470,10 +456,7 @@ func (h *handlers) getContractMetadata(c *gin.Context) {
 	p := &params{c: c}
 	id := p.chainID()
 	a := p.address()
-	if !p.valid() {
-		return
-	}
-	ch, found := h.resolveChain(c, id)
+	ch, found := h.validChain(p, id)
 	if !found {
 		return
 	}

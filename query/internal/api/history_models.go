@@ -42,29 +42,15 @@ type networkTokenDetails struct {
 	NetworkToken networkToken `json:"networkToken"`
 }
 
+// fullNativeTransaction is a list's NativeTransaction and what a single
+// transaction's answer adds (the embedded fields come first, in the same
+// order, as the hosted service writes them).
 type fullNativeTransaction struct {
-	BlockNumber                string      `json:"blockNumber"`
-	BlockTimestamp             uint64      `json:"blockTimestamp"`
-	BlockTimestampMilliseconds *uint64     `json:"blockTimestampMilliseconds,omitempty"`
-	BlockMinDelayExcess        *uint64     `json:"blockMinDelayExcess,omitempty"`
-	BlockHash                  string      `json:"blockHash"`
-	ChainID                    string      `json:"chainId"`
-	BlockIndex                 uint32      `json:"blockIndex"`
-	TxHash                     string      `json:"txHash"`
-	TxStatus                   string      `json:"txStatus"`
-	TxType                     uint8       `json:"txType"`
-	GasLimit                   string      `json:"gasLimit"`
-	GasUsed                    string      `json:"gasUsed"`
-	GasPrice                   string      `json:"gasPrice"`
-	Nonce                      string      `json:"nonce"`
-	From                       richAddress `json:"from"`
-	To                         richAddress `json:"to"`
-	Method                     *method     `json:"method,omitempty"`
-	Value                      string      `json:"value"`
-	Input                      string      `json:"input"`
-	BaseFeePerGas              string      `json:"baseFeePerGas"`
-	MaxFeePerGas               string      `json:"maxFeePerGas,omitempty"`
-	MaxPriorityFeePerGas       string      `json:"maxPriorityFeePerGas,omitempty"`
+	nativeTransaction
+	Input                string `json:"input"`
+	BaseFeePerGas        string `json:"baseFeePerGas"`
+	MaxFeePerGas         string `json:"maxFeePerGas,omitempty"`
+	MaxPriorityFeePerGas string `json:"maxPriorityFeePerGas,omitempty"`
 }
 
 type erc20Token struct {
@@ -162,26 +148,6 @@ type internalTxDetails struct {
 type internalTransaction struct {
 	blockRef
 	internalTxDetails
-}
-
-type listErc20Response struct {
-	NextPageToken string          `json:"nextPageToken,omitempty"`
-	Transactions  []erc20Transfer `json:"transactions"`
-}
-
-type listErc721Response struct {
-	NextPageToken string           `json:"nextPageToken,omitempty"`
-	Transactions  []erc721Transfer `json:"transactions"`
-}
-
-type listErc1155Response struct {
-	NextPageToken string            `json:"nextPageToken,omitempty"`
-	Transactions  []erc1155Transfer `json:"transactions"`
-}
-
-type listInternalResponse struct {
-	NextPageToken string                `json:"nextPageToken,omitempty"`
-	Transactions  []internalTransaction `json:"transactions"`
 }
 
 // listTransfersResponse holds Erc20Transfer, Erc721Transfer and
@@ -312,13 +278,9 @@ func internalDetails(in store.Internal) internalTxDetails {
 }
 
 func renderFullTx(b store.Block, t store.FullTx) fullNativeTransaction {
-	n := renderTx(b, t.Tx)
 	return fullNativeTransaction{
-		BlockNumber: n.BlockNumber, BlockTimestamp: n.BlockTimestamp, BlockTimestampMilliseconds: n.BlockTimestampMilliseconds,
-		BlockMinDelayExcess: n.BlockMinDelayExcess, BlockHash: n.BlockHash, ChainID: n.ChainID, BlockIndex: n.BlockIndex,
-		TxHash: n.TxHash, TxStatus: n.TxStatus, TxType: n.TxType, GasLimit: n.GasLimit, GasUsed: n.GasUsed,
-		GasPrice: n.GasPrice, Nonce: n.Nonce, From: n.From, To: n.To, Method: n.Method, Value: n.Value,
-		Input: evm.HexBytes(t.Input), BaseFeePerGas: orZero(b.BaseFee),
+		nativeTransaction: renderTx(b, t.Tx),
+		Input:             evm.HexBytes(t.Input), BaseFeePerGas: orZero(b.BaseFee),
 		MaxFeePerGas: t.MaxFeePerGas, MaxPriorityFeePerGas: t.MaxPriorityFeePerGas,
 	}
 }

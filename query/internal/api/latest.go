@@ -38,10 +38,7 @@ func (h *handlers) listLatestTransactions(c *gin.Context) {
 	size := p.pageSize("pageSize", 1, 100, 10)
 	status := statusCode(p.enum("status", txStatuses))
 	token := p.pageToken()
-	if !p.valid() {
-		return
-	}
-	ch, found := h.resolveChain(c, id)
+	ch, found := h.validChain(p, id)
 	if !found {
 		return
 	}
@@ -55,9 +52,8 @@ func (h *handlers) listLatestTransactions(c *gin.Context) {
 		}
 		start = t.next
 	} else {
-		heads, err := h.store.Heads(ctx)
-		if err != nil {
-			apierr.Write(c, storeError(err, ""))
+		heads, found := h.indexedHeads(c)
+		if !found {
 			return
 		}
 		head := heads[ch.ID()]
@@ -113,28 +109,19 @@ func (h *handlers) listLatestAllChains(c *gin.Context) {
 	var positions []txPosition
 	if token != "" {
 		t, err := h.history.tokens.decode(token, historyAllLatest)
-		if err != nil || t.network != network || t.status != status {
+		if err != nil || t.network != network || t.status != status ||
+			!tokenChainsValid(h, network, t.positions, func(p txPosition) uint64 { return p.chainID }) {
 			apierr.Write(c, badToken())
 			return
 		}
-		for _, pos := range t.positions {
-			ch, found := h.chains.find(u64(pos.chainID))
-			if !found || !matchesNetwork(ch, network) {
-				apierr.Write(c, badToken())
-				return
-			}
-		}
 		positions = t.positions
 	} else {
-		heads, err := h.store.Heads(ctx)
-		if err != nil {
-			apierr.Write(c, storeError(err, ""))
+		var found bool
+		positions, found = firstPositions(h, c, network, func(chainID, head uint64) txPosition {
+			return txPosition{chainID: chainID, block: head, index: math.MaxUint32}
+		})
+		if !found {
 			return
-		}
-		for _, ch := range h.chains.list {
-			if head := heads[ch.ID()]; matchesNetwork(ch, network) && head.Exists {
-				positions = append(positions, txPosition{chainID: ch.ID(), block: head.Number, index: math.MaxUint32})
-			}
 		}
 	}
 
@@ -153,28 +140,12 @@ func (h *handlers) listLatestAllChains(c *gin.Context) {
 		apierr.Write(c, storeError(err, ""))
 		return
 	}
-	out := listTransactionsResponse{Transactions: make([]nativeTransaction, 0, size)}
-	used := make([]int, len(positions))
-merge:
-	for len(out.Transactions) < size {
-		best := -1
-		for i, rows := range perChain {
-			if used[i] == len(rows) {
-				if resumes[i] != nil {
-					break merge
-				}
-				continue
-			}
-			if best < 0 || latestBefore(rows[used[i]], perChain[best][used[best]]) {
-				best = i
-			}
-		}
-		if best < 0 {
-			break
-		}
-		t := perChain[best][used[best]]
+	// A chain whose read stopped at the scan bound (resumes) stalls the
+	// page once its rows are served.
+	served, used := mergeNewest(perChain, size, latestBefore, func(i int) bool { return resumes[i] != nil })
+	out := listTransactionsResponse{Transactions: make([]nativeTransaction, 0, len(served))}
+	for _, t := range served {
 		out.Transactions = append(out.Transactions, renderTx(t.Block, t.Tx))
-		used[best]++
 	}
 	var next []txPosition
 	for i, pos := range positions {

@@ -139,10 +139,14 @@ func renderBlock(b store.Block) evmBlock {
 	}
 }
 
-type listTransactionsResponse struct {
-	NextPageToken string              `json:"nextPageToken,omitempty"`
-	Transactions  []nativeTransaction `json:"transactions"`
+// txPage is the answer of every list of transactions (or of transfers and
+// internal transactions, listed under "transactions" too).
+type txPage[T any] struct {
+	NextPageToken string `json:"nextPageToken,omitempty"`
+	Transactions  []T    `json:"transactions"`
 }
+
+type listTransactionsResponse = txPage[nativeTransaction]
 
 type nativeTransaction struct {
 	BlockNumber                string      `json:"blockNumber"`

@@ -2,7 +2,7 @@
 // ops server (/metrics, /healthz, /readyz) and the ClickHouse connection.
 //
 // Start-up order: both servers listen first, so the API answers 503 and
-// /readyz says why while ClickHouse is still unreachable; chdb.Open then
+// /readyz says why while ClickHouse is still unreachable; chclient.Open then
 // connects (with backoff) and applies the migrations, and the store gets its
 // connection. Shutdown: the servers drain for --shutdown.timeout, then the
 // connection closes.
@@ -22,7 +22,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/moraine-data/moraine/pkg/chains"
-	"github.com/moraine-data/moraine/pkg/chdb"
+	"github.com/moraine-data/moraine/pkg/chclient"
 	"github.com/moraine-data/moraine/pkg/guard"
 	"github.com/moraine-data/moraine/pkg/obs"
 	"github.com/moraine-data/moraine/pkg/process"
@@ -147,7 +147,7 @@ func (a *App) Run(ctx context.Context) error {
 	g.Go(func() error { return api.Serve(gctx, a.cfg.ShutdownTimeout) })
 	g.Go(func() error { return a.mgmt.Run(gctx) })
 	g.Go(func() error {
-		conn, err := chdb.Open(gctx, a.cfg.ClickHouse, a.logger.With("component", "chdb"))
+		conn, err := chclient.Open(gctx, a.cfg.ClickHouse, a.logger.With("component", "chclient"))
 		if err != nil {
 			if gctx.Err() != nil {
 				return nil // stopped before ClickHouse answered

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/moraine-data/moraine/pkg/chains"
-	"github.com/moraine-data/moraine/pkg/chdb"
+	"github.com/moraine-data/moraine/pkg/chclient"
 	"github.com/moraine-data/moraine/pkg/obs"
 	"github.com/moraine-data/moraine/pkg/tokenmeta"
 	"github.com/moraine-data/moraine/query/internal/api"
@@ -24,7 +24,7 @@ type Config struct {
 	HTTP            obs.HTTPConfig
 	Ops             obs.OpsConfig
 	ChainsFile      string
-	ClickHouse      chdb.Config
+	ClickHouse      chclient.Config
 	ShutdownTimeout time.Duration
 	Log             obs.LogConfig
 	Store           store.Config

@@ -195,16 +195,9 @@ func (m *Mgmt) ensureTopics(ctx context.Context) error {
 		return fmt.Errorf("mgmt: %w", err)
 	}
 	defer cl.Close()
-	for attempt := 0; ; attempt++ {
-		err = m.cfg.Kafka.EnsureTopics(ctx, cl, m.logger)
-		if err == nil {
-			return nil
-		}
-		if attempt == 0 {
-			m.logger.Warn("creating kafka topics failed, retrying", "err", err)
-		}
-		if !obs.Sleep(ctx, obs.Backoff(attempt, 500*time.Millisecond, 10*time.Second)) {
-			return fmt.Errorf("mgmt: create topics: %w", err)
-		}
+	again := obs.Retry{Initial: 500 * time.Millisecond, Max: 10 * time.Second, Log: m.logger, Msg: "creating kafka topics failed, retrying"}
+	if err := again.Do(ctx, func() error { return m.cfg.Kafka.EnsureTopics(ctx, cl, m.logger) }); err != nil {
+		return fmt.Errorf("mgmt: create topics: %w", err)
 	}
+	return nil
 }

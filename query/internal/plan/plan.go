@@ -93,10 +93,11 @@ func (s *Set) Get(name string) (Plan, bool) {
 	return p, ok
 }
 
-// MustGet returns the named plan; an unknown name (an account row written
-// with a plan this deployment no longer has) gets the free plan's limits
-// under its own name, so it is never unlimited by accident.
-func (s *Set) MustGet(name string) Plan {
+// GetOrFree returns the named plan, or for an unknown name (an account row
+// written with a plan this deployment no longer has) the free plan's limits
+// under that name, so that no account is unlimited by accident. It never
+// fails.
+func (s *Set) GetOrFree(name string) Plan {
 	if p, ok := s.plans[name]; ok {
 		return p
 	}

@@ -29,9 +29,9 @@ func TestDefaultsMatchTheContract(t *testing.T) {
 		})
 	}
 	require.Len(t, s.All(), 7)
-	require.Equal(t, Free, s.MustGet(Free).Name)
+	require.Equal(t, Free, s.GetOrFree(Free).Name)
 	// An unknown plan is limited like free, never unlimited.
-	require.Equal(t, int64(8_000), s.MustGet("legacy").CUPerMinute)
+	require.Equal(t, int64(8_000), s.GetOrFree("legacy").CUPerMinute)
 }
 
 func TestParseOverrides(t *testing.T) {

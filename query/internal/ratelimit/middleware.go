@@ -104,7 +104,7 @@ func Middleware(cfg Config, d Deps) (gin.HandlerFunc, error) {
 		if p, ok := policies[name]; ok {
 			return p
 		}
-		return PolicyFor(d.Plans.MustGet(name), cfg.Instances)
+		return PolicyFor(d.Plans.GetOrFree(name), cfg.Instances)
 	}
 	return func(c *gin.Context) {
 		if !cfg.Enabled {

@@ -176,20 +176,9 @@ func (w *Reconciler) Run(ctx context.Context) error {
 	if err := w.reader.WaitReady(ctx); err != nil {
 		return nil
 	}
-	for attempt := 0; ; attempt++ {
-		err := w.Reconcile(ctx, true)
-		if err == nil {
-			break
-		}
-		if ctx.Err() != nil {
-			return nil
-		}
-		if attempt == 0 || attempt%10 == 0 {
-			w.logger.Warn("first reconciliation failed, retrying", "err", err)
-		}
-		if !obs.Sleep(ctx, obs.Backoff(attempt, 500*time.Millisecond, 10*time.Second)) {
-			return nil
-		}
+	first := obs.Retry{Initial: 500 * time.Millisecond, Max: 10 * time.Second, Log: w.logger, Msg: "first reconciliation failed, retrying"}
+	if first.Do(ctx, func() error { return w.Reconcile(ctx, true) }) != nil {
+		return nil // ctx ended
 	}
 	w.ready.Store(true)
 	w.metrics.ready.Set(1)
@@ -228,18 +217,14 @@ func (w *Reconciler) Run(ctx context.Context) error {
 // again: the query service keeps serving while Kafka is away, and Ready
 // stays false.
 func (w *Reconciler) read(ctx context.Context) {
-	for attempt := 0; ; attempt++ {
-		err := w.reader.Run(ctx)
-		if ctx.Err() != nil {
-			return
+	again := obs.Retry{Initial: 500 * time.Millisecond, Max: 10 * time.Second, Log: w.logger, Msg: "reading the address-watch topic failed, retrying",
+		Attrs: []any{"topic", w.topic}}
+	_ = again.Do(ctx, func() error {
+		if err := w.reader.Run(ctx); err != nil || ctx.Err() != nil {
+			return err
 		}
-		if attempt == 0 || attempt%10 == 0 {
-			w.logger.Warn("reading the address-watch topic failed, retrying", "topic", w.topic, "err", err)
-		}
-		if !obs.Sleep(ctx, obs.Backoff(attempt, 500*time.Millisecond, 10*time.Second)) {
-			return
-		}
-	}
+		return errors.New("reconcile: the address-watch reader stopped") // run it again
+	})
 }
 
 // apply records the last record of a key (the reader's callback).

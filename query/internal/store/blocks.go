@@ -168,26 +168,26 @@ func (s *ClickHouse) blockRange(ctx context.Context, chainID, lo, hi uint64, lim
 }
 
 func scanBlocks(name string, rows driver.Rows, limit int) ([]Block, error) {
-	defer rows.Close()
 	var out []Block
-	for rows.Next() {
+	err := eachRow(name, rows, func() error {
 		var (
 			b            Block
 			hash, parent string
 		)
 		if err := rows.Scan(&b.ChainID, &b.Number, &hash, &parent, &b.Timestamp, &b.TimestampMs, &b.MinDelayExcess,
 			&b.BaseFee, &b.GasUsed, &b.GasLimit, &b.GasCost, &b.FeesSpent, &b.TxCount, &b.CumulativeTransactions); err != nil {
-			return nil, fmt.Errorf("store: %s: scan: %w", name, err)
+			return scanError(name, err)
 		}
 		copy(b.Hash[:], hash)
 		copy(b.ParentHash[:], parent)
 		out = append(out, b)
 		if len(out) > limit {
-			break
+			return errStopRows
 		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, classify(name, err)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -222,19 +222,15 @@ func (s *ClickHouse) lookupBlock(ctx context.Context, chainID, number uint64) (b
 		return Block{}, false, err
 	}
 	defer cancel()
-	defer rows.Close()
 	var (
 		header  string
 		removed uint8
 	)
-	for rows.Next() {
-		if err := rows.Scan(&header, &removed); err != nil {
-			return Block{}, false, fmt.Errorf("store: block_lookup: scan: %w", err)
-		}
+	if err := eachRow("block_lookup", rows, func() error {
 		found = true
-	}
-	if err := rows.Err(); err != nil {
-		return Block{}, false, classify("block_lookup", err)
+		return scanError("block_lookup", rows.Scan(&header, &removed))
+	}); err != nil {
+		return Block{}, false, err
 	}
 	if !found {
 		return Block{}, false, nil
@@ -295,16 +291,11 @@ func (s *ClickHouse) BlockByHash(ctx context.Context, chainID uint64, h Hash) (B
 		number uint64
 		found  bool
 	)
-	for rows.Next() {
-		if err := rows.Scan(&number); err != nil {
-			rows.Close()
-			return Block{}, fmt.Errorf("store: block_hash: scan: %w", err)
-		}
+	if err := eachRow("block_hash", rows, func() error {
 		found = true
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return Block{}, classify("block_hash", err)
+		return scanError("block_hash", rows.Scan(&number))
+	}); err != nil {
+		return Block{}, err
 	}
 	if !found {
 		return Block{}, ErrNotFound
@@ -332,24 +323,24 @@ func (s *ClickHouse) BlockTransactions(ctx context.Context, b Block, from uint32
 		return nil, err
 	}
 	defer cancel()
-	defer rows.Close()
 	var out []Tx
-	for rows.Next() {
+	err = eachRow("block_transactions", rows, func() error {
 		var (
 			t                      Tx
 			hash, from, to, ca, in string
 		)
 		if err := rows.Scan(&t.BlockIndex, &hash, &t.Type, &from, &to, &ca, &t.Value, &t.Gas,
 			&t.GasPrice, &t.EffectiveGasPrice, &t.Nonce, &in, &t.InputLen, &t.Status, &t.GasUsed); err != nil {
-			return nil, fmt.Errorf("store: block_transactions: scan: %w", err)
+			return scanError("block_transactions", err)
 		}
 		copy(t.Hash[:], hash)
 		t.From, t.To, t.ContractAddress = address(from), address(to), address(ca)
 		t.Selector = []byte(in)
 		out = append(out, t)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, classify("block_transactions", err)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -189,26 +189,26 @@ func (s *ClickHouse) listRead(ctx context.Context, r ListRequest, lo, hi uint64,
 
 // scanIndexRows reads indexColumns, decoding each row's detail by list.
 func scanIndexRows(name string, rows driver.Rows, list uint8) ([]IndexRow, error) {
-	defer rows.Close()
 	var out []IndexRow
-	for rows.Next() {
+	err := eachRow(name, rows, func() error {
 		var (
 			r                         IndexRow
 			blockHash, txHash, detail string
 		)
 		if err := rows.Scan(&r.Block.Number, &r.TxIndex, &r.Position, &r.Sub, &blockHash, &txHash, &r.Roles, &detail); err != nil {
-			return nil, fmt.Errorf("store: %s: scan: %w", name, err)
+			return scanError(name, err)
 		}
 		r.Seek.Block = r.Block.Number
 		copy(r.BlockHash[:], blockHash)
 		copy(r.TxHash[:], txHash)
 		if err := decodeDetail(&r, list, []byte(detail)); err != nil {
-			return nil, fmt.Errorf("store: %s: row of block %d, index %d: %w", name, r.Block.Number, r.TxIndex, err)
+			return fmt.Errorf("store: %s: row of block %d, index %d: %w", name, r.Block.Number, r.TxIndex, err)
 		}
 		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, classify(name, err)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }
@@ -305,34 +305,26 @@ func (s *ClickHouse) CanonicalBlocks(ctx context.Context, chainID uint64, number
 		return nil, err
 	}
 	found := make(map[uint64]bool, len(numbers))
-	for rows.Next() {
+	err = eachRow("blocks_lookup", rows, func() error {
 		var (
 			number  uint64
 			header  string
 			removed uint8
 		)
 		if err := rows.Scan(&number, &header, &removed); err != nil {
-			rows.Close()
-			done()
-			return nil, fmt.Errorf("store: blocks_lookup: scan: %w", err)
+			return scanError("blocks_lookup", err)
 		}
 		found[number] = true
 		if removed != 0 {
-			continue
+			return nil
 		}
 		b, err := parseHeader(chainID, number, header)
-		if err != nil {
-			rows.Close()
-			done()
-			return nil, err
-		}
 		out[number] = b
-	}
-	rows.Close()
-	err = rows.Err()
+		return err
+	})
 	done()
 	if err != nil {
-		return nil, classify("blocks_lookup", err)
+		return nil, err
 	}
 	var missing []any
 	for _, n := range numbers {
@@ -432,25 +424,22 @@ func (s *ClickHouse) Transaction(ctx context.Context, chainID uint64, h Hash) (T
 		detail []byte
 	}
 	var found []placement
-	for rows.Next() {
+	err = eachRow("tx_lookup", rows, func() error {
 		var (
 			p            placement
 			hash, detail string
 		)
 		if err := rows.Scan(&p.number, &hash, &p.index, &detail); err != nil {
-			rows.Close()
-			done()
-			return TxRef{}, FullTx{}, fmt.Errorf("store: tx_lookup: scan: %w", err)
+			return scanError("tx_lookup", err)
 		}
 		copy(p.hash[:], hash)
 		p.detail = []byte(detail)
 		found = append(found, p)
-	}
-	rows.Close()
-	err = rows.Err()
+		return nil
+	})
 	done()
 	if err != nil {
-		return TxRef{}, FullTx{}, classify("tx_lookup", err)
+		return TxRef{}, FullTx{}, err
 	}
 	numbers := make([]uint64, len(found))
 	for i, p := range found {
@@ -563,8 +552,7 @@ func (s *ClickHouse) LatestTxs(ctx context.Context, chainID uint64, start Seek, 
 // scanLatest reads qLatestTxs rows, keeping those of the given canonical
 // blocks; raw counts every row read.
 func scanLatest(rows driver.Rows, byNumber map[uint64]Block) (out []LatestTx, raw int, err error) {
-	defer rows.Close()
-	for rows.Next() {
+	err = eachRow("latest_txs", rows, func() error {
 		raw++
 		var (
 			number                             uint64
@@ -573,18 +561,19 @@ func scanLatest(rows driver.Rows, byNumber map[uint64]Block) (out []LatestTx, ra
 		)
 		if err := rows.Scan(&number, &blockHash, &t.BlockIndex, &hash, &t.Type, &from, &to, &ca, &t.Value, &t.Gas,
 			&t.GasPrice, &t.EffectiveGasPrice, &t.Nonce, &sel, &t.InputLen, &t.Status, &t.GasUsed); err != nil {
-			return nil, raw, fmt.Errorf("store: latest_txs: scan: %w", err)
+			return scanError("latest_txs", err)
 		}
 		b, ok := byNumber[number]
 		if !ok || string(b.Hash[:]) != blockHash {
-			continue // a row of an orphaned block
+			return nil // a row of an orphaned block
 		}
 		copy(t.Hash[:], hash)
 		t.From, t.To, t.ContractAddress, t.Selector = address(from), address(to), address(ca), []byte(sel)
 		out = append(out, LatestTx{Block: b, Tx: t})
-	}
-	if err := rows.Err(); err != nil {
-		return nil, raw, classify("latest_txs", err)
+		return nil
+	})
+	if err != nil {
+		return nil, raw, err
 	}
 	return out, raw, nil
 }

@@ -30,7 +30,8 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/moraine-data/moraine/pkg/chdb"
+	"github.com/moraine-data/moraine/pkg/chclient"
+	"github.com/moraine-data/moraine/pkg/obs"
 	schema "github.com/moraine-data/moraine/schemas/clickhouse"
 )
 
@@ -196,13 +197,18 @@ func (s *ClickHouse) queryWith(ctx context.Context, name string, extra clickhous
 	// A connection that fails without an answer (a replica that died with
 	// it open) is dropped by the pool, and the next one is dialed to the
 	// first replica that answers: a read is retried on it at once.
-	for attempt := 0; ; attempt++ {
-		rows, err = conn.Query(ctx, q, args...)
-		if err == nil || attempt == maxConnRetries || ctx.Err() != nil || !chdb.ConnectionFailed(err) {
-			break
+	// At once: the next connection goes to another replica. Not logged:
+	// the request's error is, if the retries fail too.
+	calls := 0
+	err = obs.Retry{Attempts: 1 + maxConnRetries}.Do(ctx, func() (err error) {
+		if calls++; calls > 1 {
+			s.metrics.retries.WithLabelValues(name).Inc()
 		}
-		s.metrics.retries.WithLabelValues(name).Inc()
-	}
+		if rows, err = conn.Query(ctx, q, args...); err != nil && !chclient.ConnectionFailed(err) {
+			return obs.Permanent(err)
+		}
+		return err
+	})
 	if err != nil {
 		done()
 		return nil, func() {}, classify(name, err)
@@ -214,13 +220,39 @@ func (s *ClickHouse) queryWith(ctx context.Context, name string, extra clickhous
 // failed: the pool may hold a few connections to a replica that died.
 const maxConnRetries = 3
 
-// classify wraps err with ErrUnavailable when it is an outage
-// (chdb.Unavailable), else names the query.
-func classify(name string, err error) error {
-	if chdb.Unavailable(err) {
-		return fmt.Errorf("%w: %s: %w", ErrUnavailable, name, err)
+// eachRow reads rows to the end, calling row for each, and closes them. An
+// error from row ends the read and is returned as it is (errStopRows ends it
+// early without one); a failure of the read itself is classified as name's.
+func eachRow(name string, rows driver.Rows, row func() error) error {
+	defer rows.Close()
+	for rows.Next() {
+		if err := row(); err == errStopRows {
+			break
+		} else if err != nil {
+			return err
+		}
 	}
-	return fmt.Errorf("store: %s: %w", name, err)
+	if err := rows.Err(); err != nil {
+		return classify(name, err)
+	}
+	return nil
+}
+
+// errStopRows, from eachRow's row function, ends the read early.
+var errStopRows = errors.New("store: stop reading rows")
+
+// scanError names a failed Scan of name's rows (nil stays nil).
+func scanError(name string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("store: %s: scan: %w", name, err)
+}
+
+// classify wraps err with ErrUnavailable when it is an outage, else names
+// the query (chclient.Classify).
+func classify(name string, err error) error {
+	return chclient.Classify(err, ErrUnavailable, "store", name)
 }
 
 // Ready reports whether ClickHouse answers and every embedded migration has
@@ -350,21 +382,21 @@ func (s *ClickHouse) readHeads(ctx context.Context) (map[uint64]Head, error) {
 		return nil, err
 	}
 	defer cancel()
-	defer rows.Close()
-	for rows.Next() {
+	err = eachRow("heads", rows, func() error {
 		var (
 			h    Head
 			hash string
 		)
 		if err := rows.Scan(&h.ChainID, &h.Number, &hash, &h.Timestamp); err != nil {
-			return nil, fmt.Errorf("store: heads: %w", err)
+			return scanError("heads", err)
 		}
 		copy(h.Hash[:], hash)
 		h.Exists = true
 		out[h.ChainID] = h
-	}
-	if err := rows.Err(); err != nil {
-		return nil, classify("heads", err)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
-	"github.com/moraine-data/moraine/pkg/chdb"
+	"github.com/moraine-data/moraine/pkg/chclient"
 	"github.com/moraine-data/moraine/pkg/kafkautil"
 	"github.com/moraine-data/moraine/pkg/testenv"
 	"github.com/moraine-data/moraine/pkg/watch"
@@ -72,7 +72,7 @@ func TestCrashHelper(t *testing.T) {
 		t.Skip("child process of TestCrashAtEveryStep")
 	}
 	op, step := webhookapi.Op(os.Getenv(envOp)), webhookapi.Step(os.Getenv(envStep))
-	ch := chdb.Config{Addr: os.Getenv(envCHAddr), Database: os.Getenv(envCHDB), User: "default", ReadTimeout: 30 * time.Second}
+	ch := chclient.Config{Addr: os.Getenv(envCHAddr), Database: os.Getenv(envCHDB), User: "default", ReadTimeout: 30 * time.Second}
 	k := kafkautil.Config{Brokers: os.Getenv("MORAINE_KAFKA_BROKERS"), TopicPrefix: os.Getenv(envPrefix)}
 	env := webhookapitest.Start(t, webhookapitest.Options{
 		CH: &ch, Kafka: &k, NoReconciler: true,

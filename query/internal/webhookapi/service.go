@@ -170,7 +170,7 @@ func requestHash(accountID string, r createRequest) string {
 
 func (s *service) create(ctx context.Context, p auth.Principal, r createRequest) (view, error) {
 	acc := p.Account
-	pl := s.plans.MustGet(acc.Plan)
+	pl := s.plans.GetOrFree(acc.Plan)
 	if len(r.Addresses) > pl.AddressesPerWebhook {
 		return view{}, forbidden("The %s plan allows at most %d addresses per webhook", pl.Name, pl.AddressesPerWebhook)
 	}
@@ -339,7 +339,7 @@ func (s *service) update(ctx context.Context, p auth.Principal, id string, r upd
 			w.IncludeInternalTxs = *r.IncludeInternalTxs
 		}
 		if cur.Status != accountdb.StatusActive && w.Status == accountdb.StatusActive {
-			if err := s.checkQuota(ctx, p.Account.ID, s.plans.MustGet(p.Account.Plan)); err != nil {
+			if err := s.checkQuota(ctx, p.Account.ID, s.plans.GetOrFree(p.Account.Plan)); err != nil {
 				return err
 			}
 		}
@@ -427,7 +427,7 @@ func (s *service) changeAddresses(ctx context.Context, p auth.Principal, id stri
 		if len(rows) == 0 || remove {
 			return rows, nil
 		}
-		pl := s.plans.MustGet(p.Account.Plan)
+		pl := s.plans.GetOrFree(p.Account.Plan)
 		n, err := s.store.CountAddresses(ctx, id)
 		if err != nil {
 			return nil, storeErr(err, "")

@@ -22,7 +22,7 @@ import (
 	"github.com/moraine-data/moraine/pkg/accountdb"
 	"github.com/moraine-data/moraine/pkg/accountdb/accountdbtest"
 	"github.com/moraine-data/moraine/pkg/chains"
-	"github.com/moraine-data/moraine/pkg/chdb"
+	"github.com/moraine-data/moraine/pkg/chclient"
 	"github.com/moraine-data/moraine/pkg/guard"
 	"github.com/moraine-data/moraine/pkg/guard/guardtest"
 	"github.com/moraine-data/moraine/pkg/kafkautil"
@@ -64,7 +64,7 @@ type Options struct {
 	Webhooks webhookapi.Config
 	// CH and Kafka reuse a database and topics (a restarted process);
 	// nil: fresh ones.
-	CH    *chdb.Config
+	CH    *chclient.Config
 	Kafka *kafkautil.Config
 	// NoReconciler leaves the reconciler stopped (Publish still works).
 	NoReconciler bool
@@ -79,7 +79,7 @@ type Options struct {
 type Env struct {
 	URL      string
 	DB       *accountdb.DB
-	CH       chdb.Config
+	CH       chclient.Config
 	Kafka    kafkautil.Config
 	Watch    *reconcile.Reconciler
 	Admin    *admin.Admin

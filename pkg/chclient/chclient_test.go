@@ -1,4 +1,4 @@
-package chdb_test
+package chclient_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 
 	schema "github.com/moraine-data/moraine/schemas/clickhouse"
 
-	"github.com/moraine-data/moraine/pkg/chdb"
+	"github.com/moraine-data/moraine/pkg/chclient"
 	"github.com/moraine-data/moraine/pkg/testenv"
 )
 
@@ -61,7 +61,7 @@ func TestCompressionSettings(t *testing.T) {
 	for _, compression := range []string{"lz4", "none"} {
 		c := cfg
 		c.Compression = compression
-		conn, err := chdb.Open(ctx, c, testenv.Logger(t))
+		conn, err := chclient.Open(ctx, c, testenv.Logger(t))
 		if err != nil {
 			t.Fatalf("%s: %v", compression, err)
 		}
@@ -112,7 +112,7 @@ func TestConcurrentApply(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			conn, err := chdb.Open(ctx, cfg, testenv.Logger(t))
+			conn, err := chclient.Open(ctx, cfg, testenv.Logger(t))
 			if err == nil {
 				conn.Close()
 			}
@@ -125,7 +125,7 @@ func TestConcurrentApply(t *testing.T) {
 			t.Errorf("instance %d: %v", i, err)
 		}
 	}
-	conn, err := chdb.Open(ctx, cfg, testenv.Logger(t))
+	conn, err := chclient.Open(ctx, cfg, testenv.Logger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,7 +189,7 @@ func TestUnknownClusterIsRefused(t *testing.T) {
 	cfg.Cluster = "no_such_cluster"
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	_, err := chdb.Open(ctx, cfg, testenv.Logger(t))
+	_, err := chclient.Open(ctx, cfg, testenv.Logger(t))
 	if err == nil || !strings.Contains(err.Error(), "not in the server's remote_servers") {
 		t.Fatalf("err = %v, want one saying the cluster is unknown", err)
 	}

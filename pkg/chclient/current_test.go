@@ -1,4 +1,4 @@
-package chdb_test
+package chclient_test
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-// Package chdb opens ClickHouse over the native protocol (the only one that
+// Package chclient opens ClickHouse over the native protocol (the only one that
 // works on 18.16, see FIELD-NOTES), creates moraine's database and applies
 // the embedded migrations, on one server or on a cluster of replicas.
 //
@@ -19,7 +19,7 @@
 //
 // With --clickhouse.cluster the migrations run ON CLUSTER with Replicated
 // engines (schemas/clickhouse.OnCluster; docs/operating-a-cluster.md).
-package chdb
+package chclient
 
 import (
 	"context"
@@ -91,16 +91,16 @@ var dbName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // Validate checks the database name, which is spliced into DDL.
 func (c Config) Validate() error {
 	if len(c.Addrs()) == 0 {
-		return errors.New("chdb: --clickhouse.addr is required")
+		return errors.New("chclient: --clickhouse.addr is required")
 	}
 	if c.Cluster != "" && !dbName.MatchString(c.Cluster) {
-		return fmt.Errorf("chdb: --clickhouse.cluster %q must be an identifier", c.Cluster)
+		return fmt.Errorf("chclient: --clickhouse.cluster %q must be an identifier", c.Cluster)
 	}
 	if c.Compression != "" && c.Compression != "lz4" && c.Compression != "none" {
-		return fmt.Errorf("chdb: --clickhouse.compression %q must be lz4 or none", c.Compression)
+		return fmt.Errorf("chclient: --clickhouse.compression %q must be lz4 or none", c.Compression)
 	}
 	if !dbName.MatchString(c.Database) {
-		return fmt.Errorf("chdb: --clickhouse.database %q must be an identifier", c.Database)
+		return fmt.Errorf("chclient: --clickhouse.database %q must be an identifier", c.Database)
 	}
 	return nil
 }
@@ -140,19 +140,14 @@ func Open(ctx context.Context, c Config, logger *slog.Logger) (driver.Conn, erro
 		return nil, err
 	}
 	defer boot.Close()
-	for attempt := 0; ; attempt++ {
+	wait := obs.Retry{Initial: 200 * time.Millisecond, Max: 5 * time.Second,
+		Log: logger, Msg: "clickhouse not reachable yet, retrying", Attrs: []any{"addr", c.Addr}}
+	if err := wait.Do(ctx, func() error {
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		err = boot.Ping(pctx)
-		cancel()
-		if err == nil {
-			break
-		}
-		if attempt == 0 || attempt%10 == 0 {
-			logger.Warn("clickhouse not reachable yet, retrying", "addr", c.Addr, "err", err)
-		}
-		if !obs.Sleep(ctx, obs.Backoff(attempt, 200*time.Millisecond, 5*time.Second)) {
-			return nil, fmt.Errorf("chdb: clickhouse at %s did not answer: %w", c.Addr, err)
-		}
+		defer cancel()
+		return boot.Ping(pctx)
+	}); err != nil {
+		return nil, fmt.Errorf("chclient: clickhouse at %s did not answer: %w", c.Addr, err)
 	}
 	// Every statement waits at most the DDL timeout, and a migration has a
 	// few of them.
@@ -160,7 +155,7 @@ func Open(ctx context.Context, c Config, logger *slog.Logger) (driver.Conn, erro
 	defer cancel()
 	opts := schema.Options{Cluster: c.Cluster, Database: c.Database, DDLTimeout: c.DDLTimeout, Logger: logger}
 	if err := schema.EnsureDatabase(dctx, boot, opts); err != nil {
-		return nil, fmt.Errorf("chdb: create database %s: %w", c.Database, err)
+		return nil, fmt.Errorf("chclient: create database %s: %w", c.Database, err)
 	}
 	conn, err := c.open(c.Database)
 	if err != nil {
@@ -169,7 +164,7 @@ func Open(ctx context.Context, c Config, logger *slog.Logger) (driver.Conn, erro
 	applied, err := schema.Apply(dctx, conn, opts)
 	if err != nil {
 		conn.Close()
-		return nil, fmt.Errorf("chdb: migrate: %w", err)
+		return nil, fmt.Errorf("chclient: migrate: %w", err)
 	}
 	if len(applied) > 0 {
 		logger.Info("clickhouse migrations applied", "versions", applied, "database", c.Database, "cluster", c.Cluster)

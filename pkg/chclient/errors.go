@@ -1,7 +1,8 @@
-package chdb
+package chclient
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 )
@@ -32,6 +33,17 @@ func Unavailable(err error) bool {
 		return true
 	}
 	return false
+}
+
+// Classify names the failed statement name of package pkg: an outage
+// (Unavailable) is wrapped in unavailable, the package's sentinel that
+// callers test with errors.Is (to answer 503, say); any other failure reads
+// "pkg: name: err".
+func Classify(err, unavailable error, pkg, name string) error {
+	if Unavailable(err) {
+		return fmt.Errorf("%w: %s: %w", unavailable, name, err)
+	}
+	return fmt.Errorf("%s: %s: %w", pkg, name, err)
 }
 
 // ConnectionFailed reports whether err is a failure of the connection

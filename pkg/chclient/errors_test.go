@@ -1,7 +1,8 @@
-package chdb
+package chclient
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"testing"
@@ -32,5 +33,17 @@ func TestErrorClasses(t *testing.T) {
 				t.Errorf("ConnectionFailed = %v, want %v", got, tc.connFailed)
 			}
 		})
+	}
+}
+
+func TestClassify(t *testing.T) {
+	errDown := errors.New("pkg: clickhouse unavailable")
+	outage := Classify(io.ErrUnexpectedEOF, errDown, "pkg", "read")
+	if !errors.Is(outage, errDown) || !errors.Is(outage, io.ErrUnexpectedEOF) || outage.Error() != "pkg: clickhouse unavailable: read: unexpected EOF" {
+		t.Errorf("outage: %v", outage)
+	}
+	bug := Classify(&clickhouse.Exception{Code: 62, Message: "syntax"}, errDown, "pkg", "read")
+	if errors.Is(bug, errDown) || bug.Error()[:11] != "pkg: read: " {
+		t.Errorf("statement error: %v", bug)
 	}
 }
