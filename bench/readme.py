@@ -54,6 +54,9 @@ def bench_summary(path):
         ("webhook latency p50 100 ms, p99 300 ms", f"p50 {latency.group(1)}, p99 {latency.group(2)}" if latency else "not measured"),
         ("5,000 signed deliveries/s", f"{int(sustained.group(1)):,}/s" if sustained else "not measured"),
     ]
+    scaling = re.search(r"^scaling result: .*?1 instance (\d+) tx/s, 2 instances (\d+) tx/s, ratio ([\d.]+)", t, re.M)
+    rows.append(("processor: 2 instances vs 1, four chains at once (ratio)",
+                 f"1 instance {scaling.group(1)} tx/s, 2 instances {scaling.group(2)} tx/s: {scaling.group(3)}x" if scaling else "not measured"))
     # The transaction-history routes (bench/history.sh), each alone at 200 req/s.
     size = re.search(r"^transactions each\); a fifth .* On disk: (.*)\.$", t, re.M)
     txs = re.search(r"^Data: ([\d,]+) synthetic transactions", t, re.M)

@@ -5,7 +5,8 @@
 #   2. pipeline: the Gunzilla replay (1,001 real blocks, 9,887 txs, 207,990 call frames) backfilled end to
 #      end (replay source -> ingest -> Kafka -> processor -> ClickHouse), blocks/s, tx/s, stage shares;
 #   3. webhooks: latency, sustained deliveries, the address join;
-#   4. the transaction-history routes on 50,000,000 synthetic transactions (bench/history.sh);
+#   4. processor scaling (1 vs 2 instances, four chains), the transaction-history routes on 50,000,000
+#      synthetic transactions (bench/history.sh);
 #   5. Go micro-benchmarks of the hot paths (codec).
 # Results go to bench/results.md; a summary against the goals goes into README.md between the bench markers
 # (bench/readme.py).
@@ -107,7 +108,12 @@ match=$( (cd processor && go test -run '^$' -bench 'BenchmarkMatchBlock|Benchmar
 echo "bench: read latency on the development stack (4 and 20 req/s, 2 min each)..."
 readlat=$( (cd e2e && go test -run '^$' -bench 'BenchmarkDevStackReadLatency' -benchtime 1x -timeout 15m . 2>&1) | grep -E '^reads ' || true)
 
-# 3c. The transaction-history routes on 50M transactions (bench/history.sh; seeded once, then reused).
+# 3c. Processor scaling: four chains at once through 1, then 2 processor instances (one chain is one partition,
+# consumed in order by one instance, so a second instance helps only with several chains).
+echo "bench: processor scaling (4 chains, 1 vs 2 instances)..."
+scaling=$( (cd e2e && go test -run '^$' -bench 'BenchmarkProcessorScaling' -benchtime 3x -timeout 30m . 2>&1) | tee "$TMP/scaling.txt" | grep -E '^scaling ' || true)
+
+# 3d. The transaction-history routes on 50M transactions (bench/history.sh; seeded once, then reused).
 bash bench/history.sh "$TMP/history.md"
 
 # 4. Micro-benchmarks.
@@ -173,6 +179,16 @@ micro=$( (cd schemas && go test -run '^$' -bench . -benchmem ./codec) | grep -E 
     echo
     echo '```'
     echo "$readlat"
+    echo '```'
+    echo
+    echo "## Processor scaling"
+    echo
+    echo "Data: the Gunzilla recording served as four chains (each on its own partition of the blocks topic), produced to"
+    echo "Kafka first; then rounds alternate 1 and 2 processor instances (sink and matcher, fresh groups and database),"
+    echo "each timed from the first block written to the last of every chain (e2e BenchmarkProcessorScaling, 3 rounds each)."
+    echo
+    echo '```'
+    echo "$scaling"
     echo '```'
     echo
     cat "$TMP/history.md"
