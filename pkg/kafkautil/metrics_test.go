@@ -79,22 +79,31 @@ func TestClientMetricsOnRealBroker(t *testing.T) {
 		}
 	}
 	// Both producers count into the one series of their id and topic.
-	fams, _ := reg.Gather()
-	var records float64
-	for _, f := range fams {
-		if f.GetName() != "moraine_kafka_produce_records_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
+	// franz-go calls the batch-written hook from a goroutine of its own
+	// after the produce answer, so the count may lag ProduceSync a moment.
+	produced := func() float64 {
+		fams, _ := reg.Gather()
+		var records float64
+		for _, f := range fams {
+			if f.GetName() != "moraine_kafka_produce_records_total" {
+				continue
 			}
-			if labels["client"] != "metrics-test" || labels["topic"] != topic {
-				t.Errorf("series with labels %v", labels)
+			for _, m := range f.GetMetric() {
+				labels := map[string]string{}
+				for _, l := range m.GetLabel() {
+					labels[l.GetName()] = l.GetValue()
+				}
+				if labels["client"] != "metrics-test" || labels["topic"] != topic {
+					t.Errorf("series with labels %v", labels)
+				}
+				records += m.GetCounter().GetValue()
 			}
-			records += m.GetCounter().GetValue()
 		}
+		return records
+	}
+	records := produced()
+	for deadline := time.Now().Add(5 * time.Second); records < 2 && time.Now().Before(deadline); records = produced() {
+		time.Sleep(10 * time.Millisecond)
 	}
 	if records != 2 {
 		t.Errorf("produce_records_total = %v, want 2", records)
