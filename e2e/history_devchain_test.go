@@ -37,7 +37,10 @@ func TestHistoryDevchain(t *testing.T) {
 	}
 	s := startServices(t, `{"evmChainId":"43112","name":"Development chain","network":"devnet",
 		"rpcUrls":["`+rpcURL+`"],"wsUrl":"ws://`+rpcAddr+`","networkToken":{"name":"Avalanche","symbol":"AVAX","decimals":18},
-		"traces":true,"webhooks":true,"startBlock":0}`, pipelineOpts{})
+		"traces":true,"webhooks":true,"startBlock":0}`,
+		// A window just over the reorg's depth: the orphaned blocks settle
+		// once the chain has grown past them (below).
+		pipelineOpts{queryArgs: []string{"--query.reorg-window", "4"}})
 	waitHead := func() uint64 {
 		var head struct {
 			Number string `json:"number"`
@@ -66,7 +69,15 @@ func TestHistoryDevchain(t *testing.T) {
 	if _, err := rpcCall(rpcURL, "moraine_reorg", 3); err != nil {
 		t.Fatal(err)
 	}
+	// Grow the chain until the orphaned blocks are deeper than the reorg
+	// window, and let the query service's snapshot of settled blocks
+	// refresh (every 5 s): the lists then drop the orphaned branch's rows
+	// by orphaned_blocks, not by reading the blocks.
+	if _, err := rpcCall(rpcURL, "moraine_mine", 6); err != nil {
+		t.Fatal(err)
+	}
 	head = waitHead()
+	time.Sleep(6 * time.Second)
 	golden, blocks := rpcGolden(t, rpcURL, 1, head) // the genesis has no transactions (and no trace)
 	orphaned := 0
 	for h := range before {

@@ -37,8 +37,8 @@ const (
 // TxDetail is a transaction with its receipt, the token transfers decoded
 // from its logs (log order) and its internal transactions as the Data API
 // lists them (pkg/evm.ListedInternal: CALL/CALLCODE with value and
-// CREATE*, never the root frame; trace order). Its block is not in it: the
-// reader takes the canonical block's.
+// CREATE*, never the root frame; trace order). Of its block it holds only
+// the timestamps, and only in address_index rows (block_timestamp below).
 type TxDetail struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Type  uint32                 `protobuf:"varint,1,opt,name=type,proto3" json:"type,omitempty"`
@@ -58,8 +58,15 @@ type TxDetail struct {
 	EffectiveGasPrice    string           `protobuf:"bytes,14,opt,name=effective_gas_price,json=effectiveGasPrice,proto3" json:"effective_gas_price,omitempty"`
 	Transfers            []*TokenTransfer `protobuf:"bytes,15,rep,name=transfers,proto3" json:"transfers,omitempty"`
 	InternalTransactions []*CallDetail    `protobuf:"bytes,16,rep,name=internal_transactions,json=internalTransactions,proto3" json:"internal_transactions,omitempty"`
-	unknownFields        protoimpl.UnknownFields
-	sizeCache            protoimpl.SizeCache
+	// The block's timestamps, on address_index rows only (never on the
+	// transaction_lookup detail, nor on the transfers and calls nested in a
+	// TxDetail): a list page of blocks deeper than the reorg window renders
+	// without reading the blocks (query/internal/store keepCanonical).
+	// Absent on rows written before they existed.
+	BlockTimestamp             *uint64 `protobuf:"varint,20,opt,name=block_timestamp,json=blockTimestamp,proto3,oneof" json:"block_timestamp,omitempty"`
+	BlockTimestampMilliseconds *uint64 `protobuf:"varint,21,opt,name=block_timestamp_milliseconds,json=blockTimestampMilliseconds,proto3,oneof" json:"block_timestamp_milliseconds,omitempty"`
+	unknownFields              protoimpl.UnknownFields
+	sizeCache                  protoimpl.SizeCache
 }
 
 func (x *TxDetail) Reset() {
@@ -204,6 +211,20 @@ func (x *TxDetail) GetInternalTransactions() []*CallDetail {
 	return nil
 }
 
+func (x *TxDetail) GetBlockTimestamp() uint64 {
+	if x != nil && x.BlockTimestamp != nil {
+		return *x.BlockTimestamp
+	}
+	return 0
+}
+
+func (x *TxDetail) GetBlockTimestampMilliseconds() uint64 {
+	if x != nil && x.BlockTimestampMilliseconds != nil {
+		return *x.BlockTimestampMilliseconds
+	}
+	return 0
+}
+
 // TokenTransfer is one ERC-20, ERC-721 or ERC-1155 transfer (one per element
 // of a TransferBatch).
 type TokenTransfer struct {
@@ -218,9 +239,12 @@ type TokenTransfer struct {
 	// Decimal; "1" for ERC-721.
 	Value string `protobuf:"bytes,6,opt,name=value,proto3" json:"value,omitempty"`
 	// Decimal; empty for ERC-20.
-	TokenId       string `protobuf:"bytes,7,opt,name=token_id,json=tokenId,proto3" json:"token_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	TokenId string `protobuf:"bytes,7,opt,name=token_id,json=tokenId,proto3" json:"token_id,omitempty"`
+	// The block's timestamps, on address_index rows only, as in TxDetail.
+	BlockTimestamp             *uint64 `protobuf:"varint,20,opt,name=block_timestamp,json=blockTimestamp,proto3,oneof" json:"block_timestamp,omitempty"`
+	BlockTimestampMilliseconds *uint64 `protobuf:"varint,21,opt,name=block_timestamp_milliseconds,json=blockTimestampMilliseconds,proto3,oneof" json:"block_timestamp_milliseconds,omitempty"`
+	unknownFields              protoimpl.UnknownFields
+	sizeCache                  protoimpl.SizeCache
 }
 
 func (x *TokenTransfer) Reset() {
@@ -302,6 +326,20 @@ func (x *TokenTransfer) GetTokenId() string {
 	return ""
 }
 
+func (x *TokenTransfer) GetBlockTimestamp() uint64 {
+	if x != nil && x.BlockTimestamp != nil {
+		return *x.BlockTimestamp
+	}
+	return 0
+}
+
+func (x *TokenTransfer) GetBlockTimestampMilliseconds() uint64 {
+	if x != nil && x.BlockTimestampMilliseconds != nil {
+		return *x.BlockTimestampMilliseconds
+	}
+	return 0
+}
+
 // CallDetail is one internal transaction.
 type CallDetail struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -314,9 +352,12 @@ type CallDetail struct {
 	Gas     uint64 `protobuf:"varint,5,opt,name=gas,proto3" json:"gas,omitempty"`
 	GasUsed uint64 `protobuf:"varint,6,opt,name=gas_used,json=gasUsed,proto3" json:"gas_used,omitempty"`
 	// The frame, or a frame it ran inside, failed.
-	Reverted      bool `protobuf:"varint,7,opt,name=reverted,proto3" json:"reverted,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Reverted bool `protobuf:"varint,7,opt,name=reverted,proto3" json:"reverted,omitempty"`
+	// The block's timestamps, on address_index rows only, as in TxDetail.
+	BlockTimestamp             *uint64 `protobuf:"varint,20,opt,name=block_timestamp,json=blockTimestamp,proto3,oneof" json:"block_timestamp,omitempty"`
+	BlockTimestampMilliseconds *uint64 `protobuf:"varint,21,opt,name=block_timestamp_milliseconds,json=blockTimestampMilliseconds,proto3,oneof" json:"block_timestamp_milliseconds,omitempty"`
+	unknownFields              protoimpl.UnknownFields
+	sizeCache                  protoimpl.SizeCache
 }
 
 func (x *CallDetail) Reset() {
@@ -398,6 +439,20 @@ func (x *CallDetail) GetReverted() bool {
 	return false
 }
 
+func (x *CallDetail) GetBlockTimestamp() uint64 {
+	if x != nil && x.BlockTimestamp != nil {
+		return *x.BlockTimestamp
+	}
+	return 0
+}
+
+func (x *CallDetail) GetBlockTimestampMilliseconds() uint64 {
+	if x != nil && x.BlockTimestampMilliseconds != nil {
+		return *x.BlockTimestampMilliseconds
+	}
+	return 0
+}
+
 // Deployment is the creation of a contract.
 type Deployment struct {
 	state    protoimpl.MessageState `protogen:"open.v1"`
@@ -405,9 +460,12 @@ type Deployment struct {
 	// The sender of the creating transaction.
 	Deployer []byte `protobuf:"bytes,2,opt,name=deployer,proto3" json:"deployer,omitempty"`
 	// The contract that ran CREATE or CREATE2; empty for a top-level creation.
-	Creator       []byte `protobuf:"bytes,3,opt,name=creator,proto3" json:"creator,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Creator []byte `protobuf:"bytes,3,opt,name=creator,proto3" json:"creator,omitempty"`
+	// The block's timestamps, on address_index rows only, as in TxDetail.
+	BlockTimestamp             *uint64 `protobuf:"varint,20,opt,name=block_timestamp,json=blockTimestamp,proto3,oneof" json:"block_timestamp,omitempty"`
+	BlockTimestampMilliseconds *uint64 `protobuf:"varint,21,opt,name=block_timestamp_milliseconds,json=blockTimestampMilliseconds,proto3,oneof" json:"block_timestamp_milliseconds,omitempty"`
+	unknownFields              protoimpl.UnknownFields
+	sizeCache                  protoimpl.SizeCache
 }
 
 func (x *Deployment) Reset() {
@@ -461,12 +519,26 @@ func (x *Deployment) GetCreator() []byte {
 	return nil
 }
 
+func (x *Deployment) GetBlockTimestamp() uint64 {
+	if x != nil && x.BlockTimestamp != nil {
+		return *x.BlockTimestamp
+	}
+	return 0
+}
+
+func (x *Deployment) GetBlockTimestampMilliseconds() uint64 {
+	if x != nil && x.BlockTimestampMilliseconds != nil {
+		return *x.BlockTimestampMilliseconds
+	}
+	return 0
+}
+
 var File_proto_moraine_v1_history_proto protoreflect.FileDescriptor
 
 const file_proto_moraine_v1_history_proto_rawDesc = "" +
 	"\n" +
 	"\x1eproto/moraine/v1/history.proto\x12\n" +
-	"moraine.v1\"\xa6\x04\n" +
+	"moraine.v1\"\xd0\x05\n" +
 	"\bTxDetail\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\rR\x04type\x12\x12\n" +
 	"\x04from\x18\x02 \x01(\fR\x04from\x12\x0e\n" +
@@ -484,7 +556,11 @@ const file_proto_moraine_v1_history_proto_rawDesc = "" +
 	"\bgas_used\x18\r \x01(\x04R\agasUsed\x12.\n" +
 	"\x13effective_gas_price\x18\x0e \x01(\tR\x11effectiveGasPrice\x127\n" +
 	"\ttransfers\x18\x0f \x03(\v2\x19.moraine.v1.TokenTransferR\ttransfers\x12K\n" +
-	"\x15internal_transactions\x18\x10 \x03(\v2\x16.moraine.v1.CallDetailR\x14internalTransactions\"\xab\x01\n" +
+	"\x15internal_transactions\x18\x10 \x03(\v2\x16.moraine.v1.CallDetailR\x14internalTransactions\x12,\n" +
+	"\x0fblock_timestamp\x18\x14 \x01(\x04H\x00R\x0eblockTimestamp\x88\x01\x01\x12E\n" +
+	"\x1cblock_timestamp_milliseconds\x18\x15 \x01(\x04H\x01R\x1ablockTimestampMilliseconds\x88\x01\x01B\x12\n" +
+	"\x10_block_timestampB\x1f\n" +
+	"\x1d_block_timestamp_milliseconds\"\xd5\x02\n" +
 	"\rTokenTransfer\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\rR\x04kind\x12\x14\n" +
 	"\x05token\x18\x02 \x01(\fR\x05token\x12\x12\n" +
@@ -492,7 +568,11 @@ const file_proto_moraine_v1_history_proto_rawDesc = "" +
 	"\x02to\x18\x04 \x01(\fR\x02to\x12\x1b\n" +
 	"\tlog_index\x18\x05 \x01(\rR\blogIndex\x12\x14\n" +
 	"\x05value\x18\x06 \x01(\tR\x05value\x12\x19\n" +
-	"\btoken_id\x18\a \x01(\tR\atokenId\"\xa3\x01\n" +
+	"\btoken_id\x18\a \x01(\tR\atokenId\x12,\n" +
+	"\x0fblock_timestamp\x18\x14 \x01(\x04H\x00R\x0eblockTimestamp\x88\x01\x01\x12E\n" +
+	"\x1cblock_timestamp_milliseconds\x18\x15 \x01(\x04H\x01R\x1ablockTimestampMilliseconds\x88\x01\x01B\x12\n" +
+	"\x10_block_timestampB\x1f\n" +
+	"\x1d_block_timestamp_milliseconds\"\xcd\x02\n" +
 	"\n" +
 	"CallDetail\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x12\n" +
@@ -501,12 +581,20 @@ const file_proto_moraine_v1_history_proto_rawDesc = "" +
 	"\x05value\x18\x04 \x01(\tR\x05value\x12\x10\n" +
 	"\x03gas\x18\x05 \x01(\x04R\x03gas\x12\x19\n" +
 	"\bgas_used\x18\x06 \x01(\x04R\agasUsed\x12\x1a\n" +
-	"\breverted\x18\a \x01(\bR\breverted\"^\n" +
+	"\breverted\x18\a \x01(\bR\breverted\x12,\n" +
+	"\x0fblock_timestamp\x18\x14 \x01(\x04H\x00R\x0eblockTimestamp\x88\x01\x01\x12E\n" +
+	"\x1cblock_timestamp_milliseconds\x18\x15 \x01(\x04H\x01R\x1ablockTimestampMilliseconds\x88\x01\x01B\x12\n" +
+	"\x10_block_timestampB\x1f\n" +
+	"\x1d_block_timestamp_milliseconds\"\x88\x02\n" +
 	"\n" +
 	"Deployment\x12\x1a\n" +
 	"\bcontract\x18\x01 \x01(\fR\bcontract\x12\x1a\n" +
 	"\bdeployer\x18\x02 \x01(\fR\bdeployer\x12\x18\n" +
-	"\acreator\x18\x03 \x01(\fR\acreatorB0Z.github.com/moraine-data/moraine/schemas/recordb\x06proto3"
+	"\acreator\x18\x03 \x01(\fR\acreator\x12,\n" +
+	"\x0fblock_timestamp\x18\x14 \x01(\x04H\x00R\x0eblockTimestamp\x88\x01\x01\x12E\n" +
+	"\x1cblock_timestamp_milliseconds\x18\x15 \x01(\x04H\x01R\x1ablockTimestampMilliseconds\x88\x01\x01B\x12\n" +
+	"\x10_block_timestampB\x1f\n" +
+	"\x1d_block_timestamp_millisecondsB0Z.github.com/moraine-data/moraine/schemas/recordb\x06proto3"
 
 var (
 	file_proto_moraine_v1_history_proto_rawDescOnce sync.Once
@@ -542,6 +630,10 @@ func file_proto_moraine_v1_history_proto_init() {
 	if File_proto_moraine_v1_history_proto != nil {
 		return
 	}
+	file_proto_moraine_v1_history_proto_msgTypes[0].OneofWrappers = []any{}
+	file_proto_moraine_v1_history_proto_msgTypes[1].OneofWrappers = []any{}
+	file_proto_moraine_v1_history_proto_msgTypes[2].OneofWrappers = []any{}
+	file_proto_moraine_v1_history_proto_msgTypes[3].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

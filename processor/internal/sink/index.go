@@ -94,6 +94,10 @@ func (b *Batch) addIndex(tr *txRow) error {
 		GasPrice: txGasPrice(tx), MaxFeePerGas: tx.MaxFeePerGas, MaxPriorityFeePerGas: tx.MaxPriorityFeePerGas,
 		Nonce: tx.Nonce, Input: tx.Input, Status: tx.Status, GasUsed: tx.GasUsed, EffectiveGasPrice: tx.EffectiveGasPrice,
 	}
+	// address_index rows carry their block's timestamps (history.proto):
+	// the messages nested in a TxDetail do not, so they are set for the
+	// row's own marshal and cleared after it.
+	ts, tsMs := &tr.b.Timestamp, tr.b.TimestampMilliseconds
 	p := &b.parties
 	p.reset()
 	sender, hasSender := evm.AddressFrom(tx.From)
@@ -123,7 +127,9 @@ func (b *Batch) addIndex(tr *txRow) error {
 			}
 			n := len(d.Transfers)
 			d.Transfers = append(d.Transfers, t)
+			t.BlockTimestamp, t.BlockTimestampMilliseconds = ts, tsMs
 			detail := marshal(t, &errs)
+			t.BlockTimestamp, t.BlockTimestampMilliseconds = nil, nil
 			list := schema.ListERC20
 			switch x.Kind {
 			case evm.ERC721:
@@ -151,7 +157,8 @@ func (b *Batch) addIndex(tr *txRow) error {
 	}
 	deploy := func(position uint32, contract, creator []byte) {
 		c, _ := evm.AddressFrom(contract)
-		dep := &record.Deployment{Contract: contract, Deployer: tx.From, Creator: creator}
+		dep := &record.Deployment{Contract: contract, Deployer: tx.From, Creator: creator, BlockTimestamp: ts,
+			BlockTimestampMilliseconds: tsMs}
 		detail := marshal(dep, &errs)
 		r := indexRow{tx: tr, position: position, detail: detail}
 		b.indexRow(r, c, schema.ListCreation)
@@ -175,7 +182,9 @@ func (b *Batch) addIndex(tr *txRow) error {
 			Reverted: reverted}
 		n := len(d.InternalTransactions)
 		d.InternalTransactions = append(d.InternalTransactions, c)
+		c.BlockTimestamp, c.BlockTimestampMilliseconds = ts, tsMs
 		detail := marshal(c, &errs)
+		c.BlockTimestamp, c.BlockTimestampMilliseconds = nil, nil
 		r := indexRow{tx: tr, position: it.TracePosition, detail: detail}
 		from, _ := evm.AddressFrom(it.From)
 		to, hasTo := evm.AddressFrom(it.To)
@@ -206,6 +215,7 @@ func (b *Batch) addIndex(tr *txRow) error {
 		*own = record.TxDetail{
 			Type: d.Type, From: d.From, To: d.To, ContractAddress: d.ContractAddress, Value: d.Value, Gas: d.Gas,
 			GasPrice: d.GasPrice, Nonce: d.Nonce, Input: tx.Input[:min(len(tx.Input), 4)], Status: d.Status, GasUsed: d.GasUsed,
+			BlockTimestamp: ts, BlockTimestampMilliseconds: tsMs,
 		}
 		for _, n := range pa.transfers {
 			own.Transfers = append(own.Transfers, d.Transfers[n])

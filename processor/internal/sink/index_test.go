@@ -108,8 +108,10 @@ func describe(t *testing.T, rows []indexRow) []string {
 func TestIndexRows(t *testing.T) {
 	creation := &record.Transaction{Hash: word(0xc0de), Index: 4, From: bob, ContractAddress: deployed, Status: 1}
 	failedCreation := &record.Transaction{Hash: word(0xdead), Index: 5, From: bob, ContractAddress: addr(41), Status: 0}
+	ms := uint64(1_700_000_000_250)
 	events := []Event{{Offset: 5, Event: &record.ChainEvent{Event: &record.ChainEvent_Block{Block: &record.Block{
-		ChainId: 1, Number: 100, Hash: word(0xb10c), Transactions: []*record.Transaction{indexedTx(), creation, failedCreation}}}}}}
+		ChainId: 1, Number: 100, Hash: word(0xb10c), Timestamp: 1_700_000_000, TimestampMilliseconds: &ms,
+		Transactions: []*record.Transaction{indexedTx(), creation, failedCreation}}}}}}
 	b, err := NewBatch(events, true)
 	require.NoError(t, err)
 	const (
@@ -187,4 +189,44 @@ func TestIndexRows(t *testing.T) {
 	require.Equal(t, []byte{1, 2, 3, 4, 5}, d.Input)
 	require.True(t, d.InternalTransactions[3].Reverted)
 	require.Equal(t, "9", d.Value)
+
+	// Every index row's detail carries the block's timestamps; the lookup
+	// detail and the messages nested in a TxDetail do not.
+	type blockTimed interface {
+		GetBlockTimestamp() uint64
+		GetBlockTimestampMilliseconds() uint64
+	}
+	nestedUntimed := func(d *record.TxDetail) {
+		require.Nil(t, d.BlockTimestamp)
+		for _, x := range d.Transfers {
+			require.Nil(t, x.BlockTimestamp)
+		}
+		for _, x := range d.InternalTransactions {
+			require.Nil(t, x.BlockTimestamp)
+		}
+	}
+	nestedUntimed(&d)
+	for _, r := range b.index {
+		var m interface {
+			blockTimed
+			UnmarshalVT([]byte) error
+		}
+		switch r.list {
+		case schema.ListTransactions:
+			m = &record.TxDetail{}
+		case schema.ListInternal:
+			m = &record.CallDetail{}
+		case schema.ListDeployments, schema.ListCreation:
+			m = &record.Deployment{}
+		default:
+			m = &record.TokenTransfer{}
+		}
+		require.NoError(t, m.UnmarshalVT(r.detail))
+		require.Equal(t, uint64(1_700_000_000), m.GetBlockTimestamp(), "list %d", r.list)
+		require.Equal(t, ms, m.GetBlockTimestampMilliseconds(), "list %d", r.list)
+		if d, ok := m.(*record.TxDetail); ok {
+			d.BlockTimestamp = nil
+			nestedUntimed(d)
+		}
+	}
 }

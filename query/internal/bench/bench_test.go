@@ -27,7 +27,8 @@ func TestSeed(t *testing.T) {
 	defer cancel()
 	// Two chunks, sparse like a replay.
 	require.NoError(t, Seed(ctx, conn, SeedConfig{ChainID: 7, First: 100, Blocks: 3000, Step: 100, Chunk: 2000}, testenv.Logger(t)))
-	s, err := store.New(store.DefaultConfig(), store.Deps{Logger: testenv.Logger(t), Registerer: prometheus.NewRegistry(), ChainIDs: []uint64{7}})
+	reg := prometheus.NewRegistry()
+	s, err := store.New(store.DefaultConfig(), store.Deps{Logger: testenv.Logger(t), Registerer: reg, ChainIDs: []uint64{7}})
 	require.NoError(t, err)
 	s.SetConn(conn)
 	heads, err := s.Heads(ctx)
@@ -52,7 +53,8 @@ func TestSeedHistory(t *testing.T) {
 	require.NoError(t, Seed(ctx, conn, SeedConfig{ChainID: 7, Blocks: 2000}, testenv.Logger(t)))
 	cfg := HistoryConfig{ChainID: 7, Txs: 10_000, TxPerBlock: 5, Addresses: 500, Tokens: 3, Chunk: 4000}
 	require.NoError(t, SeedHistory(ctx, conn, cfg, testenv.Logger(t)))
-	s, err := store.New(store.DefaultConfig(), store.Deps{Logger: testenv.Logger(t), Registerer: prometheus.NewRegistry(), ChainIDs: []uint64{7}})
+	reg := prometheus.NewRegistry()
+	s, err := store.New(store.DefaultConfig(), store.Deps{Logger: testenv.Logger(t), Registerer: reg, ChainIDs: []uint64{7}})
 	require.NoError(t, err)
 	s.SetConn(conn)
 	list := func(id uint64, list uint8) []store.IndexRow {
@@ -106,6 +108,41 @@ func TestSeedHistory(t *testing.T) {
 		require.Equal(t, uint64(100000), r.Gas)
 		require.Equal(t, r.Roles&schema.RoleTransferParty != 0, len(r.Transfers) == 1)
 	}
+
+	// The seeded details carry their block's timestamp: a page of blocks
+	// deeper than the reorg window (1,024 below the head, 1999) renders
+	// without reading a block.
+	blockReads := func() uint64 {
+		mfs, err := reg.Gather()
+		require.NoError(t, err)
+		for _, mf := range mfs {
+			for _, m := range mf.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if mf.GetName() == "moraine_query_clickhouse_query_duration_seconds" && l.GetValue() == "blocks_lookup" {
+						return m.GetHistogram().GetSampleCount()
+					}
+				}
+			}
+		}
+		return 0
+	}
+	checked := map[uint8]int{}
+	for id := uint64(0); id < 503; id++ {
+		a, err := store.ParseAddress(AddressID(id))
+		require.NoError(t, err)
+		for _, l := range []uint8{schema.ListTransactions, schema.ListERC20} {
+			before := blockReads()
+			p, err := s.AddressList(ctx, store.ListRequest{ChainID: 7, Address: a, List: l, Hi: 900, Limit: 50})
+			require.NoError(t, err)
+			require.Equal(t, before, blockReads(), "address %d, list %d", id, l)
+			for _, r := range p.Rows {
+				require.Equal(t, 1_700_000_000+2*r.Block.Number, r.Block.Timestamp)
+			}
+			checked[l] += len(p.Rows)
+		}
+	}
+	require.NotZero(t, checked[schema.ListTransactions])
+	require.NotZero(t, checked[schema.ListERC20])
 }
 
 func TestLoad(t *testing.T) {

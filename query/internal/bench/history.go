@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
@@ -97,12 +98,27 @@ func sqlVarint(x string) string {
 		", " + sqlByte("intDiv("+x+", 16384)") + "))"
 }
 
+// sqlVarint35 is the varint of x in [2^28, 2^35): five bytes (a seeded
+// block timestamp).
+func sqlVarint35(x string) string {
+	parts := []string{sqlByte(x + " % 128 + 128")}
+	for _, d := range []string{"128", "16384", "2097152"} {
+		parts = append(parts, sqlByte("intDiv("+x+", "+d+") % 128 + 128"))
+	}
+	parts = append(parts, sqlByte("intDiv("+x+", 268435456)"))
+	return "concat(" + strings.Join(parts, ", ") + ")"
+}
+
 // sqlBytesField is a length-delimited field (tag: the key byte in hex).
 func sqlBytesField(tag, s string) string {
 	return "concat(unhex('" + tag + "'), " + sqlByte("length("+s+")") + ", " + s + ")"
 }
 
 var (
+	// detailBlockTime is the block_timestamp field (20) that address_index
+	// details carry.
+	detailBlockTime = "concat(unhex('a001'), " + sqlVarint35("ts") + ")"
+
 	// detailTransfer is the TokenTransfer of a seeded transfer call.
 	detailTransfer = "concat(unhex('0801'), " + sqlBytesField("12", "token") + ", " + sqlBytesField("1a", "fromA") + ", " +
 		sqlBytesField("22", "xferTo") + ", unhex('28'), " + sqlVarint("idx") + ", " + sqlBytesField("32", "'1000000000000000000'") + ")"
@@ -155,7 +171,7 @@ FROM (` + historyRows + `)`
 	tx_hash, roles, detail, version)
 SELECT chain, multiIf(k = 1, fromA, k = 2, toA, xferTo), toUInt8(1), blk, idx, toUInt32(0), toUInt32(0), bh, th,
 	toUInt8(multiIf(transfer, multiIf(k = 1, 5, k = 2, 10, 4), k = 1, if(toA = fromA, 3, 1), 2)),
-	` + detailTx("if(erc, unhex('a9059cbb'), '')", "transfer AND k != 2") + `, toUInt64(1)
+	concat(` + detailTx("if(erc, unhex('a9059cbb'), '')", "transfer AND k != 2") + `, ` + detailBlockTime + `), toUInt64(1)
 FROM (SELECT *, erc AND status = 1 AS transfer,
 	arrayJoin(multiIf(transfer AND xferTo = fromA, [1, 2], transfer, [1, 2, 3], toA = fromA, [1], [1, 2])) AS k
 	FROM (` + historyRows + `))`
@@ -164,7 +180,7 @@ FROM (SELECT *, erc AND status = 1 AS transfer,
 	seedIndexTransfers = `INSERT INTO address_index (chain_id, address, list, block_number, tx_index, position, sub_index,
 	block_hash, tx_hash, roles, detail, version)
 SELECT chain, multiIf(k = 1, fromA, k = 2, xferTo, token), toUInt8(if(k = 3, 5, 2)), blk, idx, idx, toUInt32(0), bh, th,
-	toUInt8(0), ` + detailTransfer + `, toUInt64(1)
+	toUInt8(0), concat(` + detailTransfer + `, ` + detailBlockTime + `), toUInt64(1)
 FROM (SELECT *, arrayJoin(if(xferTo = fromA, [1, 3], [1, 2, 3])) AS k FROM (` + historyRows + `) WHERE erc AND status = 1)`
 )
 

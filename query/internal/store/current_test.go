@@ -39,7 +39,7 @@ func TestQueriesRunOnCurrentClickHouse(t *testing.T) {
 		bind(qActivityExcept, n, a, "((1, '"+strings.Repeat("AB", 32)+"'), (2, '"+strings.Repeat("CD", 32)+"'))", n),
 		bind(qBlocksLookup, n, set), bind(qBlocksByNumbers, n, set),
 		bind(qTxLookup, n, h),
-		bind(qLatestTxs, n, n, n, "2", "2", n),
+		bind(qLatestTxs, n, n, n, "2", "2", n), bind(qOrphanedBlocks, set, n),
 	)
 	testenv.OnCurrentClickHouse(t, stmts)
 }

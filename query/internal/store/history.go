@@ -224,26 +224,37 @@ func decodeDetail(r *IndexRow, list uint8, detail []byte) error {
 		r.TxType, r.From, r.To, r.Contract, r.Value = uint8(d.Type), d.From, d.To, d.ContractAddress, d.Value
 		r.Gas, r.GasPrice, r.Nonce, r.Selector, r.Status, r.GasUsed = d.Gas, d.GasPrice, d.Nonce, d.Input, uint8(d.Status), d.GasUsed
 		r.Transfers, r.Internals = transfersOf(d.Transfers), internalsOf(d.InternalTransactions)
+		r.setBlockTime(d.BlockTimestamp, d.BlockTimestampMilliseconds)
 	case schema.ListInternal:
 		var c record.CallDetail
 		if err := c.UnmarshalVT(detail); err != nil {
 			return err
 		}
 		r.Internal = internalsOf([]*record.CallDetail{&c})[0]
+		r.setBlockTime(c.BlockTimestamp, c.BlockTimestampMilliseconds)
 	case schema.ListDeployments, schema.ListCreation:
 		var d record.Deployment
 		if err := d.UnmarshalVT(detail); err != nil {
 			return err
 		}
 		r.Deployment = Deployment{Contract: d.Contract, Deployer: d.Deployer, Creator: d.Creator}
+		r.setBlockTime(d.BlockTimestamp, d.BlockTimestampMilliseconds)
 	default:
 		var t record.TokenTransfer
 		if err := t.UnmarshalVT(detail); err != nil {
 			return err
 		}
 		r.Transfer = transfersOf([]*record.TokenTransfer{&t})[0]
+		r.setBlockTime(t.BlockTimestamp, t.BlockTimestampMilliseconds)
 	}
 	return nil
+}
+
+// setBlockTime takes the block's timestamps from a detail that has them.
+func (r *IndexRow) setBlockTime(ts, ms *uint64) {
+	if ts != nil {
+		r.Block.Timestamp, r.Block.TimestampMs, r.blockTime = *ts, ms, true
+	}
 }
 
 func transfersOf(ts []*record.TokenTransfer) []Transfer {
@@ -262,15 +273,22 @@ func internalsOf(cs []*record.CallDetail) []Internal {
 	return out
 }
 
-// keepCanonical returns the rows whose block is canonical, with the block
-// header filled in.
+// keepCanonical returns the rows whose block is canonical, with their
+// block filled in: rows of settled blocks from the snapshot (settled.go),
+// the others by reading their blocks.
 func (s *ClickHouse) keepCanonical(ctx context.Context, chainID uint64, rows []IndexRow) ([]IndexRow, error) {
 	if len(rows) == 0 {
 		return nil, nil
 	}
-	numbers := make([]uint64, 0, len(rows))
-	for i, r := range rows {
-		if i == 0 || r.Block.Number != rows[i-1].Block.Number {
+	settled := s.settled(ctx)
+	var numbers []uint64
+	for i := range rows {
+		r := &rows[i]
+		if settled.canonical(chainID, r) {
+			continue
+		}
+		// Rows come in list order: one block's rows are adjacent.
+		if n := len(numbers); n == 0 || numbers[n-1] != r.Block.Number {
 			numbers = append(numbers, r.Block.Number)
 		}
 	}
@@ -280,7 +298,10 @@ func (s *ClickHouse) keepCanonical(ctx context.Context, chainID uint64, rows []I
 	}
 	out := rows[:0]
 	for _, r := range rows {
-		if b, ok := blocks[r.Block.Number]; ok && b.Hash == r.BlockHash {
+		if settled.canonical(chainID, &r) {
+			r.Block.ChainID, r.Block.Hash = chainID, r.BlockHash
+			out = append(out, r)
+		} else if b, ok := blocks[r.Block.Number]; ok && b.Hash == r.BlockHash {
 			r.Block = b
 			out = append(out, r)
 		}

@@ -396,3 +396,86 @@ func TestLatestTxsThroughEmptyBlocks(t *testing.T) {
 	require.Len(t, seen, want)
 	require.Contains(t, sizes, 0, "a page inside the run of empty blocks is empty and continues")
 }
+
+// Rows of blocks deeper than the reorg window that carry their block's
+// timestamps are served without reading their blocks, unless the block was
+// ever orphaned (orphaned_blocks, filled from blocks by migration 7's view):
+// an orphaned branch's rows never appear, a block that became canonical
+// again is checked and served, and rows within the window are checked.
+func TestAddressListSettledRows(t *testing.T) {
+	_, conn := testenv.ClickHouse(t)
+	c := ctx(t)
+	cfg := store.DefaultConfig()
+	cfg.ReorgWindow = 10
+	reg := prometheus.NewRegistry()
+	s, err := store.New(cfg, store.Deps{Logger: testenv.Logger(t), Registerer: reg, ChainIDs: []uint64{chain}})
+	require.NoError(t, err)
+	s.SetConn(conn)
+
+	// Blocks 0-99; block 15 was first another branch's (orphaned), block 17
+	// was orphaned and then became canonical again. Versions follow the
+	// order the sink writes them in.
+	blocks := storetest.Chain(chain, 0, 99, 1, "a")
+	for i := range blocks {
+		blocks[i].Version = 10
+	}
+	orphan := storetest.Block{ChainID: chain, Number: 15, Hash: storetest.HashOf(chain, 15, "orphan"), Timestamp: 1, Version: 1}
+	orphanRemoved := orphan
+	orphanRemoved.Removed, orphanRemoved.Version = true, 2
+	back := blocks[17]
+	back.Removed, back.Version = true, 5
+	require.NoError(t, storetest.InsertBlocks(c, conn, []storetest.Block{orphan, orphanRemoved, back}))
+	require.NoError(t, storetest.InsertBlocks(c, conn, blocks))
+	require.NoError(t, storetest.SetHead(c, conn, blocks[99], 1))
+
+	var a store.Address
+	copy(a[:], storetest.Address(1))
+	row := func(b storetest.Block, withTime bool) storetest.IndexRow {
+		r := storetest.IndexRow{ChainID: chain, Address: a[:], List: schema.ListTransactions, Block: b.Number, BlockHash: b.Hash,
+			TxHash: storetest.HashOf(chain, b.Number, "tx"+string(b.Hash[:1])), Roles: schema.RoleSender, From: a[:], Value: "1",
+			Status: 1, Version: 1}
+		if withTime {
+			ts := b.Timestamp
+			r.BlockTime = &ts
+		}
+		return r
+	}
+	var rows []storetest.IndexRow
+	for n := 10; n < 20; n++ {
+		rows = append(rows, row(blocks[n], true))
+	}
+	rows = append(rows, row(orphan, true), row(blocks[95], true), row(blocks[96], true))
+	require.NoError(t, storetest.InsertIndex(c, conn, rows))
+
+	list := func(lo, hi uint64) []store.IndexRow {
+		p, err := s.AddressList(c, store.ListRequest{ChainID: chain, Address: a, List: schema.ListTransactions, Lo: lo, Hi: hi, Limit: 100})
+		require.NoError(t, err)
+		return p.Rows
+	}
+	reads := func() float64 { return histCount(t, reg, "blocks_lookup") }
+
+	before := reads()
+	got := list(10, 19)
+	require.Equal(t, 1.0, reads()-before, "one read, of blocks 15 (for the orphaned branch's row) and 17 (orphaned once)")
+	require.Len(t, got, 10, "block 15's canonical row, not the orphaned branch's; block 17's row")
+	for _, r := range got {
+		b := blocks[r.Block.Number]
+		require.Equal(t, b.Hash, r.BlockHash)
+		require.Equal(t, b.Hash, r.Block.Hash)
+		require.Equal(t, b.Timestamp, r.Block.Timestamp)
+		require.Equal(t, uint64(chain), r.Block.ChainID)
+	}
+
+	before = reads()
+	got = list(90, 99)
+	require.Equal(t, 1.0, reads()-before, "blocks within the window are read")
+	require.Len(t, got, 2)
+
+	// A row without the block's timestamps is read even when settled.
+	require.NoError(t, storetest.InsertIndex(c, conn, []storetest.IndexRow{row(blocks[30], false)}))
+	before = reads()
+	got = list(30, 30)
+	require.Equal(t, 1.0, reads()-before)
+	require.Len(t, got, 1)
+	require.Equal(t, blocks[30].Timestamp, got[0].Block.Timestamp)
+}

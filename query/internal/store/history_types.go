@@ -97,10 +97,14 @@ type ListPage struct {
 // (ListInternal), Deployment (ListDeployments, ListCreation).
 type IndexRow struct {
 	Seek
-	// BlockHash is the row's block; Block is that block's header once the
-	// row is known to be canonical.
+	// BlockHash is the row's block. Block is that block once the row is
+	// known to be canonical: its number, hash and timestamps, and the rest
+	// of its header only when it was read from block_lookup (the lists
+	// render none of it).
 	BlockHash Hash
 	Block     Block
+	// blockTime: the detail carried the block's timestamps (history.proto).
+	blockTime bool
 	TxHash    Hash
 	Roles     uint8
 

@@ -61,12 +61,16 @@ type Config struct {
 	// looks at (a status filter that rarely matches would otherwise read
 	// the chain to its start).
 	LatestScanBlocks int
+	// ReorgWindow is how deep below the indexed head a block may still be
+	// replaced by a reorg; rows of deeper blocks are served without reading
+	// their block (settled.go). At least ingest's --ingest.reorg-window.
+	ReorgWindow int
 }
 
 // DefaultConfig mirrors the flag defaults.
 func DefaultConfig() Config {
 	return Config{QueryTimeout: 5 * time.Second, HeadCacheTTL: 200 * time.Millisecond, MaxBlockTxs: 50000,
-		AddressScanRows: 16384, LatestScanBlocks: 10000}
+		AddressScanRows: 16384, LatestScanBlocks: 10000, ReorgWindow: 1024}
 }
 
 // RegisterFlags adds the --query.* flags.
@@ -76,6 +80,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.HeadCacheTTL, "query.head-cache-ttl", d.HeadCacheTTL, "how long chain heads and block ranges are cached before ClickHouse is read again (0: no cache)")
 	fs.IntVar(&c.MaxBlockTxs, "query.max-block-transactions", d.MaxBlockTxs, "most transactions returned for one block when pageSize is 0")
 	fs.IntVar(&c.AddressScanRows, "query.address-scan-rows", d.AddressScanRows, "an address list whose remaining range holds more index rows than this is read in windows of blocks instead of at once")
+	fs.IntVar(&c.ReorgWindow, "query.reorg-window", d.ReorgWindow, "blocks this many or more below a chain's indexed head are final (at least ingest's --ingest.reorg-window): their history rows are served without reading the block")
 	fs.IntVar(&c.LatestScanBlocks, "query.latest-scan-blocks", d.LatestScanBlocks, "most blocks one page of latest transactions looks at (with a status filter a page may stop there, short, with a nextPageToken)")
 }
 
@@ -92,6 +97,8 @@ func (c Config) Validate() error {
 		return errors.New("store: --query.address-scan-rows must be positive")
 	case c.LatestScanBlocks <= 0:
 		return errors.New("store: --query.latest-scan-blocks must be positive")
+	case c.ReorgWindow < 1:
+		return errors.New("store: --query.reorg-window must be at least 1")
 	}
 	return nil
 }
@@ -121,6 +128,8 @@ type ClickHouse struct {
 	heads    headCache
 
 	ranges rangeCache
+
+	settledBlocks settledCache
 
 	spacingMu sync.Mutex
 	spacings  map[uint64]float64 // per chain, see Blocks

@@ -169,7 +169,8 @@ func boolU8(b bool) uint8 {
 
 // IndexRow is one row of address_index (migration 6). Detail is the row's
 // protobuf; when it is nil, a ListTransactions row gets a TxDetail made of
-// the transaction fields below.
+// the transaction fields below, with BlockTime as its block timestamp
+// (nil: a row written before details carried it).
 type IndexRow struct {
 	ChainID   uint64
 	Address   []byte
@@ -183,16 +184,17 @@ type IndexRow struct {
 	Roles     uint8
 	Detail    []byte
 	// The transaction fields of a ListTransactions row.
-	TxType   uint8
-	From, To []byte
-	Value    string
-	Gas      uint64
-	GasPrice string
-	Nonce    uint64
-	Selector []byte
-	Status   uint8
-	GasUsed  uint64
-	Version  uint64
+	TxType    uint8
+	From, To  []byte
+	Value     string
+	Gas       uint64
+	GasPrice  string
+	Nonce     uint64
+	Selector  []byte
+	Status    uint8
+	GasUsed   uint64
+	BlockTime *uint64
+	Version   uint64
 }
 
 // InsertIndex writes rows to address_index.
@@ -206,7 +208,7 @@ func InsertIndex(ctx context.Context, conn driver.Conn, rows []IndexRow) error {
 		detail := r.Detail
 		if detail == nil {
 			d := &record.TxDetail{Type: uint32(r.TxType), From: r.From, To: r.To, Value: r.Value, Gas: r.Gas, GasPrice: r.GasPrice,
-				Nonce: r.Nonce, Input: r.Selector, Status: uint32(r.Status), GasUsed: r.GasUsed}
+				Nonce: r.Nonce, Input: r.Selector, Status: uint32(r.Status), GasUsed: r.GasUsed, BlockTimestamp: r.BlockTime}
 			if detail, err = codec.EncodeTxDetail(d); err != nil {
 				return err
 			}
