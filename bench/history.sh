@@ -2,7 +2,8 @@
 # The transaction-history routes under load (make bench calls it; alone: make bench-history).
 #   Data: HISTORY_TXS synthetic transactions (querybench seed --txs: three routers with 10%, 5% and 2% of
 #   them, a pool of HISTORY_ADDRESSES accounts with a handful each, a fifth ERC-20 transfers), 5 a block,
-#   in database moraine_bench_history, chain 99998. Seeded once and reused (about 35 s per million).
+#   in database moraine_bench_history, chain 99998. Seeded once and reused (about 18 s per million; for 50M the
+#   seed peaks at about 70 GB on disk, replaced parts lingering for ClickHouse's 8 minutes, and settles at 31 GB).
 #   Load: four routes, each on its own at HISTORY_RATE req/s, open loop, after a warm-up of their mix:
 #   an address's transactions (first page, random account), page 1,000 of the busiest router's
 #   transactions, a transaction by hash (random), an account's ERC-20 transfers (random).
