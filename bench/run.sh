@@ -15,11 +15,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=bench/results.md
 TMP=$(mktemp -d)
-# The long runs' sections (make bench-backfill, make soak: bench/longrun.sh) are kept.
+# The long runs' sections (make bench-backfill, make soak: bench/longrun.sh) and the cluster fault suite's (make
+# test-cluster's figures, written by hand) are kept.
 kept=$(python3 - "$OUT" <<'PY'
 import os, re, sys
 t = open(sys.argv[1]).read() if os.path.exists(sys.argv[1]) else ""
-print("\n\n".join(m.group(0) for m in re.finditer(r"<!-- (backfill|soak):start -->.*?<!-- \1:end -->", t, re.S)))
+print("\n\n".join(m.group(0) for m in re.finditer(r"<!-- (cluster|backfill|soak):start -->.*?<!-- \1:end -->", t, re.S)))
 PY
 )
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$TMP"' EXIT
