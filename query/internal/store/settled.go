@@ -8,19 +8,22 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2"
 )
 
-// Settled blocks: a block more than Config.ReorgWindow blocks below its
-// chain's indexed head can no longer be replaced (ingest stops on a deeper
-// reorg), and every block a reorg ever orphaned is in orphaned_blocks
-// (migration 7). So a history row of such a block, whose detail carries its
-// block's timestamps, is canonical unless its block is in orphaned_blocks,
-// and a list page renders it without reading block_lookup: one ClickHouse
-// query per page instead of two.
+// Settled blocks: a block at least Config.ReorgWindow blocks below its
+// chain's indexed head can no longer be replaced (ingest stops on a reorg
+// deeper than its own window), and every block a reorg ever orphaned is in
+// orphaned_blocks (migration 7). So a history row of such a block, whose
+// detail carries its block's timestamps, is canonical unless its block is
+// in orphaned_blocks, and a list page renders it without reading
+// block_lookup: one ClickHouse query per page instead of two.
 //
 // Why this holds with a snapshot read seconds ago: the head is read before
 // the orphans. The sink writes a reorg's removal markers before it moves the
 // head, so every orphaning the head read reflects is in the orphans read
 // after it, and a later reorg can only orphan blocks within the window of a
-// later, higher head.
+// later, higher head. On a cluster the two tables replicate independently,
+// so a replica may show a head before a removal marker written earlier; the
+// window's margin over ingest's (1,024 against 256 by default) is how far
+// the head may run ahead of a lagging marker, in blocks.
 
 const (
 	// settledRefresh is how often the snapshot is read again: the newest
