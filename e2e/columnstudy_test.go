@@ -60,7 +60,7 @@ var (
 // in sort-key order and merged into one part. 18.16 has no per-column
 // codecs (they came in 19.x; its compression method is a server-wide
 // setting): there the levers are the types. Current ClickHouse needs
-// MORAINE_CHDB_PYTHON (deploy/stack/chclient.sh install); without it that part
+// MORAINE_CHDB_PYTHON (deploy/stack/chdb.sh install); without it that part
 // is skipped, said so.
 func columnStudy(tb testing.TB, conn driver.Conn, db string, txs uint64) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
@@ -160,7 +160,7 @@ func columnStudy(tb testing.TB, conn driver.Conn, db string, txs uint64) {
 	// types above plus delta coding of the columns that grow along the key.
 	py := os.Getenv("MORAINE_CHDB_PYTHON")
 	if py == "" || len(native) == 0 {
-		fmt.Printf("column study: current ClickHouse skipped (MORAINE_CHDB_PYTHON not set: export MORAINE_CHDB_PYTHON=$(deploy/stack/chclient.sh install))\n")
+		fmt.Printf("column study: current ClickHouse skipped (MORAINE_CHDB_PYTHON not set: export MORAINE_CHDB_PYTHON=$(deploy/stack/chdb.sh install))\n")
 	} else {
 		type variant struct {
 			Table string `json:"table"`

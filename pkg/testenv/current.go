@@ -13,14 +13,14 @@ import (
 var currentCHScript string
 
 // OnCurrentClickHouse runs stmts, in order, on current ClickHouse (chDB,
-// installed by deploy/stack/chclient.sh; MORAINE_CHDB_PYTHON names its python)
+// installed by deploy/stack/chdb.sh; MORAINE_CHDB_PYTHON names its python)
 // and fails the test for every statement that errors. moraine's SQL must
 // run there as well as on the 18.16 server of the local stack.
 func OnCurrentClickHouse(t testing.TB, stmts []string) {
 	t.Helper()
 	py := os.Getenv("MORAINE_CHDB_PYTHON")
 	if py == "" {
-		t.Fatalf("MORAINE_CHDB_PYTHON is not set: this test needs current ClickHouse (chDB); `make test` installs it, or run `export MORAINE_CHDB_PYTHON=$(deploy/stack/chclient.sh install)`")
+		t.Fatalf("MORAINE_CHDB_PYTHON is not set: this test needs current ClickHouse (chDB); `make test` installs it, or run `export MORAINE_CHDB_PYTHON=$(deploy/stack/chdb.sh install)`")
 	}
 	in, _ := json.Marshal(stmts)
 	cmd := exec.Command(py, "-c", currentCHScript)
