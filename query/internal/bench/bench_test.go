@@ -18,6 +18,7 @@ import (
 
 	"github.com/moraine-data/moraine/pkg/testenv"
 	"github.com/moraine-data/moraine/query/internal/store"
+	"github.com/moraine-data/moraine/query/internal/storetest"
 	schema "github.com/moraine-data/moraine/schemas/clickhouse"
 )
 
@@ -112,20 +113,7 @@ func TestSeedHistory(t *testing.T) {
 	// The seeded details carry their block's timestamp: a page of blocks
 	// deeper than the reorg window (1,024 below the head, 1999) renders
 	// without reading a block.
-	blockReads := func() uint64 {
-		mfs, err := reg.Gather()
-		require.NoError(t, err)
-		for _, mf := range mfs {
-			for _, m := range mf.GetMetric() {
-				for _, l := range m.GetLabel() {
-					if mf.GetName() == "moraine_query_clickhouse_query_duration_seconds" && l.GetValue() == "blocks_lookup" {
-						return m.GetHistogram().GetSampleCount()
-					}
-				}
-			}
-		}
-		return 0
-	}
+	blockReads := func() float64 { return storetest.Queries(t, reg, "blocks_lookup") }
 	checked := map[uint8]int{}
 	for id := uint64(0); id < 503; id++ {
 		a, err := store.ParseAddress(AddressID(id))

@@ -281,10 +281,11 @@ func (s *ClickHouse) keepCanonical(ctx context.Context, chainID uint64, rows []I
 		return nil, nil
 	}
 	settled := s.settled(ctx)
+	known := make([]bool, len(rows)) // canonical by the snapshot
 	var numbers []uint64
 	for i := range rows {
 		r := &rows[i]
-		if settled.canonical(chainID, r) {
+		if known[i] = settled.canonical(chainID, r); known[i] {
 			continue
 		}
 		// Rows come in list order: one block's rows are adjacent.
@@ -297,8 +298,8 @@ func (s *ClickHouse) keepCanonical(ctx context.Context, chainID uint64, rows []I
 		return nil, err
 	}
 	out := rows[:0]
-	for _, r := range rows {
-		if settled.canonical(chainID, &r) {
+	for i, r := range rows {
+		if known[i] {
 			r.Block.ChainID, r.Block.Hash = chainID, r.BlockHash
 			out = append(out, r)
 		} else if b, ok := blocks[r.Block.Number]; ok && b.Hash == r.BlockHash {

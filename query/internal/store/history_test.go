@@ -156,7 +156,7 @@ func TestAddressListDeepPageReads(t *testing.T) {
 	e := newHistoryEnv(t, 64)
 	r := store.ListRequest{ChainID: chain, Address: e.busy, List: schema.ListTransactions, Hi: historyBlocks - 1, Limit: 11}
 	reads := func() float64 {
-		return histCount(t, e.reg, "address_list") + histCount(t, e.reg, "blocks_lookup")
+		return storetest.Queries(t, e.reg, "address_list") + storetest.Queries(t, e.reg, "blocks_lookup")
 	}
 	var deep store.ListRequest
 	for page := 0; page < 150; page++ {
@@ -172,24 +172,6 @@ func TestAddressListDeepPageReads(t *testing.T) {
 	_, err := e.s.AddressList(ctx(t), deep)
 	require.NoError(t, err)
 	require.Equal(t, 2.0, reads()-start, "page 101: one index read and one block read")
-}
-
-func histCount(t *testing.T, reg *prometheus.Registry, query string) float64 {
-	mfs, err := reg.Gather()
-	require.NoError(t, err)
-	for _, mf := range mfs {
-		if mf.GetName() != "moraine_query_clickhouse_query_duration_seconds" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "query" && l.GetValue() == query {
-					return float64(m.GetHistogram().GetSampleCount())
-				}
-			}
-		}
-	}
-	return 0
 }
 
 func TestTxByHashAndLatest(t *testing.T) {
@@ -452,7 +434,7 @@ func TestAddressListSettledRows(t *testing.T) {
 		require.NoError(t, err)
 		return p.Rows
 	}
-	reads := func() float64 { return histCount(t, reg, "blocks_lookup") }
+	reads := func() float64 { return storetest.Queries(t, reg, "blocks_lookup") }
 
 	before := reads()
 	got := list(10, 19)

@@ -9,8 +9,10 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/big"
+	"testing"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/moraine-data/moraine/query/internal/store"
 	"github.com/moraine-data/moraine/schemas/codec"
@@ -254,4 +256,27 @@ func InsertTxLookup(ctx context.Context, conn driver.Conn, rows []TxLookupRow) e
 		return fmt.Errorf("send transaction_lookup: %w", err)
 	}
 	return nil
+}
+
+// Queries is how many times the store registered on reg ran the named
+// query (moraine_query_clickhouse_query_duration_seconds' sample count).
+func Queries(t testing.TB, reg *prometheus.Registry, query string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "moraine_query_clickhouse_query_duration_seconds" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "query" && l.GetValue() == query {
+					return float64(m.GetHistogram().GetSampleCount())
+				}
+			}
+		}
+	}
+	return 0
 }
