@@ -28,13 +28,13 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
-	"strings"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/moraine-data/moraine/pkg/obs"
+	"github.com/moraine-data/moraine/pkg/process"
 	schema "github.com/moraine-data/moraine/schemas/clickhouse"
 )
 
@@ -76,15 +76,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 }
 
 // Addrs splits Addr.
-func (c Config) Addrs() []string {
-	var out []string
-	for _, a := range strings.Split(c.Addr, ",") {
-		if a = strings.TrimSpace(a); a != "" {
-			out = append(out, a)
-		}
-	}
-	return out
-}
+func (c Config) Addrs() []string { return process.SplitList(c.Addr) }
 
 var dbName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
