@@ -19,6 +19,13 @@
 //
 // With --clickhouse.cluster the migrations run ON CLUSTER with Replicated
 // engines (schemas/clickhouse.OnCluster; docs/operating-a-cluster.md).
+//
+// # What every client of the database shares
+//
+// The packages that read and write ClickHouse (accountdb, the query store)
+// classify failures alike (Unavailable, Classify), hold a connection that is
+// set once ClickHouse answers so their server can listen before (Lazy), and
+// bound every statement on the client and on the server (WithTimeout).
 package chclient
 
 import (
