@@ -9,6 +9,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/moraine-data/moraine/pkg/process"
 )
 
 // Limits bound what "within seconds" means for each recovery. They are
@@ -120,7 +122,7 @@ func Run(ctx context.Context, o Options) (err error) {
 	}
 
 	if !o.SkipClickHouse {
-		addrs := splitList(env["MORAINE_CLICKHOUSE_ADDR"])
+		addrs := process.SplitList(env["MORAINE_CLICKHOUSE_ADDR"])
 		cluster := env["MORAINE_CLICKHOUSE_CLUSTER"]
 		if len(addrs) == 0 || cluster == "" {
 			return errors.New("stack.sh cluster env: MORAINE_CLICKHOUSE_ADDR or MORAINE_CLICKHOUSE_CLUSTER missing")
@@ -130,7 +132,7 @@ func Run(ctx context.Context, o Options) (err error) {
 		}
 	}
 	if !o.SkipKafka {
-		brokers := splitList(env["MORAINE_KAFKA_BROKERS"])
+		brokers := process.SplitList(env["MORAINE_KAFKA_BROKERS"])
 		if len(brokers) == 0 {
 			return errors.New("stack.sh cluster env: MORAINE_KAFKA_BROKERS missing")
 		}
@@ -139,16 +141,6 @@ func Run(ctx context.Context, o Options) (err error) {
 		}
 	}
 	return nil
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // poll calls f until it reports done, an error, or limit passes; it returns

@@ -3,6 +3,8 @@ package clustercheck
 import (
 	"testing"
 	"time"
+
+	"github.com/moraine-data/moraine/pkg/process"
 )
 
 func TestParseExports(t *testing.T) {
@@ -13,8 +15,8 @@ func TestParseExports(t *testing.T) {
 	if env["MORAINE_CLICKHOUSE_ADDR"] != "127.0.0.1:19010,127.0.0.1:19020" || env["MORAINE_CLICKHOUSE_CLUSTER"] != "moraine" {
 		t.Errorf("parsed %v", env)
 	}
-	if got := splitList(env["MORAINE_CLICKHOUSE_ADDR"]); len(got) != 2 || got[1] != "127.0.0.1:19020" {
-		t.Errorf("splitList: %q", got)
+	if got := process.SplitList(env["MORAINE_CLICKHOUSE_ADDR"]); len(got) != 2 || got[1] != "127.0.0.1:19020" {
+		t.Errorf("SplitList: %q", got)
 	}
 	// Anything but export lines means the script printed something unexpected: refuse, do not guess.
 	for _, bad := range []string{"MORAINE_X=1", "export MORAINE_X", "stack.sh: cannot create state dir"} {

@@ -5,10 +5,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"sync/atomic"
 	"time"
 
-	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
@@ -54,7 +52,7 @@ func (c Config) Validate() error {
 // until then every call fails with ErrUnavailable.
 type DB struct {
 	cfg      Config
-	conn     atomic.Pointer[driver.Conn]
+	conn     chclient.Lazy
 	duration *prometheus.HistogramVec
 }
 
@@ -90,20 +88,10 @@ func Open(conn driver.Conn, cfg Config, reg prometheus.Registerer) (*DB, error) 
 }
 
 // SetConn hands the DB its connection.
-func (db *DB) SetConn(conn driver.Conn) { db.conn.Store(&conn) }
-
-func (db *DB) getConn() (driver.Conn, error) {
-	p := db.conn.Load()
-	if p == nil {
-		return nil, fmt.Errorf("%w: not connected yet", ErrUnavailable)
-	}
-	return *p, nil
-}
+func (db *DB) SetConn(conn driver.Conn) { db.conn.Set(conn) }
 
 func (db *DB) ctx(ctx context.Context) (context.Context, context.CancelFunc) {
-	ctx, cancel := context.WithTimeout(ctx, db.cfg.Timeout)
-	secs := int((db.cfg.Timeout + time.Second - 1) / time.Second)
-	return clickhouse.Context(ctx, clickhouse.WithSettings(clickhouse.Settings{"max_execution_time": secs})), cancel
+	return chclient.WithTimeout(ctx, db.cfg.Timeout, nil)
 }
 
 // query runs q under the per-call deadline and calls scan for every row.
@@ -140,7 +128,7 @@ func first[T any](rows []T, err error, what string) (T, error) {
 
 // exec runs a statement that returns no rows (DDL).
 func (db *DB) exec(ctx context.Context, name, q string) error {
-	conn, err := db.getConn()
+	conn, err := db.conn.Get(ErrUnavailable)
 	if err != nil {
 		return err
 	}
@@ -156,7 +144,7 @@ func (db *DB) exec(ctx context.Context, name, q string) error {
 // stream is query without the per-call deadline, for the reconciler's full
 // scans (bounded by ctx only).
 func (db *DB) stream(ctx context.Context, name, q string, scan func(driver.Rows) error, args ...any) error {
-	conn, err := db.getConn()
+	conn, err := db.conn.Get(ErrUnavailable)
 	if err != nil {
 		return err
 	}
@@ -183,7 +171,7 @@ func (db *DB) insert(ctx context.Context, name, q string, rows [][]any) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	conn, err := db.getConn()
+	conn, err := db.conn.Get(ErrUnavailable)
 	if err != nil {
 		return err
 	}
@@ -229,7 +217,7 @@ func classify(name string, err error) error {
 
 // Ping reports whether ClickHouse answers.
 func (db *DB) Ping(ctx context.Context) error {
-	conn, err := db.getConn()
+	conn, err := db.conn.Get(ErrUnavailable)
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,13 @@
 //
 // With --clickhouse.cluster the migrations run ON CLUSTER with Replicated
 // engines (schemas/clickhouse.OnCluster; docs/operating-a-cluster.md).
+//
+// # What every client of the database shares
+//
+// The packages that read and write ClickHouse (accountdb, the query store)
+// classify failures alike (Unavailable, Classify), hold a connection that is
+// set once ClickHouse answers so their server can listen before (Lazy), and
+// bound every statement on the client and on the server (WithTimeout).
 package chclient
 
 import (
@@ -28,13 +35,13 @@ import (
 	"fmt"
 	"log/slog"
 	"regexp"
-	"strings"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/moraine-data/moraine/pkg/obs"
+	"github.com/moraine-data/moraine/pkg/process"
 	schema "github.com/moraine-data/moraine/schemas/clickhouse"
 )
 
@@ -76,15 +83,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 }
 
 // Addrs splits Addr.
-func (c Config) Addrs() []string {
-	var out []string
-	for _, a := range strings.Split(c.Addr, ",") {
-		if a = strings.TrimSpace(a); a != "" {
-			out = append(out, a)
-		}
-	}
-	return out
-}
+func (c Config) Addrs() []string { return process.SplitList(c.Addr) }
 
 var dbName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 

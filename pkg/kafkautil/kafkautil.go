@@ -10,7 +10,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/plugin/kslog"
 
 	"github.com/moraine-data/moraine/pkg/obs"
+	"github.com/moraine-data/moraine/pkg/process"
 	"github.com/moraine-data/moraine/schemas/topics"
 )
 
@@ -69,15 +69,7 @@ func (c Config) Replication() topics.Replication {
 }
 
 // SeedBrokers splits Brokers.
-func (c Config) SeedBrokers() []string {
-	var out []string
-	for _, b := range strings.Split(c.Brokers, ",") {
-		if b = strings.TrimSpace(b); b != "" {
-			out = append(out, b)
-		}
-	}
-	return out
-}
+func (c Config) SeedBrokers() []string { return process.SplitList(c.Brokers) }
 
 // Topic returns the full name of a topic from schemas/topics.
 func (c Config) Topic(name string) string { return c.TopicPrefix + name }

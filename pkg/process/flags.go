@@ -56,3 +56,16 @@ func usageWithEnv(fs *flag.FlagSet, prefix string) {
 		fmt.Fprintln(out, ")")
 	})
 }
+
+// SplitList reads a comma-separated list flag (--kafka.brokers,
+// --clickhouse.addr, ...): its items with surrounding spaces trimmed, empty
+// ones dropped, so "a, b," and "a,b" mean the same.
+func SplitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

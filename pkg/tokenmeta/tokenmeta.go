@@ -46,6 +46,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/moraine-data/moraine/pkg/evm"
@@ -164,14 +165,11 @@ func New(cfg Config, rpcURLs map[uint64][]string, deps Deps) *Resolver {
 		r.logger = slog.New(slog.DiscardHandler)
 	}
 	r.logger = r.logger.With("component", "tokenmeta")
-	r.lookup = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "moraine", Subsystem: deps.Subsystem,
+	r.lookup = promauto.With(deps.Registerer).NewCounterVec(prometheus.CounterOpts{Namespace: "moraine", Subsystem: deps.Subsystem,
 		Name: "token_metadata_lookups_total", Help: "Token and contract metadata lookups by result: hit (cache), ok, no_answer, error (transport)."},
 		[]string{"result"})
 	for _, l := range []string{"hit", "ok", "no_answer", "error"} {
 		r.lookup.WithLabelValues(l)
-	}
-	if deps.Registerer != nil {
-		deps.Registerer.MustRegister(r.lookup)
 	}
 	return r
 }

@@ -268,36 +268,29 @@ func (o Options) logger() *slog.Logger {
 // localObjects lists the tables and views of conn's database on this
 // server.
 func localObjects(ctx context.Context, conn driver.Conn) (map[string]bool, error) {
-	rows, err := conn.Query(ctx, "SELECT name FROM system.tables WHERE database = currentDatabase()")
-	if err != nil {
-		return nil, fmt.Errorf("list tables: %w", err)
-	}
-	defer rows.Close()
-	out := map[string]bool{}
-	for rows.Next() {
-		var name string
-		if err := rows.Scan(&name); err != nil {
-			return nil, err
-		}
-		out[name] = true
-	}
-	return out, rows.Err()
+	return readSet[string](ctx, conn, "list tables", "SELECT name FROM system.tables WHERE database = currentDatabase()")
 }
 
 // recorded reads the applied versions from schema_migrations.
 func recorded(ctx context.Context, conn driver.Conn) (map[uint32]bool, error) {
-	rows, err := conn.Query(ctx, "SELECT version FROM schema_migrations")
+	return readSet[uint32](ctx, conn, "read schema_migrations", "SELECT version FROM schema_migrations")
+}
+
+// readSet reads the one column q selects into a set; a failed query is
+// named what.
+func readSet[K comparable](ctx context.Context, conn driver.Conn, what, q string) (map[K]bool, error) {
+	rows, err := conn.Query(ctx, q)
 	if err != nil {
-		return nil, fmt.Errorf("read schema_migrations: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	defer rows.Close()
-	done := map[uint32]bool{}
+	out := map[K]bool{}
 	for rows.Next() {
-		var v uint32
+		var v K
 		if err := rows.Scan(&v); err != nil {
 			return nil, err
 		}
-		done[v] = true
+		out[v] = true
 	}
-	return done, rows.Err()
+	return out, rows.Err()
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/moraine-data/moraine/pkg/kafkautil"
+	"github.com/moraine-data/moraine/pkg/watch"
 	"github.com/moraine-data/moraine/schemas/codec"
 	"github.com/moraine-data/moraine/schemas/record"
 	"github.com/moraine-data/moraine/schemas/topics"
@@ -113,12 +114,7 @@ func (t *Table) Apply(r *kgo.Record) {
 	if err != nil || k.Kind == codec.WatchKeyAddress {
 		return
 	}
-	var version uint64
-	for _, h := range r.Headers {
-		if h.Key == codec.VersionHeader {
-			version, _ = codec.ParseVersion(h.Value)
-		}
-	}
+	version := watch.RecordVersion(r)
 	var e *record.WatchEntry
 	if r.Value != nil {
 		if e, err = codec.DecodeWatchEntry(r.Value); err != nil {

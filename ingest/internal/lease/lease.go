@@ -49,6 +49,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/moraine-data/moraine/pkg/kafkautil"
@@ -348,15 +349,13 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
+	f := promauto.With(reg)
 	m := &metrics{
-		writer: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "moraine", Subsystem: "ingest",
+		writer: f.NewGaugeVec(prometheus.GaugeOpts{Namespace: "moraine", Subsystem: "ingest",
 			Name: "chain_writer", Help: "1 while this instance holds the chain's lease and writes it."}, []string{"chain"}),
-		changes: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "moraine", Subsystem: "ingest",
+		changes: f.NewCounterVec(prometheus.CounterOpts{Namespace: "moraine", Subsystem: "ingest",
 			Name: "lease_changes_total", Help: "Changes of a chain's lease on this instance: acquired, released, lost, fenced."},
 			[]string{"chain", "event"}),
-	}
-	if reg != nil {
-		reg.MustRegister(m.writer, m.changes)
 	}
 	return m
 }

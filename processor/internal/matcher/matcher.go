@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/moraine-data/moraine/pkg/chains"
@@ -122,20 +123,21 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer, reader tableReader) *metrics {
+	f := promauto.With(reg)
 	m := &metrics{
-		emitted: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "moraine", Subsystem: "processor",
+		emitted: f.NewCounterVec(prometheus.CounterOpts{Namespace: "moraine", Subsystem: "processor",
 			Name: "activities_emitted_total", Help: "Activity messages committed to the activity topic."}, []string{"chain"}),
-		stage: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "moraine", Subsystem: "processor",
+		stage: f.NewHistogramVec(prometheus.HistogramOpts{Namespace: "moraine", Subsystem: "processor",
 			Name: "match_batch_duration_seconds", Help: "Time per matcher batch stage.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}, []string{"stage"}),
-		transactions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "moraine", Subsystem: "processor",
+		transactions: f.NewCounterVec(prometheus.CounterOpts{Namespace: "moraine", Subsystem: "processor",
 			Name: "match_transactions_total", Help: "Matcher Kafka transactions by result (aborted: the batch is reprocessed)."},
 			[]string{"result"}),
-		records: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "moraine", Subsystem: "processor",
+		records: f.NewCounterVec(prometheus.CounterOpts{Namespace: "moraine", Subsystem: "processor",
 			Name: "match_records_total", Help: "Blocks-topic records in committed matcher batches, by kind."}, []string{"kind"}),
-		catchUpSlow: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "moraine", Subsystem: "processor",
+		catchUpSlow: f.NewCounter(prometheus.CounterOpts{Namespace: "moraine", Subsystem: "processor",
 			Name: "watchlist_catchup_timeouts_total", Help: "Batches matched before the watch table caught up (catch-up timed out or failed)."}),
-		payloadErrs: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "moraine", Subsystem: "processor",
+		payloadErrs: f.NewCounter(prometheus.CounterOpts{Namespace: "moraine", Subsystem: "processor",
 			Name: "payload_errors_total", Help: "Matches whose payload could not be built (skipped, logged)."}),
 	}
 	for _, s := range []string{"catchup", "match", "tokens", "payload", "transaction", "total"} {
@@ -147,15 +149,14 @@ func newMetrics(reg prometheus.Registerer, reader tableReader) *metrics {
 	for _, k := range []string{"block", "reorg", "unwatched", "undecodable"} {
 		m.records.WithLabelValues(k)
 	}
-	reg.MustRegister(m.emitted, m.stage, m.transactions, m.records, m.catchUpSlow, m.payloadErrs,
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "moraine", Subsystem: "processor",
-			Name: "watchlist_ready", Help: "1 once the watch table has read the address-watch topic up to its start-up end."},
-			func() float64 {
-				if reader.Ready() {
-					return 1
-				}
-				return 0
-			}))
+	f.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "moraine", Subsystem: "processor",
+		Name: "watchlist_ready", Help: "1 once the watch table has read the address-watch topic up to its start-up end."},
+		func() float64 {
+			if reader.Ready() {
+				return 1
+			}
+			return 0
+		})
 	return m
 }
 

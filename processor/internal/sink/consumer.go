@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/moraine-data/moraine/pkg/chclient"
@@ -147,26 +148,26 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
+	f := promauto.With(reg)
 	m := &metrics{
-		consumed: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "moraine", Subsystem: "processor",
+		consumed: f.NewCounterVec(prometheus.CounterOpts{Namespace: "moraine", Subsystem: "processor",
 			Name: "records_consumed_total", Help: "Kafka records consumed."}, []string{"topic"}),
-		blocks: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "moraine", Subsystem: "processor",
+		blocks: f.NewCounter(prometheus.CounterOpts{Namespace: "moraine", Subsystem: "processor",
 			Name: "blocks_written_total", Help: "Blocks written to ClickHouse (redeliveries included)."}),
-		txs: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "moraine", Subsystem: "processor",
+		txs: f.NewCounter(prometheus.CounterOpts{Namespace: "moraine", Subsystem: "processor",
 			Name: "transactions_written_total", Help: "Transactions written to ClickHouse (redeliveries included)."}),
-		stage: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "moraine", Subsystem: "processor",
+		stage: f.NewHistogramVec(prometheus.HistogramOpts{Namespace: "moraine", Subsystem: "processor",
 			Name: "batch_duration_seconds", Help: "Time per batch stage.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)},
 			[]string{"stage"}),
-		rows: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "moraine", Subsystem: "processor",
+		rows: f.NewHistogram(prometheus.HistogramOpts{Namespace: "moraine", Subsystem: "processor",
 			Name: "batch_rows", Help: "Rows per ClickHouse batch (all tables).", Buckets: prometheus.ExponentialBuckets(1, 4, 12)}),
-		decodeErrors: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "moraine", Subsystem: "processor",
+		decodeErrors: f.NewCounter(prometheus.CounterOpts{Namespace: "moraine", Subsystem: "processor",
 			Name: "decode_errors_total", Help: "Records that could not be decoded and were skipped."}),
-		lastWritten: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "moraine", Subsystem: "processor",
+		lastWritten: f.NewGaugeVec(prometheus.GaugeOpts{Namespace: "moraine", Subsystem: "processor",
 			Name: "last_written_block", Help: "Highest block number written, per chain."}, []string{"chain"}),
-		lastWrittenTime: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "moraine", Subsystem: "processor",
+		lastWrittenTime: f.NewGaugeVec(prometheus.GaugeOpts{Namespace: "moraine", Subsystem: "processor",
 			Name: "last_written_block_timestamp_seconds", Help: "Timestamp (Unix seconds) of the highest block written, per chain."}, []string{"chain"}),
 	}
-	reg.MustRegister(m.consumed, m.blocks, m.txs, m.stage, m.rows, m.decodeErrors, m.lastWritten, m.lastWrittenTime)
 	return m
 }
 

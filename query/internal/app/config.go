@@ -3,12 +3,12 @@ package app
 import (
 	"errors"
 	"flag"
-	"strings"
 	"time"
 
 	"github.com/moraine-data/moraine/pkg/chains"
 	"github.com/moraine-data/moraine/pkg/chclient"
 	"github.com/moraine-data/moraine/pkg/obs"
+	"github.com/moraine-data/moraine/pkg/process"
 	"github.com/moraine-data/moraine/pkg/tokenmeta"
 	"github.com/moraine-data/moraine/query/internal/api"
 	"github.com/moraine-data/moraine/query/internal/mgmt"
@@ -84,12 +84,7 @@ func (c *Config) Validate() error {
 	if c.Contracts.CacheSize <= 0 || c.Contracts.CallTimeout <= 0 {
 		errs = append(errs, errors.New("query: --contracts.cache-size and --contracts.eth-call-timeout must be positive"))
 	}
-	c.API.TrustedProxies = nil
-	for _, p := range strings.Split(c.TrustedProxies, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			c.API.TrustedProxies = append(c.API.TrustedProxies, p)
-		}
-	}
+	c.API.TrustedProxies = process.SplitList(c.TrustedProxies)
 	for _, v := range []interface{ Validate() error }{c.HTTP, c.ClickHouse, c.Store, c.API, c.PageToken, c.Mgmt} {
 		if err := v.Validate(); err != nil {
 			errs = append(errs, err)

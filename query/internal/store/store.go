@@ -122,7 +122,7 @@ type ClickHouse struct {
 	metrics *metrics
 	now     func() time.Time
 	chains  []any
-	conn    atomic.Pointer[driver.Conn]
+	conn    chclient.Lazy
 
 	migrated atomic.Bool
 	heads    headCache
@@ -161,15 +161,7 @@ func New(cfg Config, deps Deps) (*ClickHouse, error) {
 }
 
 // SetConn hands the store its connection.
-func (s *ClickHouse) SetConn(conn driver.Conn) { s.conn.Store(&conn) }
-
-func (s *ClickHouse) getConn() (driver.Conn, error) {
-	p := s.conn.Load()
-	if p == nil {
-		return nil, fmt.Errorf("%w: not connected yet", ErrUnavailable)
-	}
-	return *p, nil
-}
+func (s *ClickHouse) SetConn(conn driver.Conn) { s.conn.Set(conn) }
 
 // query runs q with the store's deadline and settings. done ends the query's
 // context and records its duration (from sending to reading the last row)
@@ -180,12 +172,10 @@ func (s *ClickHouse) query(ctx context.Context, name, q string, args ...any) (ro
 
 // queryWith is query with settings added to the store's (e.g. a row budget).
 func (s *ClickHouse) queryWith(ctx context.Context, name string, extra clickhouse.Settings, q string, args ...any) (rows driver.Rows, done func(), err error) {
-	conn, err := s.getConn()
+	conn, err := s.conn.Get(ErrUnavailable)
 	if err != nil {
 		return nil, func() {}, err
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.QueryTimeout)
-	secs := int((s.cfg.QueryTimeout + time.Second - 1) / time.Second)
 	// One thread per query: every read is a few granules, where ClickHouse's
 	// per-query parallelism only adds thread start-up and contention, and
 	// throughput under concurrent requests is what counts. The uncompressed
@@ -193,11 +183,11 @@ func (s *ClickHouse) queryWith(ctx context.Context, name string, extra clickhous
 	// over merge_tree_max_rows_to_use_cache rows bypass it), so random block
 	// lookups do not wait on the disk when the kernel has dropped the files'
 	// pages, which is what set their p99 (bench/history.md).
-	settings := clickhouse.Settings{"max_execution_time": secs, "max_threads": 1, "use_uncompressed_cache": 1}
+	settings := clickhouse.Settings{"max_threads": 1, "use_uncompressed_cache": 1}
 	for k, v := range extra {
 		settings[k] = v
 	}
-	ctx = clickhouse.Context(ctx, clickhouse.WithSettings(settings))
+	ctx, cancel := chclient.WithTimeout(ctx, s.cfg.QueryTimeout, settings)
 	start := time.Now()
 	done = func() {
 		s.metrics.observe(name, start)
@@ -267,7 +257,7 @@ func classify(name string, err error) error {
 // Ready reports whether ClickHouse answers and every embedded migration has
 // been applied.
 func (s *ClickHouse) Ready(ctx context.Context) error {
-	conn, err := s.getConn()
+	conn, err := s.conn.Get(ErrUnavailable)
 	if err != nil {
 		return err
 	}
