@@ -2,8 +2,9 @@
 // its own code: Main (flags, logger, registry, a context that SIGINT or
 // SIGTERM ends, the exit code), flags that fall back to MORAINE_*
 // environment variables (ParseWithEnv, also used by the tools under
-// deploy/cmd; SplitList reads the comma-separated ones), and runtime tuning a main applies before anything else
-// (DefaultGOGC, DefaultMemoryLimit).
+// deploy/cmd; SplitList reads the comma-separated ones), and runtime
+// tuning a main applies before anything else (DefaultGOGC,
+// DefaultMemoryLimit).
 //
 // # The shape of a service
 //
