@@ -13,19 +13,13 @@ import (
 const ActivitySchema = "moraine.v1.Activity"
 
 // EncodeActivity encodes an activity message deterministically.
-func EncodeActivity(a *record.Activity) ([]byte, error) {
-	b, err := a.MarshalVT()
-	if err != nil {
-		return nil, fmt.Errorf("encode activity: %w", err)
-	}
-	return b, nil
-}
+func EncodeActivity(a *record.Activity) ([]byte, error) { return encode("activity", a) }
 
 // DecodeActivity decodes an activity-topic value.
 func DecodeActivity(b []byte) (*record.Activity, error) {
-	a := new(record.Activity)
-	if err := a.UnmarshalVT(b); err != nil {
-		return nil, fmt.Errorf("decode activity: %w", err)
+	a, err := decode[record.Activity]("activity", b)
+	if err != nil {
+		return nil, err
 	}
 	if a.WebhookId == "" || a.MessageId == "" {
 		return nil, fmt.Errorf("decode activity: webhook id and message id are required")

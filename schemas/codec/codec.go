@@ -26,13 +26,7 @@ const ChainEventSchema = "moraine.v1.ChainEvent"
 // decodes by the hundred per second. The records have no map fields, so the
 // bytes are those of proto.Marshal with Deterministic set, field by field in
 // number order; the golden files check it.
-func EncodeChainEvent(e *record.ChainEvent) ([]byte, error) {
-	b, err := e.MarshalVT()
-	if err != nil {
-		return nil, fmt.Errorf("encode chain event: %w", err)
-	}
-	return b, nil
-}
+func EncodeChainEvent(e *record.ChainEvent) ([]byte, error) { return encode("chain event", e) }
 
 // DecodeChainEvent decodes a blocks-topic value. The event aliases b: its
 // bytes and strings point into b instead of being copied (every hash,
@@ -50,4 +44,26 @@ func DecodeChainEvent(b []byte) (*record.ChainEvent, error) {
 		return nil, fmt.Errorf("decode chain event: empty event")
 	}
 	return e, nil
+}
+
+// encode and decode are what every record's Encode and Decode share: the
+// vtproto methods, and errors that name the record (what). Checks of a
+// record's own required fields stay in its functions.
+func encode(what string, m interface{ MarshalVT() ([]byte, error) }) ([]byte, error) {
+	b, err := m.MarshalVT()
+	if err != nil {
+		return nil, fmt.Errorf("encode %s: %w", what, err)
+	}
+	return b, nil
+}
+
+func decode[T any, P interface {
+	*T
+	UnmarshalVT([]byte) error
+}](what string, b []byte) (P, error) {
+	m := P(new(T))
+	if err := m.UnmarshalVT(b); err != nil {
+		return nil, fmt.Errorf("decode %s: %w", what, err)
+	}
+	return m, nil
 }

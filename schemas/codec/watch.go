@@ -103,19 +103,15 @@ func EncodeWatchEntry(e *record.WatchEntry) ([]byte, error) {
 	if e.GetEntry() == nil {
 		return nil, errors.New("encode watch entry: empty entry")
 	}
-	b, err := e.MarshalVT()
-	if err != nil {
-		return nil, fmt.Errorf("encode watch entry: %w", err)
-	}
-	return b, nil
+	return encode("watch entry", e)
 }
 
 // DecodeWatchEntry decodes an address-watch value; callers handle nil values
 // (tombstones) before calling it.
 func DecodeWatchEntry(b []byte) (*record.WatchEntry, error) {
-	e := new(record.WatchEntry)
-	if err := e.UnmarshalVT(b); err != nil {
-		return nil, fmt.Errorf("decode watch entry: %w", err)
+	e, err := decode[record.WatchEntry]("watch entry", b)
+	if err != nil {
+		return nil, err
 	}
 	if e.GetEntry() == nil {
 		return nil, errors.New("decode watch entry: empty entry")
