@@ -77,12 +77,22 @@ echo "history: warm-up, $RATE req/s over the four routes for $WARMUP"
 warm=$(bin/querybench load --url "$URL" --rate "$RATE" --duration "$WARMUP" "${args[@]}" | grep '^all' | tr -s ' ' || true)
 echo "$warm"
 : >"$TMP/load.txt"
+# What the disk holding ClickHouse's data did during each route (from /proc/diskstats): a page that misses the
+# page cache costs a read per column, so these figures say whether a route waited on the disk.
+disk_dev=$(basename "$(df --output=source "${MORAINE_STATE_DIR:-.moraine}" | tail -1)")
+diskstat() { awk -v d="$disk_dev" '$3 == d { print $4, $6, $7 }' /proc/diskstats; }
+[ -n "$(diskstat)" ] || disk_dev="" # not a device /proc/diskstats names (device-mapper): no disk figures
 for p in "${paths[@]}"; do
     echo "history: $RATE req/s for $DURATION on ${p//$token/TOKEN}"
+    before="$(diskstat) $(date +%s%N)"
     bin/querybench load --url "$URL" --rate "$RATE" --duration "$DURATION" --path "$p" >"$TMP/load.raw" || true
     load=$(grep -v '^all' "$TMP/load.raw")
     echo "${load//$token/TOKEN}" | tee -a "$TMP/load.txt"
+    [ -z "$disk_dev" ] || echo "$before $(diskstat) $(date +%s%N)" | awk -v d="$disk_dev" '{ n = $5 - $1; if (n < 1) n = 1
+        printf "  disk %s: %.0f reads/s, %.1f KB a read, %.2f ms a read\n", d, n / (($8 - $4) / 1e9), ($6 - $2) * 512 / 1024 / n, ($7 - $3) / n }' |
+        tee -a "$TMP/load.txt"
 done
+block_size=$(chq "SELECT value FROM system.settings WHERE name = 'min_compress_block_size'")
 kill "$QUERY_PID" 2>/dev/null || true
 wait "$QUERY_PID" 2>/dev/null || true
 
@@ -92,7 +102,8 @@ wait "$QUERY_PID" 2>/dev/null || true
     echo "Data: $(commas "$TXS") synthetic transactions of chain $CHAIN (\`querybench seed --txs\`), $PER_BLOCK a block, in the"
     echo "processor's table layout: three routers receive 10%, 5% and 2% of the transactions (the busiest has"
     echo "$(commas "$router") rows in its list), every other party is one of $(commas "$ADDRESSES") accounts (a handful of"
-    echo "transactions each); a fifth of the transactions are ERC-20 transfers. On disk: $total."
+    echo "transactions each); a fifth of the transactions are ERC-20 transfers. On disk: $total. The server's"
+    echo "\`min_compress_block_size\` is $block_size (docs/transactions.md, \"Disk reads\")."
     echo
     echo '```'
     echo "$size"

@@ -58,7 +58,7 @@ def bench_summary(path):
     rows.append(("processor: 2 instances vs 1, four chains at once (ratio)",
                  f"1 instance {scaling.group(1)} tx/s, 2 instances {scaling.group(2)} tx/s: {scaling.group(3)}x" if scaling else "not measured"))
     # The transaction-history routes (bench/history.sh), each alone at 200 req/s.
-    size = re.search(r"^transactions each\); a fifth .* On disk: (.*)\.$", t, re.M)
+    size = re.search(r"^transactions each\); a fifth .* On disk: ([\d.]+ \S+?)\.", t, re.M)
     txs = re.search(r"^Data: ([\d,]+) synthetic transactions", t, re.M)
     data = ", ".join(x for x in [txs.group(1) + " transactions" if txs else "", size.group(1) + " on disk" if size else ""] if x)
     for goal, pat in [
