@@ -1,7 +1,8 @@
 package clickhouse
 
-// The lists of the address_index table (its list column, migration 6): the
-// processor's sink writes them and the query service reads them.
+// The per-address lists (the list byte of address_lists.list_key, migration
+// 8; the list column of migration 6's address_index): the processor's sink
+// writes them and the query service reads them.
 const (
 	// ListTransactions: the transactions an address took part in, one row
 	// per (address, transaction), with the Role bits saying how.
@@ -23,7 +24,7 @@ const (
 	ListCreation uint8 = 8
 )
 
-// Roles of an address in a transaction (address_index.roles bits on
+// Roles of an address in a transaction (address_lists.roles bits on
 // ListTransactions rows).
 const (
 	RoleSender uint8 = 1 << iota

@@ -12,15 +12,15 @@ import (
 	"github.com/moraine-data/moraine/schemas/record"
 )
 
-// The transaction-history tables (migration 6): transaction_lookup, one row
-// per transaction with its detail, and address_index, the per-address lists
+// The transaction-history tables: transaction_lookup (migration 6), one row
+// per transaction with its detail, and address_lists (migration 8), the per-address lists
 // the Data API's transaction endpoints page through. Their rows are built
 // from the same decoded records as the block tables and written with them,
 // as child rows (before the blocks), versioned by the same offsets. The
 // details are protobufs (schemas/proto/moraine/v1/history.proto), marshalled
 // when the batch is built.
 
-// indexRow is one address_index row.
+// indexRow is one address_lists row.
 type indexRow struct {
 	tx       *txRow
 	address  evm.Address
@@ -85,7 +85,7 @@ func (p *parties) get(a evm.Address) *party {
 
 func (p *parties) add(a evm.Address, role uint8) { p.get(a).roles |= role }
 
-// addIndex builds the transaction_lookup detail and the address_index rows
+// addIndex builds the transaction_lookup detail and the address_lists rows
 // of one transaction.
 func (b *Batch) addIndex(tr *txRow) error {
 	tx := tr.tx
@@ -94,7 +94,7 @@ func (b *Batch) addIndex(tr *txRow) error {
 		GasPrice: txGasPrice(tx), MaxFeePerGas: tx.MaxFeePerGas, MaxPriorityFeePerGas: tx.MaxPriorityFeePerGas,
 		Nonce: tx.Nonce, Input: tx.Input, Status: tx.Status, GasUsed: tx.GasUsed, EffectiveGasPrice: tx.EffectiveGasPrice,
 	}
-	// address_index rows carry their block's timestamps (history.proto):
+	// address_lists rows carry their block's timestamps (history.proto):
 	// the messages nested in a TxDetail do not, so they are set for the
 	// row's own marshal and cleared after it.
 	ts, tsMs := &tr.b.Timestamp, tr.b.TimestampMilliseconds
@@ -267,27 +267,43 @@ func (w *Writer) insertTxLookup(ctx context.Context, rows []*txRow) error {
 	})
 }
 
-const indexColumns = "chain_id, address, list, block_number, tx_index, position, sub_index, block_hash, tx_hash, roles, detail, version"
+const listColumns = "list_key, roles, entry, version"
 
+// insertIndex writes the rows of the address lists (address_lists,
+// migration 8): the key packs what selects and orders a row, the entry its
+// transaction hash and detail.
 func (w *Writer) insertIndex(ctx context.Context, rows []indexRow) error {
 	n := min(len(rows), flushRows)
 	var (
-		chainID, blockNumber, version      = make([]uint64, n), make([]uint64, n), make([]uint64, n)
-		txIndex, position, sub             = make([]uint32, n), make([]uint32, n), make([]uint32, n)
-		list, roles                        = make([]uint8, n), make([]uint8, n)
-		address, blockHash, txHash, detail = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		version    = make([]uint64, n)
+		roles      = make([]uint8, n)
+		key, entry = make([]string, n), make([]string, n)
+		buf        []byte // the chunk's keys and entries, viewed by key and entry
 	)
-	return w.sendBlocks(ctx, "address_index", indexColumns, len(rows), func(batch driver.Batch, lo, hi int) error {
+	return w.sendBlocks(ctx, "address_lists", listColumns, len(rows), func(batch driver.Batch, lo, hi int) error {
+		buf = buf[:0]
 		for i := range hi - lo {
 			r := &rows[lo+i]
 			b, tx := r.tx.b, r.tx.tx
-			chainID[i], address[i], list[i], blockNumber[i] = b.ChainId, view(r.address[:]), r.list, b.Number
-			txIndex[i], position[i], sub[i], blockHash[i], txHash[i] = tx.Index, r.position, r.sub, fixed32(b.Hash), fixed32(tx.Hash)
-			roles[i], detail[i], version[i] = r.roles, view(r.detail), r.tx.version
+			p := schema.ListPosition{Block: b.Number, TxIndex: tx.Index, Position: r.position, Sub: r.sub}
+			copy(p.BlockHash[:], b.Hash)
+			k := schema.NewListKey(b.ChainId, r.address, r.list, p)
+			buf = append(buf, k[:]...)
+			buf = append(buf, fixed32(tx.Hash)...)
+			buf = append(buf, r.detail...)
 		}
-		// The order matches indexColumns.
-		return appendColumns(batch, hi-lo, chainID, address, list, blockNumber, txIndex, position, sub, blockHash, txHash,
-			roles, detail, version)
+		at := 0
+		for i := range hi - lo {
+			r := &rows[lo+i]
+			entryLen := schema.EntryHashLen + len(r.detail)
+			key[i] = view(buf[at : at+schema.ListKeyLen])
+			at += schema.ListKeyLen
+			entry[i] = view(buf[at : at+entryLen])
+			at += entryLen
+			roles[i], version[i] = r.roles, r.tx.version
+		}
+		// The order matches listColumns.
+		return appendColumns(batch, hi-lo, key, roles, entry, version)
 	})
 }
 

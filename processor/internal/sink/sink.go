@@ -2,8 +2,8 @@
 // (blocks, block_hashes, chain_heads, transactions, logs,
 // internal_transactions) and, unless turned off (--processor.address-index),
 // the transaction-history tables the Data API's address and transaction
-// endpoints read (transaction_lookup, address_index; index.go and migration
-// 6).
+// endpoints read (transaction_lookup and address_lists; index.go, migrations
+// 6 and 8).
 //
 // Guarantees:
 //   - Idempotent: every row carries version = the Kafka offset of the event

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/moraine-data/moraine/pkg/testenv"
+	schema "github.com/moraine-data/moraine/schemas/clickhouse"
 	"github.com/moraine-data/moraine/schemas/record"
 )
 
@@ -37,7 +38,7 @@ func TestWriteIndexIntegration(t *testing.T) {
 	}
 	want := len(b.index)
 	var rows, hashes uint64
-	if err := conn.QueryRow(ctx, "SELECT count() FROM address_index FINAL").Scan(&rows); err != nil {
+	if err := conn.QueryRow(ctx, "SELECT count() FROM address_lists FINAL").Scan(&rows); err != nil {
 		t.Fatal(err)
 	}
 	var lookup string
@@ -49,15 +50,22 @@ func TestWriteIndexIntegration(t *testing.T) {
 		t.Fatalf("%d index rows (want %d), %d lookup rows (want 1), detail kept: %v", rows, want, hashes, lookup == string(b.txs[0].lookup))
 	}
 	var (
-		roles  uint8
-		detail string
+		roles      uint8
+		key, entry string
 	)
-	if err := conn.QueryRow(ctx, "SELECT roles, detail FROM address_index FINAL WHERE address = unhex(?) AND list = 1",
-		hex.EncodeToString(alice)).Scan(&roles, &detail); err != nil {
+	if err := conn.QueryRow(ctx, "SELECT list_key, roles, entry FROM address_lists FINAL WHERE substring(list_key, 9, 21) = unhex(?)",
+		hex.EncodeToString(alice)+"01").Scan(&key, &roles, &entry); err != nil {
 		t.Fatal(err)
 	}
+	k, err := schema.ParseListKey([]byte(key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := k.Position(); p.Block != 100 || p.TxIndex != 3 || entry[:32] != string(word(0xfeed)) {
+		t.Fatalf("alice's transaction row at %+v, transaction %x", p, entry[:32])
+	}
 	var d record.TxDetail
-	if err := d.UnmarshalVT([]byte(detail)); err != nil || roles != 5 || d.Status != 1 || string(d.Input) != "\x01\x02\x03\x04" ||
+	if err := d.UnmarshalVT([]byte(entry[32:])); err != nil || roles != 5 || d.Status != 1 || string(d.Input) != "\x01\x02\x03\x04" ||
 		string(d.To) != string(router) || len(d.Transfers) != 3 {
 		t.Fatalf("alice's transaction row: roles %d, %v, %v", roles, &d, err)
 	}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	schema "github.com/moraine-data/moraine/schemas/clickhouse"
 )
 
 // HistoryConfig describes the synthetic transaction history SeedHistory
@@ -115,7 +117,7 @@ func sqlBytesField(tag, s string) string {
 }
 
 var (
-	// detailBlockTime is the block_timestamp field (20) that address_index
+	// detailBlockTime is the block_timestamp field (20) that address_lists
 	// details carry.
 	detailBlockTime = "concat(unhex('a001'), " + sqlVarint35("ts") + ")"
 
@@ -167,20 +169,18 @@ FROM (` + historyRows + `)`
 	// details carry it. A party number k per row
 	// (arrayJoin of numbers, which 18.16 runs several times faster than an
 	// ARRAY JOIN of tuples) picks the address.
-	seedIndexTxs = `INSERT INTO address_index (chain_id, address, list, block_number, tx_index, position, sub_index, block_hash,
-	tx_hash, roles, detail, version)
-SELECT chain, multiIf(k = 1, fromA, k = 2, toA, xferTo), toUInt8(1), blk, idx, toUInt32(0), toUInt32(0), bh, th,
+	seedIndexTxs = `INSERT INTO address_lists (list_key, roles, entry, version)
+SELECT ` + schema.SQLListKey("chain", "multiIf(k = 1, fromA, k = 2, toA, xferTo)", "1", "blk", "idx", "0", "0", "bh") + `,
 	toUInt8(multiIf(transfer, multiIf(k = 1, 5, k = 2, 10, 4), k = 1, if(toA = fromA, 3, 1), 2)),
-	concat(` + detailTx("if(erc, unhex('a9059cbb'), '')", "transfer AND k != 2") + `, ` + detailBlockTime + `), toUInt64(1)
+	concat(th, ` + detailTx("if(erc, unhex('a9059cbb'), '')", "transfer AND k != 2") + `, ` + detailBlockTime + `), toUInt64(1)
 FROM (SELECT *, erc AND status = 1 AS transfer,
 	arrayJoin(multiIf(transfer AND xferTo = fromA, [1, 2], transfer, [1, 2, 3], toA = fromA, [1], [1, 2])) AS k
 	FROM (` + historyRows + `))`
 
 	// The ERC-20 lists of both parties and the token's transfers.
-	seedIndexTransfers = `INSERT INTO address_index (chain_id, address, list, block_number, tx_index, position, sub_index,
-	block_hash, tx_hash, roles, detail, version)
-SELECT chain, multiIf(k = 1, fromA, k = 2, xferTo, token), toUInt8(if(k = 3, 5, 2)), blk, idx, idx, toUInt32(0), bh, th,
-	toUInt8(0), concat(` + detailTransfer + `, ` + detailBlockTime + `), toUInt64(1)
+	seedIndexTransfers = `INSERT INTO address_lists (list_key, roles, entry, version)
+SELECT ` + schema.SQLListKey("chain", "multiIf(k = 1, fromA, k = 2, xferTo, token)", "if(k = 3, 5, 2)", "blk", "idx", "idx", "0", "bh") + `,
+	toUInt8(0), concat(th, ` + detailTransfer + `, ` + detailBlockTime + `), toUInt64(1)
 FROM (SELECT *, arrayJoin(if(xferTo = fromA, [1, 3], [1, 2, 3])) AS k FROM (` + historyRows + `) WHERE erc AND status = 1)`
 )
 
@@ -202,7 +202,7 @@ func SeedHistory(ctx context.Context, conn driver.Conn, cfg HistoryConfig, logge
 		n := min(cfg.Chunk, cfg.Txs-off)
 		for _, q := range []struct{ name, sql string }{
 			{"transactions", seedTxs}, {"transaction_lookup", seedTxLookup}, {"logs", seedLogs}, {"internal_transactions", seedFrames},
-			{"address_index transactions", seedIndexTxs}, {"address_index transfers", seedIndexTransfers},
+			{"address_lists transactions", seedIndexTxs}, {"address_lists transfers", seedIndexTransfers},
 		} {
 			cctx, cancel := context.WithTimeout(ctx, 20*time.Minute)
 			t0 := time.Now()

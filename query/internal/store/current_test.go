@@ -29,14 +29,15 @@ func TestQueriesRunOnCurrentClickHouse(t *testing.T) {
 	for _, m := range ms {
 		stmts = append(stmts, m.Statements...)
 	}
-	n, h, a, set := "1", "'"+strings.Repeat("ab", 32)+"'", "'"+strings.Repeat("cd", 20)+"'", "(1, 2)"
+	n, h, set := "1", "'"+strings.Repeat("ab", 32)+"'", "(1, 2)"
+	k := "'" + strings.Repeat("cd", schema.ListKeyLen) + "'"
 	stmts = append(stmts,
 		bind(qHeads, set), bind(qBlocksRange, n, n, n, n), bind(qBlockLookup, n, n), bind(qBlockByNumber, n, n),
-		bind(qHashToNumber, n, h), bind(qBlockTxs, n, n, h, n, n), qMigrations,
-		bind(qListDescUpTo, n, a, n, n, n, n, n, n, n, n, n, h, n), bind(qListDescBelow, n, a, n, n, n, n, n, n, n, n, n, h, n),
-		bind(qListAscFrom, n, a, n, n, n, n, n, n, n, n, n, h, n), bind(qListAscAbove, n, a, n, n, n, n, n, n, n, n, n, h, n),
-		bind(qActivity, n, a, n), bind(qActivityExcept, n, a, "((1, '"+strings.Repeat("AB", 32)+"'))", n),
-		bind(qActivityExcept, n, a, "((1, '"+strings.Repeat("AB", 32)+"'), (2, '"+strings.Repeat("CD", 32)+"'))", n),
+		bind(qHashToNumber, n, h), bind(qBlockTxs, n, n, h, n, n), qMigrations, schema.CopyAddressIndex,
+		bind(qListDesc, k, k, n), bind(qListDescRoles, k, k, n, n), bind(qListAsc, k, k, n), bind(qListAscRoles, k, k, n, n),
+		bind(qActivity, k, k, n), bind(qActivityExcept, k, k, "(('"+strings.Repeat("00", 8)+"', '"+strings.Repeat("AB", 32)+"'))", n),
+		bind(qActivityExcept, k, k, "(('"+strings.Repeat("00", 8)+"', '"+strings.Repeat("AB", 32)+"'), ('"+
+			strings.Repeat("01", 8)+"', '"+strings.Repeat("CD", 32)+"'))", n),
 		bind(qBlocksLookup, n, set), bind(qBlocksByNumbers, n, set),
 		bind(qTxLookup, n, h),
 		bind(qLatestTxs, n, n, n, "2", "2", n), bind(qOrphanedBlocks, set, n),

@@ -1,7 +1,9 @@
 package store
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -17,8 +19,8 @@ import (
 	"github.com/moraine-data/moraine/schemas/record"
 )
 
-// Reads of the address lists (address_index, ordered by chain, address,
-// list, then block number and position). ClickHouse 18.16 cannot read a
+// Reads of the address lists (address_lists, ordered by list_key: chain,
+// address, list, then block number and position). ClickHouse 18.16 cannot read a
 // key range in order and stop at a LIMIT: it reads every row of the range,
 // then sorts. So a page never reads "all rows below the cursor" of an
 // address with millions of them; it reads a window of blocks below the
@@ -164,22 +166,25 @@ func (s *ClickHouse) AddressList(ctx context.Context, r ListRequest) (ListPage, 
 func (s *ClickHouse) listRead(ctx context.Context, r ListRequest, lo, hi uint64, bound listBound, limit int, withBudget bool) ([]IndexRow, error) {
 	var q string
 	switch {
-	case r.Asc && bound.inclusive:
-		q = qListAscFrom
+	case r.Asc && r.Roles != 0:
+		q = qListAscRoles
 	case r.Asc:
-		q = qListAscAbove
-	case bound.inclusive:
-		q = qListDescUpTo
+		q = qListAsc
+	case r.Roles != 0:
+		q = qListDescRoles
 	default:
-		q = qListDescBelow
+		q = qListDesc
 	}
 	var settings clickhouse.Settings
 	if withBudget {
 		settings = clickhouse.Settings{"max_rows_to_read": s.cfg.AddressScanRows} // read_overflow_mode is "throw" by default
 	}
-	b := bound.seek
-	rows, done, err := s.queryWith(ctx, "address_list", settings, q, r.ChainID, hex.EncodeToString(r.Address[:]), r.List,
-		lo, hi, r.Roles, r.Roles, b.Block, b.TxIndex, b.Position, b.Sub, hex.EncodeToString(bound.hash[:]), limit)
+	from, to := listRange(r, lo, hi, bound)
+	args := []any{hex.EncodeToString(from[:]), hex.EncodeToString(to[:])}
+	if r.Roles != 0 {
+		args = append(args, r.Roles)
+	}
+	rows, done, err := s.queryWith(ctx, "address_list", settings, q, append(args, limit)...)
 	if err != nil {
 		return nil, err
 	}
@@ -187,21 +192,51 @@ func (s *ClickHouse) listRead(ctx context.Context, r ListRequest, lo, hi uint64,
 	return scanIndexRows("address_list", rows, r.List)
 }
 
-// scanIndexRows reads indexColumns, decoding each row's detail by list.
+// listRange is the list_key range [from, to] of r's rows in blocks [lo, hi]
+// at or past bound (in r's order).
+func listRange(r ListRequest, lo, hi uint64, bound listBound) (from, to schema.ListKey) {
+	key := func(at Seek, h Hash) schema.ListKey {
+		return schema.NewListKey(r.ChainID, r.Address, r.List,
+			schema.ListPosition{Block: at.Block, TxIndex: at.TxIndex, Position: at.Position, Sub: at.Sub, BlockHash: h})
+	}
+	top := seekMax
+	top.Block = hi
+	from, to = key(Seek{Block: lo}, hashMin), key(top, hashMax)
+	b := key(bound.seek, bound.hash)
+	switch {
+	case r.Asc && !bound.inclusive:
+		b = b.Next()
+	case !r.Asc && !bound.inclusive:
+		b = b.Prev()
+	}
+	if r.Asc && bytes.Compare(b[:], from[:]) > 0 {
+		from = b
+	} else if !r.Asc && bytes.Compare(b[:], to[:]) < 0 {
+		to = b
+	}
+	return from, to
+}
+
+// scanIndexRows reads list_key, roles and entry, decoding each row's detail
+// by list.
 func scanIndexRows(name string, rows driver.Rows, list uint8) ([]IndexRow, error) {
 	var out []IndexRow
 	err := eachRow(name, rows, func() error {
 		var (
-			r                         IndexRow
-			blockHash, txHash, detail string
+			r          IndexRow
+			key, entry string
 		)
-		if err := rows.Scan(&r.Block.Number, &r.TxIndex, &r.Position, &r.Sub, &blockHash, &txHash, &r.Roles, &detail); err != nil {
+		if err := rows.Scan(&key, &r.Roles, &entry); err != nil {
 			return scanError(name, err)
 		}
-		r.Seek.Block = r.Block.Number
-		copy(r.BlockHash[:], blockHash)
-		copy(r.TxHash[:], txHash)
-		if err := decodeDetail(&r, list, []byte(detail)); err != nil {
+		if err := r.setKey(key); err != nil {
+			return fmt.Errorf("store: %s: %w", name, err)
+		}
+		if len(entry) < schema.EntryHashLen {
+			return fmt.Errorf("store: %s: entry of %d bytes at block %d, index %d", name, len(entry), r.Block.Number, r.TxIndex)
+		}
+		copy(r.TxHash[:], entry)
+		if err := decodeDetail(&r, list, []byte(entry[schema.EntryHashLen:])); err != nil {
 			return fmt.Errorf("store: %s: row of block %d, index %d: %w", name, r.Block.Number, r.TxIndex, err)
 		}
 		out = append(out, r)
@@ -213,7 +248,19 @@ func scanIndexRows(name string, rows driver.Rows, list uint8) ([]IndexRow, error
 	return out, nil
 }
 
-// decodeDetail fills r from an address_index detail of the given list.
+// setKey sets r's position and block from its list_key.
+func (r *IndexRow) setKey(key string) error {
+	k, err := schema.ParseListKey([]byte(key))
+	if err != nil {
+		return err
+	}
+	p := k.Position()
+	r.Seek = Seek{Block: p.Block, TxIndex: p.TxIndex, Position: p.Position, Sub: p.Sub}
+	r.Block.Number, r.BlockHash = p.Block, p.BlockHash
+	return nil
+}
+
+// decodeDetail fills r from the detail of an address_lists entry of the given list.
 func decodeDetail(r *IndexRow, list uint8, detail []byte) error {
 	switch list {
 	case schema.ListTransactions:
@@ -383,7 +430,13 @@ const activityBlocks = 16
 // its canonical ones. Orphaned blocks are few (a reorg replaces a
 // handful), so this rarely takes a second read.
 func (s *ClickHouse) HasActivity(ctx context.Context, chainID uint64, a Address) (bool, error) {
-	addr := hex.EncodeToString(a[:])
+	// The whole transactions list of the address.
+	lo := schema.NewListKey(chainID, a, schema.ListTransactions, schema.ListPosition{})
+	hi := lo
+	for i := schema.ListPrefixLen; i < len(hi); i++ {
+		hi[i] = 0xff
+	}
+	from, to := hex.EncodeToString(lo[:]), hex.EncodeToString(hi[:])
 	var orphaned []any // (block number, hex block hash) of blocks read and not canonical
 	for {
 		var (
@@ -392,9 +445,9 @@ func (s *ClickHouse) HasActivity(ctx context.Context, chainID uint64, a Address)
 			err  error
 		)
 		if len(orphaned) == 0 {
-			rows, done, err = s.query(ctx, "address_activity", qActivity, chainID, addr, activityBlocks)
+			rows, done, err = s.query(ctx, "address_activity", qActivity, from, to, activityBlocks)
 		} else {
-			rows, done, err = s.query(ctx, "address_activity", qActivityExcept, chainID, addr, clickhouse.GroupSet{Value: orphaned}, activityBlocks)
+			rows, done, err = s.query(ctx, "address_activity", qActivityExcept, from, to, clickhouse.GroupSet{Value: orphaned}, activityBlocks)
 		}
 		if err != nil {
 			return false, err
@@ -402,15 +455,18 @@ func (s *ClickHouse) HasActivity(ctx context.Context, chainID uint64, a Address)
 		var found []IndexRow
 		for rows.Next() {
 			var (
-				r    IndexRow
-				hash string
+				r   IndexRow
+				key string
 			)
-			if err := rows.Scan(&r.Block.Number, &hash); err != nil {
+			err := rows.Scan(&key)
+			if err == nil {
+				err = r.setKey(key)
+			}
+			if err != nil {
 				rows.Close()
 				done()
 				return false, fmt.Errorf("store: address_activity: scan: %w", err)
 			}
-			copy(r.BlockHash[:], hash)
 			found = append(found, r)
 		}
 		rows.Close()
@@ -420,7 +476,10 @@ func (s *ClickHouse) HasActivity(ctx context.Context, chainID uint64, a Address)
 			return false, classify("address_activity", err)
 		}
 		for _, r := range found {
-			orphaned = append(orphaned, clickhouse.GroupSet{Value: []any{r.Block.Number, strings.ToUpper(hex.EncodeToString(r.BlockHash[:]))}})
+			var number [8]byte
+			binary.BigEndian.PutUint64(number[:], r.Block.Number)
+			orphaned = append(orphaned, clickhouse.GroupSet{Value: []any{strings.ToUpper(hex.EncodeToString(number[:])),
+				strings.ToUpper(hex.EncodeToString(r.BlockHash[:]))}})
 		}
 		canon, err := s.keepCanonical(ctx, chainID, found)
 		if err != nil || len(canon) > 0 {

@@ -1,6 +1,6 @@
 package store
 
-// Named queries of the transaction-history reads (migration 6). Like the
+// Named queries of the transaction-history reads (migrations 6 and 8). Like the
 // block queries they are bounded by a key prefix and a LIMIT. They read
 // without FINAL: rows with one key are identical copies (a redelivered
 // record rewrites the same row; a reorg's replacement has another block
@@ -8,52 +8,49 @@ package store
 // of FINAL's merge, and the block hash is checked against the canonical
 // block afterwards.
 const (
-	indexColumns = `block_number, tx_index, position, sub_index, block_hash, tx_hash, roles, detail`
-
-	indexKey = `block_number, tx_index, position, sub_index, block_hash`
-
-	// The list reads: one list's rows of an address within the block window
-	// [?, ?], from a bound on (seek, block hash) on, in list order, the
-	// roles filter keeping rows with one of the given role bits (0: all).
-	// The block hash is part of the bound because rows of two branches can
-	// share a seek: a read that stops at its LIMIT between them continues
-	// from the exact row. Four forms: newest first up to (<=) or strictly
-	// before (<) the bound, oldest first from (>=) or strictly after (>) it.
+	// The list reads (address_lists, migration 8): one list's rows of an
+	// address are one range of list_key, which also orders them, so a page
+	// is a key range, read newest or oldest first, up to a LIMIT. The range
+	// holds the seek bound and the block window (store.listRange); rows of
+	// two branches with the same seek differ by block hash, the end of the
+	// key, so a read that stops at its LIMIT between them continues from
+	// the exact row. The roles filter (? : the role bits, one of which a
+	// row must have) is a form of its own: the others never read roles.
 	listWhere = `
-FROM address_index
-WHERE chain_id = ? AND address = unhex(?) AND list = ?
-	AND block_number >= ? AND block_number <= ?
-	AND (? = 0 OR bitAnd(roles, ?) != 0)
-	AND (block_number, tx_index, position, sub_index, block_hash) `
-	listBoundArgs = ` (?, ?, ?, ?, unhex(?))`
-	listDesc      = `
-ORDER BY block_number DESC, tx_index DESC, position DESC, sub_index DESC, block_hash DESC
-LIMIT 1 BY ` + indexKey + `
+FROM address_lists
+WHERE list_key >= unhex(?) AND list_key <= unhex(?)`
+	listRoles = `
+	AND bitAnd(roles, ?) != 0`
+	listDesc = `
+ORDER BY list_key DESC
+LIMIT 1 BY list_key
 LIMIT ?`
 	listAsc = `
-ORDER BY block_number, tx_index, position, sub_index, block_hash
-LIMIT 1 BY ` + indexKey + `
+ORDER BY list_key
+LIMIT 1 BY list_key
 LIMIT ?`
 
-	qListDescUpTo  = `SELECT ` + indexColumns + listWhere + `<=` + listBoundArgs + listDesc
-	qListDescBelow = `SELECT ` + indexColumns + listWhere + `<` + listBoundArgs + listDesc
-	qListAscFrom   = `SELECT ` + indexColumns + listWhere + `>=` + listBoundArgs + listAsc
-	qListAscAbove  = `SELECT ` + indexColumns + listWhere + `>` + listBoundArgs + listAsc
+	qListDesc      = `SELECT list_key, roles, entry` + listWhere + listDesc
+	qListDescRoles = `SELECT list_key, roles, entry` + listWhere + listRoles + listDesc
+	qListAsc       = `SELECT list_key, roles, entry` + listWhere + listAsc
+	qListAscRoles  = `SELECT list_key, roles, entry` + listWhere + listRoles + listAsc
 
 	// qActivity finds a few blocks with rows of an address's transactions
-	// list: does it have any on the chain? Without ORDER BY the read stops
-	// at the LIMIT (18.16 would read the whole key range to sort it).
-	// qActivityExcept skips blocks already found orphaned: the set of
-	// (block_number, hex(block_hash)) tuples.
+	// list (a key range): does it have any on the chain? Without ORDER BY
+	// the read stops at the LIMIT (18.16 would read the whole key range to
+	// sort it). The block is bytes 30-37 of the key (number) and 50-81
+	// (hash). qActivityExcept skips blocks already found orphaned: the set
+	// of (hex(number bytes), hex(hash)) tuples.
+	activityBlock = `substring(list_key, 30, 8), substring(list_key, 50, 32)`
 	activityWhere = `
-FROM address_index
-WHERE chain_id = ? AND address = unhex(?) AND list = 1`
+FROM address_lists
+WHERE list_key >= unhex(?) AND list_key <= unhex(?)`
 	activityLimit = `
-LIMIT 1 BY block_number, block_hash
+LIMIT 1 BY ` + activityBlock + `
 LIMIT ?`
-	qActivity       = `SELECT block_number, block_hash` + activityWhere + activityLimit
-	qActivityExcept = `SELECT block_number, block_hash` + activityWhere + `
-	AND (block_number, hex(block_hash)) NOT IN ?` + activityLimit
+	qActivity       = `SELECT list_key` + activityWhere + activityLimit
+	qActivityExcept = `SELECT list_key` + activityWhere + `
+	AND (hex(substring(list_key, 30, 8)), hex(substring(list_key, 50, 32))) NOT IN ?` + activityLimit
 
 	// qBlocksLookup reads the newest version of several blocks from
 	// block_lookup (migration 5); the caller checks removed.

@@ -1,9 +1,11 @@
 package store_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
@@ -27,6 +29,11 @@ type historyEnv struct {
 const historyBlocks = 2000
 
 func newHistoryEnv(t *testing.T, scanRows int) *historyEnv {
+	return newHistoryEnvVia(t, scanRows, storetest.InsertIndex)
+}
+
+// newHistoryEnvVia writes the index rows with insert.
+func newHistoryEnvVia(t *testing.T, scanRows int, insert func(context.Context, driver.Conn, []storetest.IndexRow) error) *historyEnv {
 	_, conn := testenv.ClickHouse(t)
 	c := ctx(t)
 	reg := prometheus.NewRegistry()
@@ -60,8 +67,8 @@ func newHistoryEnv(t *testing.T, scanRows int) *historyEnv {
 		// must keep the canonical one).
 		row(e.busy, orphan, 0, schema.RoleSender), row(e.busy, orphan, 3, schema.RoleTransferParty))
 	// Every row twice, as a redelivered batch writes them.
-	require.NoError(t, storetest.InsertIndex(c, conn, rows))
-	require.NoError(t, storetest.InsertIndex(c, conn, rows))
+	require.NoError(t, insert(c, conn, rows))
+	require.NoError(t, insert(c, conn, rows))
 	return e
 }
 
@@ -149,6 +156,36 @@ func TestAddressListBusyAddressInWindows(t *testing.T) {
 	require.Len(t, all, historyBlocks)
 	require.Equal(t, store.Seek{Block: 0, TxIndex: 3}, all[0].Seek)
 	require.Equal(t, store.Seek{Block: historyBlocks - 1, TxIndex: 3}, all[len(all)-1].Seek)
+}
+
+// A deployment upgrading past migration 8 copies its address_index rows
+// into address_lists with the upgrade statement (run twice here, as an
+// operator may): the lists read as if the processor had written them.
+func TestAddressListAfterUpgradeCopy(t *testing.T) {
+	e := newHistoryEnvVia(t, 64, func(c context.Context, conn driver.Conn, rows []storetest.IndexRow) error {
+		if err := storetest.InsertAddressIndex(c, conn, rows); err != nil {
+			return err
+		}
+		return conn.Exec(c, schema.CopyAddressIndex)
+	})
+	r := store.ListRequest{ChainID: chain, Address: e.busy, List: schema.ListTransactions, Hi: historyBlocks - 1}
+	all, _, _ := e.walk(t, r, 25)
+	require.Len(t, all, 2*historyBlocks, "every row once, the orphan's excluded")
+	for i := 1; i < len(all); i++ {
+		require.Equal(t, -1, all[i].Seek.Compare(all[i-1].Seek), "strictly newest first at %d", i)
+	}
+	require.Equal(t, storetest.HashOf(chain, (historyBlocks-1)*100+3, "tx"), all[0].TxHash)
+	require.Equal(t, e.blocks[historyBlocks-1].Hash, all[0].Block.Hash)
+	r.Asc, r.Roles = true, schema.RoleTransferParty
+	all, _, _ = e.walk(t, r, 100)
+	require.Len(t, all, historyBlocks)
+	r = store.ListRequest{ChainID: chain, Address: e.calm, List: schema.ListTransactions, Hi: historyBlocks - 1}
+	all, _, _ = e.walk(t, r, 2)
+	require.Equal(t, []uint64{1999, 1500, 501, 500, 3}, blockNumbers(all))
+	require.Equal(t, storetest.Address(9), all[0].To)
+	active, err := e.s.HasActivity(ctx(t), chain, e.calm)
+	require.NoError(t, err)
+	require.True(t, active)
 }
 
 // Deep pages cost what the first does: the same number of ClickHouse reads.

@@ -55,7 +55,7 @@ func cmp3(less bool) int {
 	return 1
 }
 
-// ListRequest asks for one page of an address list (address_index, see
+// ListRequest asks for one page of an address list (address_lists, see
 // schemas/clickhouse/addressindex.go).
 type ListRequest struct {
 	ChainID uint64

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/moraine-data/moraine/query/internal/store"
+	schema "github.com/moraine-data/moraine/schemas/clickhouse"
 	"github.com/moraine-data/moraine/schemas/codec"
 	"github.com/moraine-data/moraine/schemas/record"
 )
@@ -169,7 +170,7 @@ func boolU8(b bool) uint8 {
 	return 0
 }
 
-// IndexRow is one row of address_index (migration 6). Detail is the row's
+// IndexRow is one row of address_lists (migration 8). Detail is the row's
 // protobuf; when it is nil, a ListTransactions row gets a TxDetail made of
 // the transaction fields below, with BlockTime as its block timestamp
 // (nil: a row written before details carried it).
@@ -199,21 +200,41 @@ type IndexRow struct {
 	Version   uint64
 }
 
-// InsertIndex writes rows to address_index.
+// InsertIndex writes rows to address_lists.
 func InsertIndex(ctx context.Context, conn driver.Conn, rows []IndexRow) error {
+	b, err := conn.PrepareBatch(ctx, `INSERT INTO address_lists (list_key, roles, entry, version)`)
+	if err != nil {
+		return fmt.Errorf("prepare address_lists: %w", err)
+	}
+	for _, r := range rows {
+		detail, err := r.detail()
+		if err != nil {
+			return err
+		}
+		k := schema.NewListKey(r.ChainID, [20]byte(r.Address), r.List, schema.ListPosition{Block: r.Block, TxIndex: r.TxIndex,
+			Position: r.Position, Sub: r.Sub, BlockHash: r.BlockHash})
+		if err := b.Append(string(k[:]), r.Roles, string(r.TxHash[:])+string(detail), r.Version); err != nil {
+			return fmt.Errorf("append index row: %w", err)
+		}
+	}
+	if err := b.Send(); err != nil {
+		return fmt.Errorf("send address_lists: %w", err)
+	}
+	return nil
+}
+
+// InsertAddressIndex writes rows to migration 6's address_index, as
+// processors before migration 8 did (for tests of the upgrade copy).
+func InsertAddressIndex(ctx context.Context, conn driver.Conn, rows []IndexRow) error {
 	b, err := conn.PrepareBatch(ctx, `INSERT INTO address_index (chain_id, address, list, block_number, tx_index, position,
 		sub_index, block_hash, tx_hash, roles, detail, version)`)
 	if err != nil {
 		return fmt.Errorf("prepare address_index: %w", err)
 	}
 	for _, r := range rows {
-		detail := r.Detail
-		if detail == nil {
-			d := &record.TxDetail{Type: uint32(r.TxType), From: r.From, To: r.To, Value: r.Value, Gas: r.Gas, GasPrice: r.GasPrice,
-				Nonce: r.Nonce, Input: r.Selector, Status: uint32(r.Status), GasUsed: r.GasUsed, BlockTimestamp: r.BlockTime}
-			if detail, err = codec.EncodeTxDetail(d); err != nil {
-				return err
-			}
+		detail, err := r.detail()
+		if err != nil {
+			return err
 		}
 		if err := b.Append(r.ChainID, string(r.Address), r.List, r.Block, r.TxIndex, r.Position, r.Sub,
 			string(r.BlockHash[:]), string(r.TxHash[:]), r.Roles, string(detail), r.Version); err != nil {
@@ -224,6 +245,16 @@ func InsertIndex(ctx context.Context, conn driver.Conn, rows []IndexRow) error {
 		return fmt.Errorf("send address_index: %w", err)
 	}
 	return nil
+}
+
+// detail is r's Detail, or the TxDetail of its transaction fields.
+func (r IndexRow) detail() ([]byte, error) {
+	if r.Detail != nil {
+		return r.Detail, nil
+	}
+	d := &record.TxDetail{Type: uint32(r.TxType), From: r.From, To: r.To, Value: r.Value, Gas: r.Gas, GasPrice: r.GasPrice,
+		Nonce: r.Nonce, Input: r.Selector, Status: uint32(r.Status), GasUsed: r.GasUsed, BlockTimestamp: r.BlockTime}
+	return codec.EncodeTxDetail(d)
 }
 
 // TxLookupRow is one row of transaction_lookup.
