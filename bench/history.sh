@@ -28,7 +28,7 @@ CH="http://127.0.0.1:${MORAINE_CLICKHOUSE_HTTP_PORT:-8123}/"
 chq() { curl -fsS "$CH" --data-binary "$1"; }
 commas() { echo "$1" | sed ':a;s/\B[0-9]\{3\}\>/,&/;ta'; }
 
-have=$(chq "SELECT count() FROM $DB.transaction_lookup WHERE chain_id = $CHAIN" 2>/dev/null || echo 0)
+have=$(chq "SELECT count() FROM $DB.transactions WHERE chain_id = $CHAIN" 2>/dev/null || echo 0)
 if [ "${have:-0}" -lt "$TXS" ]; then
     echo "history: seeding $TXS transactions over $BLOCKS blocks (database $DB, chain $CHAIN)..."
     chq "DROP DATABASE IF EXISTS $DB" >/dev/null
@@ -62,6 +62,14 @@ if [ "$(chq "SELECT count() FROM $DB.address_lists")" = 0 ] && [ "$(chq "SELECT 
     done
     echo "history: copied in $(($(date +%s) - t0)) s; dropping address_index"
     chq "DROP TABLE $DB.address_index"
+fi
+# Likewise transaction_lookup (migration 9). Its upgrade copy keeps details without the block's fields, which
+# the processor now writes (history.proto), so the benchmark seeds the table as the processor would fill it.
+if [ "$(chq "SELECT count() FROM $DB.transactions_by_hash")" = 0 ]; then
+    echo "history: seeding transactions_by_hash (migration 9) for the $have transactions..."
+    bin/querybench seed --clickhouse.database "$DB" --chain "$CHAIN" --blocks 0 --txs "$TXS" --tx-per-block "$PER_BLOCK" \
+        --addresses "$ADDRESSES" --history-tables transactions_by_hash | tee -a "$TMP/seed.txt"
+    chq "DROP TABLE IF EXISTS $DB.transaction_lookup"
 fi
 size=$(chq "SELECT table, sum(rows), formatReadableSize(sum(bytes_on_disk)) FROM system.parts
     WHERE database = '$DB' AND active GROUP BY table ORDER BY sum(bytes_on_disk) DESC FORMAT TSV" |

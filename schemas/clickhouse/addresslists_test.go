@@ -76,3 +76,33 @@ func TestCopyAddressIndexStatement(t *testing.T) {
 		t.Fatal("the copy must list address_lists' columns")
 	}
 }
+
+func TestTxKeyAndEntry(t *testing.T) {
+	h, bh := [32]byte{1, 2}, [32]byte{3}
+	from, to := TxKeyRange(1<<40, h)
+	k := NewTxKey(1<<40, h, bh)
+	if bytes.Compare(from[:], k[:]) > 0 || bytes.Compare(k[:], to[:]) > 0 {
+		t.Fatal("a transaction's key is outside its range")
+	}
+	other := NewTxKey(1<<40, [32]byte{1, 3}, [32]byte{})
+	if bytes.Compare(other[:], to[:]) <= 0 {
+		t.Fatal("another transaction's key is inside the range")
+	}
+	entry := append(TxEntryPlace(nil, 1<<33+5, 7), "detail"...)
+	block, index, detail, err := ParseTxEntry(entry)
+	if err != nil || block != 1<<33+5 || index != 7 || string(detail) != "detail" {
+		t.Fatalf("ParseTxEntry = %d, %d, %q, %v", block, index, detail, err)
+	}
+	if _, _, _, err := ParseTxEntry(entry[:11]); err == nil {
+		t.Fatal("ParseTxEntry took 11 bytes")
+	}
+}
+
+func TestCopyTransactionLookupStatement(t *testing.T) {
+	for _, want := range []string{SQLTxKey("chain_id", "hash", "block_hash"), SQLTxEntryPlace("block_number", "tx_index"),
+		"INSERT INTO transactions_by_hash (tx_key, entry, version)"} {
+		if !strings.Contains(CopyTransactionLookup, want) {
+			t.Fatalf("upgrades/000009_copy_transaction_lookup.sql lacks %s", want)
+		}
+	}
+}

@@ -1,9 +1,10 @@
 // What the processor stores for the Data API's transaction reads and the
-// query service renders (ClickHouse migration 6): the detail of a
-// transaction in transaction_lookup.detail, so that GET
+// query service renders (ClickHouse migrations 8 and 9): the detail of a
+// transaction in a transactions_by_hash entry, so that GET
 // /v1/chains/{chainId}/transactions/{txHash} reads one small row instead of
 // the transaction's, its logs' and its call frames' granules; and the
-// payload of each address_index row in address_index.detail, by its list:
+// payload of each address_lists row (its entry, after the transaction
+// hash), by its list:
 // TxDetail (transactions: input cut to its 4-byte selector, only the
 // transfers and internal transactions the address sent or received),
 // TokenTransfer (ERC-20/721/1155 and token lists), CallDetail (internal
@@ -38,7 +39,7 @@ const (
 // from its logs (log order) and its internal transactions as the Data API
 // lists them (pkg/evm.ListedInternal: CALL/CALLCODE with value and
 // CREATE*, never the root frame; trace order). Of its block it holds only
-// the timestamps, and only in address_index rows (block_timestamp below).
+// what the routes render (block_timestamp and on, below).
 type TxDetail struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	Type  uint32                 `protobuf:"varint,1,opt,name=type,proto3" json:"type,omitempty"`
@@ -58,15 +59,20 @@ type TxDetail struct {
 	EffectiveGasPrice    string           `protobuf:"bytes,14,opt,name=effective_gas_price,json=effectiveGasPrice,proto3" json:"effective_gas_price,omitempty"`
 	Transfers            []*TokenTransfer `protobuf:"bytes,15,rep,name=transfers,proto3" json:"transfers,omitempty"`
 	InternalTransactions []*CallDetail    `protobuf:"bytes,16,rep,name=internal_transactions,json=internalTransactions,proto3" json:"internal_transactions,omitempty"`
-	// The block's timestamps, on address_index rows only (never on the
-	// transaction_lookup detail, nor on the transfers and calls nested in a
-	// TxDetail): a list page of blocks deeper than the reorg window renders
-	// without reading the blocks (query/internal/store keepCanonical).
-	// Absent on rows written before they existed.
+	// The block's timestamps, on the rows of the address lists and of
+	// transactions_by_hash (never on the transfers and calls nested in a
+	// TxDetail): a list page or a transaction of a block deeper than the reorg
+	// window renders without reading the block (query/internal/store
+	// settled.go). Absent on rows written before they existed.
 	BlockTimestamp             *uint64 `protobuf:"varint,20,opt,name=block_timestamp,json=blockTimestamp,proto3,oneof" json:"block_timestamp,omitempty"`
 	BlockTimestampMilliseconds *uint64 `protobuf:"varint,21,opt,name=block_timestamp_milliseconds,json=blockTimestampMilliseconds,proto3,oneof" json:"block_timestamp_milliseconds,omitempty"`
-	unknownFields              protoimpl.UnknownFields
-	sizeCache                  protoimpl.SizeCache
+	// The rest of the block header a transaction renders, on
+	// transactions_by_hash rows only: Granite's minimum delay excess, and the
+	// base fee (decimal wei; empty before London).
+	BlockMinDelayExcess *uint64 `protobuf:"varint,22,opt,name=block_min_delay_excess,json=blockMinDelayExcess,proto3,oneof" json:"block_min_delay_excess,omitempty"`
+	BlockBaseFee        string  `protobuf:"bytes,23,opt,name=block_base_fee,json=blockBaseFee,proto3" json:"block_base_fee,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *TxDetail) Reset() {
@@ -225,6 +231,20 @@ func (x *TxDetail) GetBlockTimestampMilliseconds() uint64 {
 	return 0
 }
 
+func (x *TxDetail) GetBlockMinDelayExcess() uint64 {
+	if x != nil && x.BlockMinDelayExcess != nil {
+		return *x.BlockMinDelayExcess
+	}
+	return 0
+}
+
+func (x *TxDetail) GetBlockBaseFee() string {
+	if x != nil {
+		return x.BlockBaseFee
+	}
+	return ""
+}
+
 // TokenTransfer is one ERC-20, ERC-721 or ERC-1155 transfer (one per element
 // of a TransferBatch).
 type TokenTransfer struct {
@@ -240,7 +260,7 @@ type TokenTransfer struct {
 	Value string `protobuf:"bytes,6,opt,name=value,proto3" json:"value,omitempty"`
 	// Decimal; empty for ERC-20.
 	TokenId string `protobuf:"bytes,7,opt,name=token_id,json=tokenId,proto3" json:"token_id,omitempty"`
-	// The block's timestamps, on address_index rows only, as in TxDetail.
+	// The block's timestamps, on address list rows only, as in TxDetail.
 	BlockTimestamp             *uint64 `protobuf:"varint,20,opt,name=block_timestamp,json=blockTimestamp,proto3,oneof" json:"block_timestamp,omitempty"`
 	BlockTimestampMilliseconds *uint64 `protobuf:"varint,21,opt,name=block_timestamp_milliseconds,json=blockTimestampMilliseconds,proto3,oneof" json:"block_timestamp_milliseconds,omitempty"`
 	unknownFields              protoimpl.UnknownFields
@@ -353,7 +373,7 @@ type CallDetail struct {
 	GasUsed uint64 `protobuf:"varint,6,opt,name=gas_used,json=gasUsed,proto3" json:"gas_used,omitempty"`
 	// The frame, or a frame it ran inside, failed.
 	Reverted bool `protobuf:"varint,7,opt,name=reverted,proto3" json:"reverted,omitempty"`
-	// The block's timestamps, on address_index rows only, as in TxDetail.
+	// The block's timestamps, on address list rows only, as in TxDetail.
 	BlockTimestamp             *uint64 `protobuf:"varint,20,opt,name=block_timestamp,json=blockTimestamp,proto3,oneof" json:"block_timestamp,omitempty"`
 	BlockTimestampMilliseconds *uint64 `protobuf:"varint,21,opt,name=block_timestamp_milliseconds,json=blockTimestampMilliseconds,proto3,oneof" json:"block_timestamp_milliseconds,omitempty"`
 	unknownFields              protoimpl.UnknownFields
@@ -461,7 +481,7 @@ type Deployment struct {
 	Deployer []byte `protobuf:"bytes,2,opt,name=deployer,proto3" json:"deployer,omitempty"`
 	// The contract that ran CREATE or CREATE2; empty for a top-level creation.
 	Creator []byte `protobuf:"bytes,3,opt,name=creator,proto3" json:"creator,omitempty"`
-	// The block's timestamps, on address_index rows only, as in TxDetail.
+	// The block's timestamps, on address list rows only, as in TxDetail.
 	BlockTimestamp             *uint64 `protobuf:"varint,20,opt,name=block_timestamp,json=blockTimestamp,proto3,oneof" json:"block_timestamp,omitempty"`
 	BlockTimestampMilliseconds *uint64 `protobuf:"varint,21,opt,name=block_timestamp_milliseconds,json=blockTimestampMilliseconds,proto3,oneof" json:"block_timestamp_milliseconds,omitempty"`
 	unknownFields              protoimpl.UnknownFields
@@ -538,7 +558,7 @@ var File_proto_moraine_v1_history_proto protoreflect.FileDescriptor
 const file_proto_moraine_v1_history_proto_rawDesc = "" +
 	"\n" +
 	"\x1eproto/moraine/v1/history.proto\x12\n" +
-	"moraine.v1\"\xd0\x05\n" +
+	"moraine.v1\"\xcb\x06\n" +
 	"\bTxDetail\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\rR\x04type\x12\x12\n" +
 	"\x04from\x18\x02 \x01(\fR\x04from\x12\x0e\n" +
@@ -558,9 +578,12 @@ const file_proto_moraine_v1_history_proto_rawDesc = "" +
 	"\ttransfers\x18\x0f \x03(\v2\x19.moraine.v1.TokenTransferR\ttransfers\x12K\n" +
 	"\x15internal_transactions\x18\x10 \x03(\v2\x16.moraine.v1.CallDetailR\x14internalTransactions\x12,\n" +
 	"\x0fblock_timestamp\x18\x14 \x01(\x04H\x00R\x0eblockTimestamp\x88\x01\x01\x12E\n" +
-	"\x1cblock_timestamp_milliseconds\x18\x15 \x01(\x04H\x01R\x1ablockTimestampMilliseconds\x88\x01\x01B\x12\n" +
+	"\x1cblock_timestamp_milliseconds\x18\x15 \x01(\x04H\x01R\x1ablockTimestampMilliseconds\x88\x01\x01\x128\n" +
+	"\x16block_min_delay_excess\x18\x16 \x01(\x04H\x02R\x13blockMinDelayExcess\x88\x01\x01\x12$\n" +
+	"\x0eblock_base_fee\x18\x17 \x01(\tR\fblockBaseFeeB\x12\n" +
 	"\x10_block_timestampB\x1f\n" +
-	"\x1d_block_timestamp_milliseconds\"\xd5\x02\n" +
+	"\x1d_block_timestamp_millisecondsB\x19\n" +
+	"\x17_block_min_delay_excess\"\xd5\x02\n" +
 	"\rTokenTransfer\x12\x12\n" +
 	"\x04kind\x18\x01 \x01(\rR\x04kind\x12\x14\n" +
 	"\x05token\x18\x02 \x01(\fR\x05token\x12\x12\n" +

@@ -42,7 +42,7 @@ type Config struct {
 // RegisterFlags adds the sink's --processor.* flags.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.Enabled, "processor.sink-enabled", true, "run the ClickHouse sink (blocks, transactions, logs, internal transactions)")
-	fs.BoolVar(&c.AddressIndex, "processor.address-index", true, "write the transaction-history tables (transaction_lookup, address_lists) that the Data API's transaction and address endpoints read; false saves their cost where only blocks are served")
+	fs.BoolVar(&c.AddressIndex, "processor.address-index", true, "write the transaction-history tables (transactions_by_hash, address_lists) that the Data API's transaction and address endpoints read; false saves their cost where only blocks are served")
 	fs.StringVar(&c.Group, "processor.group", "moraine-processor", "Kafka consumer group of the ClickHouse sink (--kafka.topic-prefix is prepended)")
 	fs.IntVar(&c.BatchRows, "processor.batch-rows", 50000, "flush a batch once it holds this many rows (all tables); smaller batches overlap ClickHouse inserts with consuming")
 	fs.DurationVar(&c.FlushInterval, "processor.flush-interval", 100*time.Millisecond, "flush a batch at most this long after its first record (bounds latency at the head)")

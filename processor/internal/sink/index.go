@@ -12,7 +12,7 @@ import (
 	"github.com/moraine-data/moraine/schemas/record"
 )
 
-// The transaction-history tables: transaction_lookup (migration 6), one row
+// The transaction-history tables: transactions_by_hash (migration 9), one row
 // per transaction with its detail, and address_lists (migration 8), the per-address lists
 // the Data API's transaction endpoints page through. Their rows are built
 // from the same decoded records as the block tables and written with them,
@@ -85,7 +85,7 @@ func (p *parties) get(a evm.Address) *party {
 
 func (p *parties) add(a evm.Address, role uint8) { p.get(a).roles |= role }
 
-// addIndex builds the transaction_lookup detail and the address_lists rows
+// addIndex builds the transactions_by_hash detail and the address_lists rows
 // of one transaction.
 func (b *Batch) addIndex(tr *txRow) error {
 	tx := tr.tx
@@ -205,6 +205,10 @@ func (b *Batch) addIndex(tr *txRow) error {
 			deploy(it.TracePosition, it.To, it.From)
 		}
 	}
+	// The transactions_by_hash detail carries what the transaction route
+	// renders of its block (history.proto).
+	d.BlockTimestamp, d.BlockTimestampMilliseconds = ts, tsMs
+	d.BlockMinDelayExcess, d.BlockBaseFee = tr.b.MinDelayExcess, tr.b.BaseFee
 	tr.lookup = marshal(d, &errs)
 	// Each party's row of the transactions list: the transaction (input cut
 	// to its selector) with the transfers and internal transactions the
@@ -248,22 +252,37 @@ func (b *Batch) indexRow(r indexRow, address evm.Address, list uint8) {
 	b.index = append(b.index, r)
 }
 
-const txLookupColumns = "chain_id, hash, block_hash, block_number, tx_index, detail, version"
+const txByHashColumns = "tx_key, entry, version"
 
+// insertTxLookup writes the transactions' rows of transactions_by_hash
+// (migration 9): the key is chain, hash and block hash, the entry the
+// transaction's place in its block and its detail.
 func (w *Writer) insertTxLookup(ctx context.Context, rows []*txRow) error {
 	n := min(len(rows), flushRows)
 	var (
-		chainID, blockNumber, version = make([]uint64, n), make([]uint64, n), make([]uint64, n)
-		txIndex                       = make([]uint32, n)
-		hash, blockHash, detail       = make([]string, n), make([]string, n), make([]string, n)
+		version    = make([]uint64, n)
+		key, entry = make([]string, n), make([]string, n)
+		buf        []byte // the chunk's keys and entries, viewed by key and entry
 	)
-	return w.sendBlocks(ctx, "transaction_lookup", txLookupColumns, len(rows), func(batch driver.Batch, lo, hi int) error {
-		for i, r := range rows[lo:hi] {
-			chainID[i], hash[i], blockHash[i], blockNumber[i] = r.b.ChainId, fixed32(r.tx.Hash), fixed32(r.b.Hash), r.b.Number
-			txIndex[i], detail[i], version[i] = r.tx.Index, view(r.lookup), r.version
+	return w.sendBlocks(ctx, "transactions_by_hash", txByHashColumns, len(rows), func(batch driver.Batch, lo, hi int) error {
+		buf = buf[:0]
+		for _, r := range rows[lo:hi] {
+			k := schema.NewTxKey(r.b.ChainId, hash32(r.tx.Hash), hash32(r.b.Hash))
+			buf = append(buf, k[:]...)
+			buf = schema.TxEntryPlace(buf, r.b.Number, r.tx.Index)
+			buf = append(buf, r.lookup...)
 		}
-		// The order matches txLookupColumns.
-		return appendColumns(batch, hi-lo, chainID, hash, blockHash, blockNumber, txIndex, detail, version)
+		at := 0
+		for i, r := range rows[lo:hi] {
+			entryLen := schema.TxEntryPlaceLen + len(r.lookup)
+			key[i] = view(buf[at : at+schema.TxKeyLen])
+			at += schema.TxKeyLen
+			entry[i] = view(buf[at : at+entryLen])
+			at += entryLen
+			version[i] = r.version
+		}
+		// The order matches txByHashColumns.
+		return appendColumns(batch, hi-lo, key, entry, version)
 	})
 }
 
@@ -285,8 +304,7 @@ func (w *Writer) insertIndex(ctx context.Context, rows []indexRow) error {
 		for i := range hi - lo {
 			r := &rows[lo+i]
 			b, tx := r.tx.b, r.tx.tx
-			p := schema.ListPosition{Block: b.Number, TxIndex: tx.Index, Position: r.position, Sub: r.sub}
-			copy(p.BlockHash[:], b.Hash)
+			p := schema.ListPosition{Block: b.Number, TxIndex: tx.Index, Position: r.position, Sub: r.sub, BlockHash: hash32(b.Hash)}
 			k := schema.NewListKey(b.ChainId, r.address, r.list, p)
 			buf = append(buf, k[:]...)
 			buf = append(buf, fixed32(tx.Hash)...)
@@ -305,6 +323,12 @@ func (w *Writer) insertIndex(ctx context.Context, rows []indexRow) error {
 		// The order matches listColumns.
 		return appendColumns(batch, hi-lo, key, roles, entry, version)
 	})
+}
+
+// hash32 is a hash as 32 bytes (padded or cut, as fixed32).
+func hash32(b []byte) (h [32]byte) {
+	copy(h[:], b)
+	return h
 }
 
 // txGasPrice is the gas price the Data API shows: the transaction's, or the

@@ -108,9 +108,10 @@ func describe(t *testing.T, rows []indexRow) []string {
 func TestIndexRows(t *testing.T) {
 	creation := &record.Transaction{Hash: word(0xc0de), Index: 4, From: bob, ContractAddress: deployed, Status: 1}
 	failedCreation := &record.Transaction{Hash: word(0xdead), Index: 5, From: bob, ContractAddress: addr(41), Status: 0}
-	ms := uint64(1_700_000_000_250)
+	ms, excess := uint64(1_700_000_000_250), uint64(7)
 	events := []Event{{Offset: 5, Event: &record.ChainEvent{Event: &record.ChainEvent_Block{Block: &record.Block{
 		ChainId: 1, Number: 100, Hash: word(0xb10c), Timestamp: 1_700_000_000, TimestampMilliseconds: &ms,
+		MinDelayExcess: &excess, BaseFee: "25000000000",
 		Transactions: []*record.Transaction{indexedTx(), creation, failedCreation}}}}}}
 	b, err := NewBatch(events, true)
 	require.NoError(t, err)
@@ -190,8 +191,9 @@ func TestIndexRows(t *testing.T) {
 	require.True(t, d.InternalTransactions[3].Reverted)
 	require.Equal(t, "9", d.Value)
 
-	// Every index row's detail carries the block's timestamps; the lookup
-	// detail and the messages nested in a TxDetail do not.
+	// Every index row's detail and the lookup detail carry the block's
+	// timestamps, the lookup detail the rest of what its route renders of
+	// the block; the messages nested in a TxDetail carry none of it.
 	type blockTimed interface {
 		GetBlockTimestamp() uint64
 		GetBlockTimestampMilliseconds() uint64
@@ -205,6 +207,11 @@ func TestIndexRows(t *testing.T) {
 			require.Nil(t, x.BlockTimestamp)
 		}
 	}
+	require.Equal(t, uint64(1_700_000_000), d.GetBlockTimestamp())
+	require.Equal(t, ms, d.GetBlockTimestampMilliseconds())
+	require.Equal(t, excess, d.GetBlockMinDelayExcess())
+	require.Equal(t, "25000000000", d.BlockBaseFee)
+	d.BlockTimestamp = nil
 	nestedUntimed(&d)
 	for _, r := range b.index {
 		var m interface {

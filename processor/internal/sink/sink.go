@@ -2,8 +2,8 @@
 // (blocks, block_hashes, chain_heads, transactions, logs,
 // internal_transactions) and, unless turned off (--processor.address-index),
 // the transaction-history tables the Data API's address and transaction
-// endpoints read (transaction_lookup and address_lists; index.go, migrations
-// 6 and 8).
+// endpoints read (transactions_by_hash and address_lists; index.go, migrations
+// 8 and 9).
 //
 // Guarantees:
 //   - Idempotent: every row carries version = the Kafka offset of the event
@@ -79,7 +79,7 @@ type Batch struct {
 	logs     []logRow
 	internal []internalRow
 	// indexed: the batch also holds the transaction-history rows
-	// (transaction_lookup from txs, and index).
+	// (transactions_by_hash from txs, and index).
 	indexed bool
 	index   []indexRow
 	parties parties // scratch of addIndex
@@ -109,7 +109,7 @@ type txRow struct {
 	b       *record.Block
 	tx      *record.Transaction
 	version uint64
-	// lookup is the transaction_lookup detail (indexed batches).
+	// lookup is the transactions_by_hash detail (indexed batches).
 	lookup []byte
 }
 

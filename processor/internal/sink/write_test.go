@@ -18,7 +18,7 @@ func TestWriteIndexIntegration(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	events := []Event{{Offset: 5, Event: &record.ChainEvent{Event: &record.ChainEvent_Block{Block: &record.Block{
-		ChainId: 1, Number: 100, Hash: word(0xb10c), Transactions: []*record.Transaction{indexedTx()}}}}}}
+		ChainId: 1, Number: 100, Hash: word(0xb10c), Timestamp: 1_700_000_000, BaseFee: "25000000000", Transactions: []*record.Transaction{indexedTx()}}}}}}
 	w := NewWriter(conn, time.Minute)
 	for range 2 {
 		b, err := NewBatch(events, true)
@@ -41,17 +41,26 @@ func TestWriteIndexIntegration(t *testing.T) {
 	if err := conn.QueryRow(ctx, "SELECT count() FROM address_lists FINAL").Scan(&rows); err != nil {
 		t.Fatal(err)
 	}
-	var lookup string
-	if err := conn.QueryRow(ctx, "SELECT count(), any(detail) FROM transaction_lookup FINAL WHERE chain_id = 1 AND hash = unhex(?) AND block_number = 100 AND tx_index = 3",
-		hex.EncodeToString(word(0xfeed))).Scan(&hashes, &lookup); err != nil {
+	var entry string
+	from, to := schema.TxKeyRange(1, hash32(word(0xfeed)))
+	if err := conn.QueryRow(ctx, "SELECT count(), any(entry) FROM transactions_by_hash FINAL WHERE tx_key >= unhex(?) AND tx_key <= unhex(?)",
+		hex.EncodeToString(from[:]), hex.EncodeToString(to[:])).Scan(&hashes, &entry); err != nil {
 		t.Fatal(err)
 	}
-	if rows != uint64(want) || hashes != 1 || lookup != string(b.txs[0].lookup) {
-		t.Fatalf("%d index rows (want %d), %d lookup rows (want 1), detail kept: %v", rows, want, hashes, lookup == string(b.txs[0].lookup))
+	block, index, lookup, err := schema.ParseTxEntry([]byte(entry))
+	if err != nil || block != 100 || index != 3 {
+		t.Fatalf("the transaction's entry: block %d, index %d, %v", block, index, err)
+	}
+	if rows != uint64(want) || hashes != 1 || string(lookup) != string(b.txs[0].lookup) {
+		t.Fatalf("%d index rows (want %d), %d lookup rows (want 1), detail kept: %v", rows, want, hashes, string(lookup) == string(b.txs[0].lookup))
+	}
+	var d0 record.TxDetail
+	if err := d0.UnmarshalVT(lookup); err != nil || d0.GetBlockTimestamp() != 1_700_000_000 || d0.BlockBaseFee != "25000000000" {
+		t.Fatalf("the lookup detail carries its block's fields: %v, %v", &d0, err)
 	}
 	var (
-		roles      uint8
-		key, entry string
+		roles uint8
+		key   string
 	)
 	if err := conn.QueryRow(ctx, "SELECT list_key, roles, entry FROM address_lists FINAL WHERE substring(list_key, 9, 21) = unhex(?)",
 		hex.EncodeToString(alice)+"01").Scan(&key, &roles, &entry); err != nil {

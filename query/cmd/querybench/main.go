@@ -75,11 +75,15 @@ func run() int {
 		fs.Uint64Var(&hc.TxPerBlock, "tx-per-block", 5, "transactions per block of the history")
 		fs.Uint64Var(&hc.Addresses, "addresses", 10_000_000, "accounts of the history's address pool (besides the three routers)")
 		fs.Uint64Var(&hc.Tokens, "tokens", 100, "ERC-20 contracts of the history")
+		tables := fs.String("history-tables", "", "seed only these history tables (comma-separated; empty: all)")
 		if err := process.ParseWithEnv(fs, os.Args[2:], "MORAINE"); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 2
 		}
 		hc.ChainID, hc.First, hc.Chunk = sc.ChainID, sc.First, sc.Chunk
+		if *tables != "" {
+			hc.Tables = process.SplitList(*tables)
+		}
 		if hc.Txs > 0 && sc.Step != 1 {
 			fmt.Fprintln(os.Stderr, "querybench seed: --txs needs --step 1")
 			return 2

@@ -131,6 +131,17 @@ func TestSeedHistory(t *testing.T) {
 	}
 	require.NotZero(t, checked[schema.ListTransactions])
 	require.NotZero(t, checked[schema.ListERC20])
+	// And so does a settled transaction by hash, with its block's base fee.
+	for i := uint64(1000); i < 1100; i++ {
+		h, err := store.ParseHash(TxHashID(i))
+		require.NoError(t, err)
+		before := blockReads()
+		ref, _, err := s.Transaction(ctx, 7, h)
+		require.NoError(t, err)
+		require.Equal(t, before, blockReads(), "transaction %d", i)
+		require.Equal(t, 1_700_000_000+2*ref.Block.Number, ref.Block.Timestamp)
+		require.Equal(t, "25000000000", ref.Block.BaseFee)
+	}
 }
 
 func TestLoad(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -43,6 +44,10 @@ type HistoryConfig struct {
 	Addresses, Tokens uint64
 	// Chunk is the transactions per INSERT ... SELECT (default 1,000,000).
 	Chunk uint64
+	// Tables, when set, are the only tables seeded (of transactions,
+	// transactions_by_hash, logs, internal_transactions, address_lists):
+	// a database seeded before a table existed gets it alone.
+	Tables []string
 }
 
 // AddressID is the address with id k of the seeded history.
@@ -121,6 +126,10 @@ var (
 	// details carry.
 	detailBlockTime = "concat(unhex('a001'), " + sqlVarint35("ts") + ")"
 
+	// detailBaseFee is the block_base_fee field (23) of a transaction's
+	// detail: the seeded blocks' base fee.
+	detailBaseFee = sqlBytesField("ba01", "'25000000000'")
+
 	// detailTransfer is the TokenTransfer of a seeded transfer call.
 	detailTransfer = "concat(unhex('0801'), " + sqlBytesField("12", "token") + ", " + sqlBytesField("1a", "fromA") + ", " +
 		sqlBytesField("22", "xferTo") + ", unhex('28'), " + sqlVarint("idx") + ", " + sqlBytesField("32", "'1000000000000000000'") + ")"
@@ -145,8 +154,9 @@ SELECT chain, blk, bh, ts, idx, th, toUInt8(2), fromA, toA, value, toUInt64(1000
 	nonce, input, status, gasUsed, gasUsed * (idx + 1), '25000000000', '', toUInt64(1)
 FROM (SELECT *, if(erc, ` + transferCall + `, '') AS input FROM (` + historyRows + `))`
 
-	seedTxLookup = `INSERT INTO transaction_lookup (chain_id, hash, block_hash, block_number, tx_index, detail, version)
-SELECT chain, th, bh, blk, idx, ` + detailTx("input", "erc AND status = 1") + `, toUInt64(1)
+	seedTxLookup = `INSERT INTO transactions_by_hash (tx_key, entry, version)
+SELECT ` + schema.SQLTxKey("chain", "th", "bh") + `, concat(` + schema.SQLTxEntryPlace("blk", "idx") + `,
+	` + detailTx("input", "erc AND status = 1") + `, ` + detailBlockTime + `, ` + detailBaseFee + `), toUInt64(1)
 FROM (SELECT *, if(erc, ` + transferCall + `, '') AS input FROM (` + historyRows + `))`
 
 	seedLogs = `INSERT INTO logs (chain_id, block_number, block_hash, block_timestamp, tx_index, tx_hash, log_index, address,
@@ -200,10 +210,14 @@ func SeedHistory(ctx context.Context, conn driver.Conn, cfg HistoryConfig, logge
 	spent := map[string]time.Duration{}
 	for off := uint64(0); off < cfg.Txs; off += cfg.Chunk {
 		n := min(cfg.Chunk, cfg.Txs-off)
-		for _, q := range []struct{ name, sql string }{
-			{"transactions", seedTxs}, {"transaction_lookup", seedTxLookup}, {"logs", seedLogs}, {"internal_transactions", seedFrames},
-			{"address_lists transactions", seedIndexTxs}, {"address_lists transfers", seedIndexTransfers},
+		for _, q := range []struct{ table, name, sql string }{
+			{"transactions", "transactions", seedTxs}, {"transactions_by_hash", "transactions_by_hash", seedTxLookup},
+			{"logs", "logs", seedLogs}, {"internal_transactions", "internal_transactions", seedFrames},
+			{"address_lists", "address_lists transactions", seedIndexTxs}, {"address_lists", "address_lists transfers", seedIndexTransfers},
 		} {
+			if cfg.Tables != nil && !slices.Contains(cfg.Tables, q.table) {
+				continue
+			}
 			cctx, cancel := context.WithTimeout(ctx, 20*time.Minute)
 			t0 := time.Now()
 			err := conn.Exec(cctx, q.sql, cfg.ChainID, cfg.TxPerBlock, cfg.First, cfg.Addresses, cfg.Tokens, off, n)

@@ -31,6 +31,7 @@ func TestQueriesRunOnCurrentClickHouse(t *testing.T) {
 	}
 	n, h, set := "1", "'"+strings.Repeat("ab", 32)+"'", "(1, 2)"
 	k := "'" + strings.Repeat("cd", schema.ListKeyLen) + "'"
+	t72 := "'" + strings.Repeat("cd", schema.TxKeyLen) + "'"
 	stmts = append(stmts,
 		bind(qHeads, set), bind(qBlocksRange, n, n, n, n), bind(qBlockLookup, n, n), bind(qBlockByNumber, n, n),
 		bind(qHashToNumber, n, h), bind(qBlockTxs, n, n, h, n, n), qMigrations, schema.CopyAddressIndex,
@@ -39,7 +40,7 @@ func TestQueriesRunOnCurrentClickHouse(t *testing.T) {
 		bind(qActivityExcept, k, k, "(('"+strings.Repeat("00", 8)+"', '"+strings.Repeat("AB", 32)+"'), ('"+
 			strings.Repeat("01", 8)+"', '"+strings.Repeat("CD", 32)+"'))", n),
 		bind(qBlocksLookup, n, set), bind(qBlocksByNumbers, n, set),
-		bind(qTxLookup, n, h),
+		bind(qTxLookup, t72, t72), schema.CopyTransactionLookup,
 		bind(qLatestTxs, n, n, n, "2", "2", n), bind(qOrphanedBlocks, set, n),
 	)
 	testenv.OnCurrentClickHouse(t, stmts)

@@ -491,10 +491,13 @@ func (s *ClickHouse) HasActivity(ctx context.Context, chainID uint64, a Address)
 	}
 }
 
-// Transaction finds a canonical transaction by hash (transaction_lookup)
-// with its detail; ErrNotFound when no canonical block holds it.
+// Transaction finds a canonical transaction by hash (transactions_by_hash)
+// with its detail; ErrNotFound when no canonical block holds it. A row of a
+// settled block whose detail carries the block's fields (settled.go) needs
+// no block read.
 func (s *ClickHouse) Transaction(ctx context.Context, chainID uint64, h Hash) (TxRef, FullTx, error) {
-	rows, done, err := s.query(ctx, "tx_lookup", qTxLookup, chainID, hex.EncodeToString(h[:]))
+	from, to := schema.TxKeyRange(chainID, h)
+	rows, done, err := s.query(ctx, "tx_lookup", qTxLookup, hex.EncodeToString(from[:]), hex.EncodeToString(to[:]))
 	if err != nil {
 		return TxRef{}, FullTx{}, err
 	}
@@ -502,19 +505,27 @@ func (s *ClickHouse) Transaction(ctx context.Context, chainID uint64, h Hash) (T
 		number uint64
 		hash   Hash
 		index  uint32
-		detail []byte
+		detail *record.TxDetail
 	}
 	var found []placement
 	err = eachRow("tx_lookup", rows, func() error {
-		var (
-			p            placement
-			hash, detail string
-		)
-		if err := rows.Scan(&p.number, &hash, &p.index, &detail); err != nil {
+		var key, entry string
+		if err := rows.Scan(&key, &entry); err != nil {
 			return scanError("tx_lookup", err)
 		}
-		copy(p.hash[:], hash)
-		p.detail = []byte(detail)
+		var p placement
+		if len(key) != schema.TxKeyLen {
+			return fmt.Errorf("store: tx_lookup: tx_key of %d bytes", len(key))
+		}
+		copy(p.hash[:], key[schema.TxPrefixLen:])
+		number, index, detail, err := schema.ParseTxEntry([]byte(entry))
+		if err != nil {
+			return fmt.Errorf("store: tx_lookup: %w", err)
+		}
+		if p.detail, err = codec.DecodeTxDetail(detail); err != nil {
+			return fmt.Errorf("store: tx_lookup: %w", err)
+		}
+		p.number, p.index = number, index
 		found = append(found, p)
 		return nil
 	})
@@ -522,24 +533,33 @@ func (s *ClickHouse) Transaction(ctx context.Context, chainID uint64, h Hash) (T
 	if err != nil {
 		return TxRef{}, FullTx{}, err
 	}
-	numbers := make([]uint64, len(found))
-	for i, p := range found {
-		numbers[i] = p.number
-	}
-	blocks, err := s.CanonicalBlocks(ctx, chainID, numbers)
-	if err != nil {
-		return TxRef{}, FullTx{}, err
-	}
 	// A transaction is in at most one canonical block.
-	i := slices.IndexFunc(found, func(p placement) bool { b, ok := blocks[p.number]; return ok && b.Hash == p.hash })
-	if i < 0 {
-		return TxRef{}, FullTx{}, ErrNotFound
+	var (
+		at      = -1
+		block   Block
+		numbers []uint64
+		settled = s.settled(ctx)
+	)
+	for i, p := range found {
+		if d := p.detail; d.BlockTimestamp != nil && settled.settledBlock(chainID, p.number, p.hash) {
+			at, block = i, Block{ChainID: chainID, Number: p.number, Hash: p.hash, Timestamp: *d.BlockTimestamp,
+				TimestampMs: d.BlockTimestampMilliseconds, MinDelayExcess: d.BlockMinDelayExcess, BaseFee: d.BlockBaseFee}
+			break
+		}
+		numbers = append(numbers, p.number)
 	}
-	p := found[i]
-	d, err := codec.DecodeTxDetail(p.detail)
-	if err != nil {
-		return TxRef{}, FullTx{}, fmt.Errorf("store: tx_lookup: %w", err)
+	if at < 0 {
+		blocks, err := s.CanonicalBlocks(ctx, chainID, numbers)
+		if err != nil {
+			return TxRef{}, FullTx{}, err
+		}
+		at = slices.IndexFunc(found, func(p placement) bool { b, ok := blocks[p.number]; return ok && b.Hash == p.hash })
+		if at < 0 {
+			return TxRef{}, FullTx{}, ErrNotFound
+		}
+		block = blocks[found[at].number]
 	}
+	p, d := found[at], found[at].detail
 	input := d.Input
 	full := FullTx{
 		Tx: Tx{BlockIndex: p.index, Hash: h, Type: uint8(d.Type), From: d.From, To: d.To, ContractAddress: d.ContractAddress,
@@ -548,7 +568,7 @@ func (s *ClickHouse) Transaction(ctx context.Context, chainID uint64, h Hash) (T
 		Input: input, MaxFeePerGas: d.MaxFeePerGas, MaxPriorityFeePerGas: d.MaxPriorityFeePerGas,
 		Transfers: transfersOf(d.Transfers), Internals: internalsOf(d.InternalTransactions),
 	}
-	return TxRef{Block: blocks[p.number], Index: p.index}, full, nil
+	return TxRef{Block: block, Index: p.index}, full, nil
 }
 
 // Transaction status filters of LatestTxs.

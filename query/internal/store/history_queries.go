@@ -65,12 +65,13 @@ GROUP BY number`
 FROM blocks FINAL
 WHERE chain_id = ? AND number IN ? AND removed = 0`
 
-	// qTxLookup finds where a transaction hash was included, with its detail
-	// (one row per block that included it: normally one).
-	qTxLookup = `SELECT block_number, block_hash, tx_index, detail
-FROM transaction_lookup
-WHERE chain_id = ? AND hash = unhex(?)
-LIMIT 1 BY block_hash
+	// qTxLookup reads the rows of a transaction hash (transactions_by_hash,
+	// migration 9; one per block that included it: normally one), a range
+	// of tx_key.
+	qTxLookup = `SELECT tx_key, entry
+FROM transactions_by_hash
+WHERE tx_key >= unhex(?) AND tx_key <= unhex(?)
+LIMIT 1 BY tx_key
 LIMIT 64`
 
 	// qLatestTxs reads the transactions of a block range, newest first,

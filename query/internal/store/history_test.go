@@ -436,7 +436,9 @@ func TestAddressListSettledRows(t *testing.T) {
 	// order the sink writes them in.
 	blocks := storetest.Chain(chain, 0, 99, 1, "a")
 	for i := range blocks {
-		blocks[i].Version = 10
+		ms, excess := blocks[i].Timestamp*1000+250, uint64(i)
+		blocks[i].Version, blocks[i].TimestampMs, blocks[i].MinDelayExcess = 10, &ms, &excess
+		blocks[i].BaseFee = fmt.Sprint(25_000_000_000 + i)
 	}
 	orphan := storetest.Block{ChainID: chain, Number: 15, Hash: storetest.HashOf(chain, 15, "orphan"), Timestamp: 1, Version: 1}
 	orphanRemoved := orphan
@@ -497,4 +499,45 @@ func TestAddressListSettledRows(t *testing.T) {
 	require.Equal(t, 1.0, reads()-before)
 	require.Len(t, got, 1)
 	require.Equal(t, blocks[30].Timestamp, got[0].Block.Timestamp)
+
+	// Transactions by hash take the same path: a settled row whose detail
+	// carries its block's fields is served from the row alone.
+	lookup := func(b storetest.Block, h store.Hash, withBlock bool) storetest.TxLookupRow {
+		d := &record.TxDetail{From: a[:], Value: "1", Status: 1}
+		if withBlock {
+			ts := b.Timestamp
+			d.BlockTimestamp, d.BlockTimestampMilliseconds, d.BlockMinDelayExcess, d.BlockBaseFee = &ts, b.TimestampMs, b.MinDelayExcess, b.BaseFee
+		}
+		return storetest.TxLookupRow{ChainID: chain, Hash: h, BlockHash: b.Hash, Block: b.Number, TxIndex: 2, Detail: d, Version: 1}
+	}
+	moved, again, recent, copied := storetest.HashOf(chain, 1, "moved"), storetest.HashOf(chain, 2, "again"),
+		storetest.HashOf(chain, 3, "recent"), storetest.HashOf(chain, 4, "copied")
+	require.NoError(t, storetest.InsertTxLookup(c, conn, []storetest.TxLookupRow{lookup(orphan, moved, true),
+		lookup(blocks[16], moved, true), lookup(blocks[17], again, true), lookup(blocks[95], recent, true)}))
+	// A row written before migration 9, copied by the upgrade statement: no
+	// block fields in its detail.
+	require.NoError(t, storetest.InsertTransactionLookup(c, conn, []storetest.TxLookupRow{lookup(blocks[30], copied, false)}))
+	require.NoError(t, conn.Exec(c, schema.CopyTransactionLookup))
+	for _, tc := range []struct {
+		hash  store.Hash
+		block uint64
+		reads float64
+	}{{moved, 16, 0}, {again, 17, 1}, {recent, 95, 1}, {copied, 30, 1}} {
+		before = reads()
+		ref, full, err := s.Transaction(c, chain, tc.hash)
+		require.NoError(t, err)
+		require.Equal(t, tc.reads, reads()-before, "block reads for the transaction of block %d", tc.block)
+		b := blocks[tc.block]
+		require.Equal(t, uint32(2), ref.Index)
+		require.Equal(t, "1", full.Value)
+		require.Equal(t, store.Block{ChainID: chain, Number: b.Number, Hash: b.Hash, Timestamp: b.Timestamp, TimestampMs: b.TimestampMs,
+			MinDelayExcess: b.MinDelayExcess, BaseFee: b.BaseFee}, store.Block{ChainID: ref.Block.ChainID, Number: ref.Block.Number,
+			Hash: ref.Block.Hash, Timestamp: ref.Block.Timestamp, TimestampMs: ref.Block.TimestampMs,
+			MinDelayExcess: ref.Block.MinDelayExcess, BaseFee: ref.Block.BaseFee}, "what the route renders of the block")
+	}
+	// The orphaned branch's row alone is not served.
+	gone := storetest.HashOf(chain, 5, "gone")
+	require.NoError(t, storetest.InsertTxLookup(c, conn, []storetest.TxLookupRow{lookup(orphan, gone, true)}))
+	_, _, err = s.Transaction(c, chain, gone)
+	require.ErrorIs(t, err, store.ErrNotFound)
 }

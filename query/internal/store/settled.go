@@ -59,10 +59,16 @@ type settledSnapshot struct {
 // canonical reports whether r is known canonical without a block read: its
 // block is settled, was never orphaned, and r carries its timestamps.
 func (p *settledSnapshot) canonical(chainID uint64, r *IndexRow) bool {
-	if p == nil || !r.blockTime || r.Block.Number >= p.below[chainID] {
+	return r.blockTime && p.settledBlock(chainID, r.Block.Number, r.BlockHash)
+}
+
+// settledBlock reports whether the block (number, hash) is settled and was
+// never orphaned: canonical.
+func (p *settledSnapshot) settledBlock(chainID, number uint64, hash Hash) bool {
+	if p == nil || number >= p.below[chainID] {
 		return false
 	}
-	_, orphaned := p.orphans[orphanKey{chainID, r.Block.Number, r.BlockHash}]
+	_, orphaned := p.orphans[orphanKey{chainID, number, hash}]
 	return !orphaned
 }
 

@@ -257,7 +257,7 @@ func (r IndexRow) detail() ([]byte, error) {
 	return codec.EncodeTxDetail(d)
 }
 
-// TxLookupRow is one row of transaction_lookup.
+// TxLookupRow is one row of transactions_by_hash (or transaction_lookup).
 type TxLookupRow struct {
 	ChainID   uint64
 	Hash      store.Hash
@@ -268,8 +268,32 @@ type TxLookupRow struct {
 	Version   uint64
 }
 
-// InsertTxLookup writes rows to transaction_lookup.
+// InsertTxLookup writes rows to transactions_by_hash.
 func InsertTxLookup(ctx context.Context, conn driver.Conn, rows []TxLookupRow) error {
+	b, err := conn.PrepareBatch(ctx, `INSERT INTO transactions_by_hash (tx_key, entry, version)`)
+	if err != nil {
+		return fmt.Errorf("prepare transactions_by_hash: %w", err)
+	}
+	for _, r := range rows {
+		detail, err := codec.EncodeTxDetail(r.Detail)
+		if err != nil {
+			return err
+		}
+		k := schema.NewTxKey(r.ChainID, r.Hash, r.BlockHash)
+		entry := append(schema.TxEntryPlace(nil, r.Block, r.TxIndex), detail...)
+		if err := b.Append(string(k[:]), string(entry), r.Version); err != nil {
+			return fmt.Errorf("append tx lookup: %w", err)
+		}
+	}
+	if err := b.Send(); err != nil {
+		return fmt.Errorf("send transactions_by_hash: %w", err)
+	}
+	return nil
+}
+
+// InsertTransactionLookup writes rows to migration 6's transaction_lookup,
+// as processors before migration 9 did (for tests of the upgrade copy).
+func InsertTransactionLookup(ctx context.Context, conn driver.Conn, rows []TxLookupRow) error {
 	b, err := conn.PrepareBatch(ctx, `INSERT INTO transaction_lookup (chain_id, hash, block_hash, block_number, tx_index, detail, version)`)
 	if err != nil {
 		return fmt.Errorf("prepare transaction_lookup: %w", err)
