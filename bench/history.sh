@@ -62,6 +62,7 @@ if [ "$(chq "SELECT count() FROM $DB.address_lists")" = 0 ] && [ "$(chq "SELECT 
     done
     echo "history: copied in $(($(date +%s) - t0)) s; dropping address_index"
     chq "DROP TABLE $DB.address_index"
+    chq "OPTIMIZE TABLE $DB.address_lists FINAL"
 fi
 # Likewise transaction_lookup (migration 9). Its upgrade copy keeps details without the block's fields, which
 # the processor now writes (history.proto), so the benchmark seeds the table as the processor would fill it.
@@ -69,6 +70,7 @@ if [ "$(chq "SELECT count() FROM $DB.transactions_by_hash")" = 0 ]; then
     echo "history: seeding transactions_by_hash (migration 9) for the $have transactions..."
     bin/querybench seed --clickhouse.database "$DB" --chain "$CHAIN" --blocks 0 --txs "$TXS" --tx-per-block "$PER_BLOCK" \
         --addresses "$ADDRESSES" --history-tables transactions_by_hash | tee -a "$TMP/seed.txt"
+    chq "OPTIMIZE TABLE $DB.transactions_by_hash FINAL"
     chq "DROP TABLE IF EXISTS $DB.transaction_lookup"
 fi
 size=$(chq "SELECT table, sum(rows), formatReadableSize(sum(bytes_on_disk)) FROM system.parts
