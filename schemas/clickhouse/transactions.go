@@ -62,13 +62,14 @@ func ParseTxEntry(entry []byte) (block uint64, index uint32, detail []byte, err 
 	return binary.BigEndian.Uint64(entry), binary.BigEndian.Uint32(entry[8:]), entry[TxEntryPlaceLen:], nil
 }
 
-// SQLTxKey and SQLTxEntryPlace are the SQL expressions of a tx_key and of
-// an entry's start from expressions of their parts, as SQLListKey.
+// SQLTxKey is the SQL expression of a tx_key from expressions of its parts,
+// as SQLListKey.
 func SQLTxKey(chainID, hash, blockHash string) string {
 	return "toFixedString(concat(" + sqlBigEndian(chainID, 8) + ", " + hash + ", " + blockHash + "), " + fmt.Sprint(TxKeyLen) + ")"
 }
 
-// SQLTxEntryPlace: see SQLTxKey.
+// SQLTxEntryPlace is the SQL expression of an entry's start (block number,
+// index), as SQLTxKey.
 func SQLTxEntryPlace(block, index string) string {
 	return "concat(" + strings.Join([]string{sqlBigEndian(block, 8), sqlBigEndian(index, 4)}, ", ") + ")"
 }
