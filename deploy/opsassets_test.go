@@ -298,65 +298,69 @@ func codeMetrics(t *testing.T) map[string]metricDef {
 				}
 				return call.Args[1], true
 			}
-			factories := map[*ast.Object]ast.Expr{}
-			ast.Inspect(f, func(n ast.Node) bool {
-				as, ok := n.(*ast.AssignStmt)
-				if !ok || len(as.Lhs) != len(as.Rhs) {
-					return true
-				}
-				for i, r := range as.Rhs {
-					if sub, ok := factorySub(r); ok {
-						if id, ok := as.Lhs[i].(*ast.Ident); ok && id.Obj != nil {
-							factories[id.Obj] = sub
-						}
+			// A factory variable is local to the function that assigns it: each top-level
+			// declaration is read with its own variables.
+			for _, decl := range f.Decls {
+				factories := map[string]ast.Expr{}
+				ast.Inspect(decl, func(n ast.Node) bool {
+					as, ok := n.(*ast.AssignStmt)
+					if !ok || len(as.Lhs) != len(as.Rhs) {
+						return true
 					}
-				}
-				return true
-			})
-			ast.Inspect(f, func(n ast.Node) bool {
-				call, ok := n.(*ast.CallExpr)
-				if !ok {
-					return true
-				}
-				sel, ok := call.Fun.(*ast.SelectorExpr)
-				if !ok {
-					return true
-				}
-				m, ok := factoryMethods[sel.Sel.Name]
-				if !ok || len(call.Args) < 2 {
-					return true
-				}
-				subExpr, ok := factorySub(sel.X)
-				if id, isID := sel.X.(*ast.Ident); !ok && isID && id.Obj != nil {
-					subExpr, ok = factories[id.Obj]
-				}
-				if !ok {
-					return true
-				}
-				name, nameOK := resolve(call.Args[0])
-				if !nameOK {
-					t.Logf("%s: metric name is not a constant; skipped", fset.Position(call.Pos()))
-					return true
-				}
-				sub, subOK := resolve(subExpr)
-				labels, known := []string{}, true
-				if m.labelsAt >= 0 {
-					if call.Ellipsis.IsValid() || len(call.Args) < m.labelsAt {
-						labels, known = nil, false // labels from a slice: unknown
-					} else {
-						for _, a := range call.Args[m.labelsAt:] {
-							l, ok := resolve(a)
-							if !ok {
-								labels, known = nil, false
-								break
+					for i, r := range as.Rhs {
+						if sub, ok := factorySub(r); ok {
+							if id, ok := as.Lhs[i].(*ast.Ident); ok {
+								factories[id.Name] = sub
 							}
-							labels = append(labels, l)
 						}
 					}
-				}
-				define(call.Pos(), m.kind, obsNamespace, sub, subOK, name, labels, known)
-				return true
-			})
+					return true
+				})
+				ast.Inspect(decl, func(n ast.Node) bool {
+					call, ok := n.(*ast.CallExpr)
+					if !ok {
+						return true
+					}
+					sel, ok := call.Fun.(*ast.SelectorExpr)
+					if !ok {
+						return true
+					}
+					m, ok := factoryMethods[sel.Sel.Name]
+					if !ok || len(call.Args) < 2 {
+						return true
+					}
+					subExpr, ok := factorySub(sel.X)
+					if id, isID := sel.X.(*ast.Ident); !ok && isID {
+						subExpr, ok = factories[id.Name]
+					}
+					if !ok {
+						return true
+					}
+					name, nameOK := resolve(call.Args[0])
+					if !nameOK {
+						t.Logf("%s: metric name is not a constant; skipped", fset.Position(call.Pos()))
+						return true
+					}
+					sub, subOK := resolve(subExpr)
+					labels, known := []string{}, true
+					if m.labelsAt >= 0 {
+						if call.Ellipsis.IsValid() || len(call.Args) < m.labelsAt {
+							labels, known = nil, false // labels from a slice: unknown
+						} else {
+							for _, a := range call.Args[m.labelsAt:] {
+								l, ok := resolve(a)
+								if !ok {
+									labels, known = nil, false
+									break
+								}
+								labels = append(labels, l)
+							}
+						}
+					}
+					define(call.Pos(), m.kind, obsNamespace, sub, subOK, name, labels, known)
+					return true
+				})
+			}
 
 			// prometheus.XxxOpts literals. The labels of options passed to a constructor with a
 			// []string literal.
