@@ -168,14 +168,58 @@ func importers(t *testing.T) map[string][]string {
 	return out
 }
 
-// codeMetrics reads every prometheus.XxxOpts literal in the services and pkg and returns the full
-// metric names (Namespace_Subsystem_Name). A Subsystem that is not a constant (pkg/watch and
-// pkg/accountdb take the host service's) stands for every service that imports the package.
+// factoryMethods are the methods of obs.Metrics (the factory every package declares its series
+// with): the metric kind, and the index of the first label argument (-1: no labels).
+var factoryMethods = map[string]struct {
+	kind     string
+	labelsAt int
+}{
+	"Counter": {"counter", -1}, "CounterVec": {"counter", 2},
+	"Gauge": {"gauge", -1}, "GaugeVec": {"gauge", 2}, "GaugeFunc": {"gauge", -1},
+	"Histogram": {"histogram", -1}, "HistogramVec": {"histogram", 3},
+}
+
+// codeMetrics reads every metric declaration in the services and pkg and returns the full metric
+// names (Namespace_Subsystem_Name): the obs.Metrics calls (f := obs.NewMetrics(reg, sub), then
+// f.CounterVec(name, help, labels...) and the like; obs.Namespace is the namespace), and every
+// prometheus.XxxOpts literal. A Subsystem that is not a constant (pkg/watch and pkg/accountdb take
+// the host service's) stands for every service that imports the package.
 func codeMetrics(t *testing.T) map[string]metricDef {
 	t.Helper()
 	imp := importers(t)
 	defs := map[string]metricDef{}
 	fset := token.NewFileSet()
+	// dirConsts are the string constants of a package directory's files, for names declared in
+	// another file of the package or read through an import (obs.Namespace).
+	dirConstsCache := map[string]map[string]string{}
+	dirConsts := func(dir string) map[string]string {
+		if m, ok := dirConstsCache[dir]; ok {
+			return m
+		}
+		m := map[string]string{}
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatalf("read %s: %v", dir, err)
+		}
+		for _, e := range ents {
+			if e.IsDir() || !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(fset, filepath.Join(dir, e.Name()), nil, 0)
+			if err != nil {
+				t.Fatalf("parse %s: %v", e.Name(), err)
+			}
+			for k, v := range stringConsts(f) {
+				m[k] = v
+			}
+		}
+		dirConstsCache[dir] = m
+		return m
+	}
+	obsNamespace, ok := dirConsts(filepath.Join("..", "pkg", "obs"))["Namespace"]
+	if !ok {
+		t.Fatal("pkg/obs declares no Namespace constant")
+	}
 	roots := append(slices.Clone(services), "pkg")
 	for _, root := range roots {
 		for _, p := range goFiles(t, filepath.Join("..", root)) {
@@ -184,17 +228,142 @@ func codeMetrics(t *testing.T) map[string]metricDef {
 				t.Fatalf("parse %s: %v", p, err)
 			}
 			consts := stringConsts(f)
+			// The directories of the moraine packages the file imports, by the name it uses.
+			importDirs := map[string]string{}
+			for _, im := range f.Imports {
+				path, _ := strconv.Unquote(im.Path.Value)
+				if !strings.HasPrefix(path, modulePath) {
+					continue
+				}
+				name := path[strings.LastIndex(path, "/")+1:]
+				if im.Name != nil {
+					name = im.Name.Name
+				}
+				importDirs[name] = filepath.Join("..", strings.TrimPrefix(path, modulePath))
+			}
 			resolve := func(e ast.Expr) (string, bool) {
 				if s, ok := stringLit(e); ok {
 					return s, true
 				}
-				if id, ok := e.(*ast.Ident); ok {
-					s, ok := consts[id.Name]
+				switch e := e.(type) {
+				case *ast.Ident:
+					if s, ok := consts[e.Name]; ok {
+						return s, true
+					}
+					s, ok := dirConsts(filepath.Dir(p))[e.Name]
 					return s, ok
+				case *ast.SelectorExpr:
+					if x, ok := e.X.(*ast.Ident); ok && importDirs[x.Name] != "" {
+						s, ok := dirConsts(importDirs[x.Name])[e.Sel.Name]
+						return s, ok
+					}
 				}
 				return "", false
 			}
-			// The labels of options passed to a constructor with a []string literal.
+			define := func(pos token.Pos, kind, ns string, sub string, subOK bool, name string, labels []string, known bool) {
+				subs := []string{sub}
+				if !subOK {
+					rel, _ := filepath.Rel("..", filepath.Dir(p))
+					if root == "pkg" {
+						subs = imp[modulePath+filepath.ToSlash(rel)]
+					} else {
+						subs = []string{root}
+					}
+				}
+				for _, s := range subs {
+					var parts []string
+					for _, part := range []string{ns, s, name} {
+						if part != "" {
+							parts = append(parts, part)
+						}
+					}
+					defs[strings.Join(parts, "_")] = metricDef{
+						kind: kind, labels: slices.Clone(labels), unknownLabels: !known, where: fset.Position(pos).String(),
+					}
+				}
+			}
+
+			// obs.Metrics: the subsystem argument of each factory, by the variable holding it.
+			factorySub := func(e ast.Expr) (ast.Expr, bool) {
+				call, ok := e.(*ast.CallExpr)
+				if !ok || len(call.Args) != 2 {
+					return nil, false
+				}
+				sel, ok := call.Fun.(*ast.SelectorExpr)
+				if !ok || sel.Sel.Name != "NewMetrics" {
+					return nil, false
+				}
+				if x, ok := sel.X.(*ast.Ident); !ok || x.Name != "obs" {
+					return nil, false
+				}
+				return call.Args[1], true
+			}
+			// A factory variable is local to the function that assigns it: each top-level
+			// declaration is read with its own variables.
+			for _, decl := range f.Decls {
+				factories := map[string]ast.Expr{}
+				ast.Inspect(decl, func(n ast.Node) bool {
+					as, ok := n.(*ast.AssignStmt)
+					if !ok || len(as.Lhs) != len(as.Rhs) {
+						return true
+					}
+					for i, r := range as.Rhs {
+						if sub, ok := factorySub(r); ok {
+							if id, ok := as.Lhs[i].(*ast.Ident); ok {
+								factories[id.Name] = sub
+							}
+						}
+					}
+					return true
+				})
+				ast.Inspect(decl, func(n ast.Node) bool {
+					call, ok := n.(*ast.CallExpr)
+					if !ok {
+						return true
+					}
+					sel, ok := call.Fun.(*ast.SelectorExpr)
+					if !ok {
+						return true
+					}
+					m, ok := factoryMethods[sel.Sel.Name]
+					if !ok || len(call.Args) < 2 {
+						return true
+					}
+					subExpr, ok := factorySub(sel.X)
+					if id, isID := sel.X.(*ast.Ident); !ok && isID {
+						subExpr, ok = factories[id.Name]
+					}
+					if !ok {
+						return true
+					}
+					name, nameOK := resolve(call.Args[0])
+					if !nameOK {
+						t.Logf("%s: metric name is not a constant; skipped", fset.Position(call.Pos()))
+						return true
+					}
+					sub, subOK := resolve(subExpr)
+					labels, known := []string{}, true
+					if m.labelsAt >= 0 {
+						if call.Ellipsis.IsValid() || len(call.Args) < m.labelsAt {
+							labels, known = nil, false // labels from a slice: unknown
+						} else {
+							for _, a := range call.Args[m.labelsAt:] {
+								l, ok := resolve(a)
+								if !ok {
+									labels, known = nil, false
+									break
+								}
+								labels = append(labels, l)
+							}
+						}
+					}
+					define(call.Pos(), m.kind, obsNamespace, sub, subOK, name, labels, known)
+					return true
+				})
+			}
+
+			// prometheus.XxxOpts literals. The labels of options passed to a constructor with a
+			// []string literal.
 			labelsOf := map[*ast.CompositeLit][]string{}
 			ast.Inspect(f, func(n ast.Node) bool {
 				call, ok := n.(*ast.CallExpr)
@@ -258,32 +427,14 @@ func codeMetrics(t *testing.T) map[string]metricDef {
 					}
 				}
 				if !nameOK {
-					t.Logf("%s: metric name is not a constant; skipped", fset.Position(cl.Pos()))
+					// obs.Metrics builds its options from its arguments: its calls are read above.
+					if !strings.HasSuffix(p, filepath.Join("pkg", "obs", "metrics.go")) {
+						t.Logf("%s: metric name is not a constant; skipped", fset.Position(cl.Pos()))
+					}
 					return true
 				}
-				subs := []string{sub}
-				if !subOK {
-					rel, _ := filepath.Rel("..", filepath.Dir(p))
-					if root == "pkg" {
-						subs = imp[modulePath+filepath.ToSlash(rel)]
-					} else {
-						subs = []string{root}
-					}
-				}
 				ls, known := labelsOf[cl]
-				for _, s := range subs {
-					var parts []string
-					for _, part := range []string{ns, s, name} {
-						if part != "" {
-							parts = append(parts, part)
-						}
-					}
-					full := strings.Join(parts, "_")
-					defs[full] = metricDef{
-						kind: kind, labels: append(slices.Clone(ls), constLabels...), unknownLabels: !known,
-						where: fset.Position(cl.Pos()).String(),
-					}
-				}
+				define(cl.Pos(), kind, ns, sub, subOK, name, append(slices.Clone(ls), constLabels...), known)
 				return true
 			})
 		}

@@ -9,9 +9,9 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/moraine-data/moraine/pkg/chclient"
+	"github.com/moraine-data/moraine/pkg/obs"
 )
 
 var (
@@ -69,11 +69,9 @@ func New(cfg Config, reg prometheus.Registerer) (*DB, error) {
 	if sub == "" {
 		sub = "query"
 	}
-	db := &DB{cfg: cfg, duration: promauto.With(reg).NewHistogramVec(prometheus.HistogramOpts{
-		Namespace: "moraine", Subsystem: sub, Name: "accountdb_duration_seconds",
-		Help:    "Time of ClickHouse reads and writes of accounts, keys, webhooks, addresses and secrets, by statement.",
-		Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
-	}, []string{"statement"})}
+	db := &DB{cfg: cfg, duration: obs.NewMetrics(reg, sub).HistogramVec("accountdb_duration_seconds",
+		"Time of ClickHouse reads and writes of accounts, keys, webhooks, addresses and secrets, by statement.",
+		[]float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}, "statement")}
 	return db, nil
 }
 

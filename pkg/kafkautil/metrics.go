@@ -15,6 +15,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/plugin/kprom"
+
+	"github.com/moraine-data/moraine/pkg/obs"
 )
 
 // Client and consumer-group metrics.
@@ -50,7 +52,7 @@ import (
 //	moraine_kafka_consumer_lag_records{group,topic,partition}
 
 // metricsNamespace prefixes kprom's series.
-const metricsNamespace = "moraine_kafka"
+const metricsNamespace = obs.Namespace + "_kafka"
 
 // clientMetrics are the kprom series of the clients of one id on one
 // registry. Clients built from the same options (ingest reads its
@@ -236,7 +238,7 @@ const LagInterval = 10 * time.Second
 // service export the same group's lag: aggregate with max by (group, topic,
 // partition).
 func ExportLag(ctx context.Context, adm *kadm.Client, reg prometheus.Registerer, logger *slog.Logger, interval time.Duration, groups ...string) {
-	lag := prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: "moraine", Subsystem: "kafka", Name: "consumer_lag_records",
+	lag := prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: obs.Namespace, Subsystem: "kafka", Name: "consumer_lag_records",
 		Help: "Records between a consumer group's committed offset and the end of each partition it consumes."},
 		[]string{"group", "topic", "partition"})
 	if err := reg.Register(lag); err != nil {

@@ -25,7 +25,7 @@ func NewRegistry(service string) *prometheus.Registry {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Namespace: "moraine", Name: "build_info", Help: "Always 1; labels name the service.",
+			Namespace: Namespace, Name: "build_info", Help: "Always 1; labels name the service.",
 			ConstLabels: prometheus.Labels{"service": service},
 		}, func() float64 { return 1 }),
 	)

@@ -46,10 +46,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/moraine-data/moraine/pkg/evm"
+	"github.com/moraine-data/moraine/pkg/obs"
 )
 
 // Token is what a token contract answered. Name and Symbol are always set
@@ -165,9 +165,8 @@ func New(cfg Config, rpcURLs map[uint64][]string, deps Deps) *Resolver {
 		r.logger = slog.New(slog.DiscardHandler)
 	}
 	r.logger = r.logger.With("component", "tokenmeta")
-	r.lookup = promauto.With(deps.Registerer).NewCounterVec(prometheus.CounterOpts{Namespace: "moraine", Subsystem: deps.Subsystem,
-		Name: "token_metadata_lookups_total", Help: "Token and contract metadata lookups by result: hit (cache), ok, no_answer, error (transport)."},
-		[]string{"result"})
+	r.lookup = obs.NewMetrics(deps.Registerer, deps.Subsystem).CounterVec("token_metadata_lookups_total",
+		"Token and contract metadata lookups by result: hit (cache), ok, no_answer, error (transport).", "result")
 	for _, l := range []string{"hit", "ok", "no_answer", "error"} {
 		r.lookup.WithLabelValues(l)
 	}

@@ -2,7 +2,8 @@ package watch
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/moraine-data/moraine/pkg/obs"
 )
 
 // publishMetrics are the publisher's; subsystem is the host service's
@@ -13,17 +14,11 @@ type publishMetrics struct {
 }
 
 func newPublishMetrics(reg prometheus.Registerer, subsystem string) *publishMetrics {
-	f := promauto.With(reg)
+	f := obs.NewMetrics(reg, subsystem)
 	m := &publishMetrics{
-		produced: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "moraine", Subsystem: subsystem, Name: "watch_records_produced_total",
-			Help: "Address-watch records produced, by result (ok, error).",
-		}, []string{"result"}),
-		produceDuration: f.NewHistogram(prometheus.HistogramOpts{
-			Namespace: "moraine", Subsystem: subsystem, Name: "watch_produce_duration_seconds",
-			Help:    "Time of one synchronous produce of address-watch records.",
-			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
-		}),
+		produced: f.CounterVec("watch_records_produced_total", "Address-watch records produced, by result (ok, error).", "result"),
+		produceDuration: f.Histogram("watch_produce_duration_seconds", "Time of one synchronous produce of address-watch records.",
+			[]float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}),
 	}
 	m.produced.WithLabelValues("ok")
 	m.produced.WithLabelValues("error")

@@ -38,10 +38,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/moraine-data/moraine/delivery/internal/settings"
 	"github.com/moraine-data/moraine/pkg/accountdb"
+	"github.com/moraine-data/moraine/pkg/obs"
 	"github.com/moraine-data/moraine/pkg/watch"
 )
 
@@ -114,10 +114,8 @@ func New(freeDoubleFailures int, d Deps) (*Deactivator, error) {
 		limit: freeDoubleFailures, store: d.Store, table: d.Table, logger: d.Logger.With("component", "deactivate"),
 		now: d.Now, clock: clock, locks: map[string]*hookLock{},
 		writer: watch.Writer{Store: d.Store, Publisher: d.Publisher, Locks: watch.NewLocks(), Clock: clock},
-		deactivated: promauto.With(d.Registerer).NewCounterVec(prometheus.CounterOpts{
-			Namespace: "moraine", Subsystem: "delivery", Name: "webhooks_deactivated_total",
-			Help: "Webhooks delivery deactivated, by reason (free_double_failures, exhausted).",
-		}, []string{"reason"}),
+		deactivated: obs.NewMetrics(d.Registerer, "delivery").CounterVec("webhooks_deactivated_total",
+			"Webhooks delivery deactivated, by reason (free_double_failures, exhausted).", "reason"),
 	}
 	for _, r := range []string{ReasonDoubleFailures, ReasonExhausted} {
 		x.deactivated.WithLabelValues(r)

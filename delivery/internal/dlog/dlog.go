@@ -29,7 +29,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/moraine-data/moraine/pkg/accountdb"
 	"github.com/moraine-data/moraine/pkg/obs"
@@ -79,21 +78,15 @@ func New(cfg Config, store Store, logger *slog.Logger, reg prometheus.Registerer
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	f := promauto.With(reg)
+	f := obs.NewMetrics(reg, "delivery")
 	l := &Log{
 		cfg: cfg, store: store, logger: logger.With("component", "dlog"), ch: make(chan accountdb.Delivery, cfg.Buffer),
-		rows: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "moraine", Subsystem: "delivery", Name: "log_rows_total",
-			Help: "Delivery-log rows by result: written to ClickHouse, or dropped (buffer full or ClickHouse unavailable).",
-		}, []string{"result"}),
-		flush: f.NewHistogram(prometheus.HistogramOpts{
-			Namespace: "moraine", Subsystem: "delivery", Name: "log_flush_duration_seconds",
-			Help: "Time of one batch insert into the deliveries table.", Buckets: prometheus.ExponentialBuckets(0.002, 2.5, 10),
-		}),
-		dropped: f.NewCounter(prometheus.CounterOpts{
-			Namespace: "moraine", Subsystem: "delivery", Name: "log_partitions_dropped_total",
-			Help: "Months of the deliveries table dropped by the retention (--delivery.log-retention).",
-		}),
+		rows: f.CounterVec("log_rows_total",
+			"Delivery-log rows by result: written to ClickHouse, or dropped (buffer full or ClickHouse unavailable).", "result"),
+		flush: f.Histogram("log_flush_duration_seconds", "Time of one batch insert into the deliveries table.",
+			prometheus.ExponentialBuckets(0.002, 2.5, 10)),
+		dropped: f.Counter("log_partitions_dropped_total",
+			"Months of the deliveries table dropped by the retention (--delivery.log-retention)."),
 	}
 	l.rows.WithLabelValues("written")
 	l.rows.WithLabelValues("dropped")

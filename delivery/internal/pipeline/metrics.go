@@ -2,9 +2,9 @@ package pipeline
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/moraine-data/moraine/pkg/accountdb"
+	"github.com/moraine-data/moraine/pkg/obs"
 )
 
 type metrics struct {
@@ -28,46 +28,26 @@ var (
 )
 
 func newMetrics(reg prometheus.Registerer) *metrics {
-	f := promauto.With(reg)
+	f := obs.NewMetrics(reg, "delivery")
 	m := &metrics{
-		attempts: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "moraine", Subsystem: "delivery", Name: "attempts_total",
-			Help: "Delivery attempts by result (success, http_error, timeout, network, refused_target).",
-		}, []string{"result"}),
-		attemptDuration: f.NewHistogram(prometheus.HistogramOpts{
-			Namespace: "moraine", Subsystem: "delivery", Name: "attempt_duration_seconds",
-			Help:    "Duration of one delivery attempt, from dial to the drained response.",
-			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 15},
-		}),
-		endToEnd: f.NewHistogram(prometheus.HistogramOpts{
-			Namespace: "moraine", Subsystem: "delivery", Name: "end_to_end_latency_seconds",
-			Help:    "From ingest reading the block from the node (block_fetched_at_unix_ms) to the endpoint's 2xx, retries included.",
-			Buckets: []float64{.025, .05, .1, .2, .3, .5, .75, 1, 2, 5, 10, 30, 60, 300, 1800, 7200, 43200, 86400, 172800},
-		}),
-		retriesPending: f.NewGauge(prometheus.GaugeOpts{
-			Namespace: "moraine", Subsystem: "delivery", Name: "retries_pending",
-			Help: "Messages waiting on a retry level (the consumer group's lag there, all instances together).",
-		}),
-		retriesQueued: f.NewCounter(prometheus.CounterOpts{
-			Namespace: "moraine", Subsystem: "delivery", Name: "retries_scheduled_total",
-			Help: "Failed attempts whose next attempt was scheduled on a retry level.",
-		}),
-		inFlight: f.NewGauge(prometheus.GaugeOpts{
-			Namespace: "moraine", Subsystem: "delivery", Name: "in_flight",
-			Help: "Delivery attempts in progress in this process.",
-		}),
-		dropped: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "moraine", Subsystem: "delivery", Name: "messages_dropped_total",
-			Help: "Messages finished without an attempt, by reason (inactive webhook, unknown_webhook, malformed record).",
-		}, []string{"reason"}),
-		deferred: f.NewCounter(prometheus.CounterOpts{
-			Namespace: "moraine", Subsystem: "delivery", Name: "deferred_total",
-			Help: "Messages parked on the first retry level because their endpoint host was busy (no attempt counted).",
-		}),
-		unsigned: f.NewCounter(prometheus.CounterOpts{
-			Namespace: "moraine", Subsystem: "delivery", Name: "unsigned_total",
-			Help: "Attempts sent without signatures because the account has no shared secret.",
-		}),
+		attempts: f.CounterVec("attempts_total",
+			"Delivery attempts by result (success, http_error, timeout, network, refused_target).", "result"),
+		attemptDuration: f.Histogram("attempt_duration_seconds",
+			"Duration of one delivery attempt, from dial to the drained response.",
+			[]float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 15}),
+		endToEnd: f.Histogram("end_to_end_latency_seconds",
+			"From ingest reading the block from the node (block_fetched_at_unix_ms) to the endpoint's 2xx, retries included.",
+			[]float64{.025, .05, .1, .2, .3, .5, .75, 1, 2, 5, 10, 30, 60, 300, 1800, 7200, 43200, 86400, 172800}),
+		retriesPending: f.Gauge("retries_pending",
+			"Messages waiting on a retry level (the consumer group's lag there, all instances together)."),
+		retriesQueued: f.Counter("retries_scheduled_total",
+			"Failed attempts whose next attempt was scheduled on a retry level."),
+		inFlight: f.Gauge("in_flight", "Delivery attempts in progress in this process."),
+		dropped: f.CounterVec("messages_dropped_total",
+			"Messages finished without an attempt, by reason (inactive webhook, unknown_webhook, malformed record).", "reason"),
+		deferred: f.Counter("deferred_total",
+			"Messages parked on the first retry level because their endpoint host was busy (no attempt counted)."),
+		unsigned: f.Counter("unsigned_total", "Attempts sent without signatures because the account has no shared secret."),
 	}
 	for _, r := range attemptResults {
 		m.attempts.WithLabelValues(r)

@@ -16,7 +16,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -29,7 +28,6 @@ import (
 	"github.com/moraine-data/moraine/deploy/corpus"
 	"github.com/moraine-data/moraine/deploy/internal/toolmain"
 	"github.com/moraine-data/moraine/pkg/obs"
-	"github.com/moraine-data/moraine/pkg/process"
 )
 
 // defaultSources are the recordings that carry receipts and call traces for
@@ -55,8 +53,7 @@ type options struct {
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	o := &options{cfg: corpus.DefaultConfig()}
-	fs := flag.NewFlagSet("corpus", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := toolmain.Flags("corpus", stderr)
 	var src sources
 	fs.StringVar(&o.cfg.Out, "out", "", "corpus directory to write (required)")
 	fs.Var(&src, "source", "recording to take blocks from, JSONL optionally zstd (repeatable; default: the traced recordings of --shared-data)")
@@ -70,12 +67,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.cfg.Seed, "seed", o.cfg.Seed, "seed of the hash key: same seed, same hashes")
 	fs.IntVar(&o.cfg.BlocksPerFrame, "blocks-per-frame", o.cfg.BlocksPerFrame, "blocks per zstd frame (the replay source reads and caches whole frames)")
 	fs.StringVar(&o.level, "zstd-level", "default", "zstd level: fastest, default, better or best")
-	o.log.RegisterFlags(fs)
-	if err := process.ParseWithEnv(fs, args, "MORAINE"); err != nil {
+	if err := toolmain.Parse(fs, args, &o.log); err != nil {
 		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if o.cfg.Out == "" {
 		return nil, errors.New("--out is required")

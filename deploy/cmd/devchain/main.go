@@ -16,18 +16,14 @@ package main
 
 import (
 	"errors"
-	"flag"
-	"fmt"
 	"io"
 	"log/slog"
-	"time"
 
 	gethlog "github.com/ethereum/go-ethereum/log"
 
 	"github.com/moraine-data/moraine/deploy/devchain"
 	"github.com/moraine-data/moraine/deploy/internal/toolmain"
 	"github.com/moraine-data/moraine/pkg/obs"
-	"github.com/moraine-data/moraine/pkg/process"
 )
 
 type options struct {
@@ -37,8 +33,7 @@ type options struct {
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	o := &options{}
-	fs := flag.NewFlagSet("devchain", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := toolmain.Flags("devchain", stderr)
 	fs.StringVar(&o.cfg.ListenAddress, "rpc.listen-address", devchain.DefaultListenAddress, "host:port of the JSON-RPC server (HTTP and WebSocket on the same port)")
 	fs.Uint64Var(&o.cfg.ChainID, "chain.id", devchain.DefaultChainID, "EVM chain id")
 	fs.DurationVar(&o.cfg.BlockInterval, "block.interval", devchain.DefaultBlockInterval, "time between blocks (0s: only on moraine_mine)")
@@ -47,12 +42,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.cfg.Accounts, "traffic.accounts", devchain.DefaultAccounts, "number of funded accounts that send traffic")
 	fs.StringVar(&o.cfg.DataDir, "datadir", "", "directory of the chain database: a restart continues the chain stored there "+
 		"(created if missing; keep --chain.id and --traffic.accounts unchanged, or remove it). Empty: in memory, every start is a new chain from genesis")
-	o.log.RegisterFlags(fs)
-	if err := process.ParseWithEnv(fs, args, "MORAINE"); err != nil {
+	if err := toolmain.Parse(fs, args, &o.log); err != nil {
 		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if o.cfg.BlockInterval == 0 {
 		o.cfg.BlockInterval = -1 // manual
@@ -101,14 +92,5 @@ func run(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	<-ctx.Done()
-	logger.Info("devchain: shutting down")
-	done := make(chan error, 1)
-	go func() { done <- chain.Close() }()
-	select {
-	case err := <-done:
-		return err
-	case <-time.After(30 * time.Second):
-		return errors.New("shutdown timed out")
-	}
+	return toolmain.Serve(ctx, "devchain", logger, chain.Close)
 }

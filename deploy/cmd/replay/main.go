@@ -12,14 +12,12 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 
 	"github.com/moraine-data/moraine/deploy/internal/toolmain"
 	"github.com/moraine-data/moraine/deploy/replay"
 	"github.com/moraine-data/moraine/pkg/obs"
-	"github.com/moraine-data/moraine/pkg/process"
 )
 
 type options struct {
@@ -29,19 +27,14 @@ type options struct {
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	o := &options{}
-	fs := flag.NewFlagSet("replay", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := toolmain.Flags("replay", stderr)
 	fs.StringVar(&o.cfg.File, "replay.file", "", "recording to serve: JSONL, optionally zstd-compressed, or a corpus directory (required)")
 	fs.StringVar(&o.cfg.Mode, "replay.mode", replay.ModeBackfill, "backfill (every block at once) or live (released one by one)")
 	fs.Float64Var(&o.cfg.Rate, "replay.rate", replay.DefaultRate, "live mode: blocks released per second")
 	fs.Uint64Var(&o.cfg.ChainID, "chain.id", 0, "EVM chain id for eth_chainId (0: read it from the recorded transactions)")
 	fs.StringVar(&o.cfg.ListenAddress, "rpc.listen-address", replay.DefaultListenAddress, "host:port of the JSON-RPC server (HTTP and WebSocket on the same port)")
-	o.log.RegisterFlags(fs)
-	if err := process.ParseWithEnv(fs, args, "MORAINE"); err != nil {
+	if err := toolmain.Parse(fs, args, &o.log); err != nil {
 		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	if o.cfg.File == "" {
 		return nil, errors.New("--replay.file is required")
@@ -72,7 +65,5 @@ func run(args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	<-ctx.Done()
-	logger.Info("replay: shutting down")
-	return srv.Close()
+	return toolmain.Serve(ctx, "replay", logger, srv.Close)
 }

@@ -2,7 +2,8 @@ package follow
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/moraine-data/moraine/pkg/obs"
 )
 
 // Metrics are the follower's Prometheus series, shared by all chains (the
@@ -33,33 +34,25 @@ const (
 
 // NewMetrics registers the series on reg (nil: unregistered, for tests).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
-	f := promauto.With(reg)
-	const ns, sub = "moraine", "ingest"
+	f := obs.NewMetrics(reg, "ingest")
 	return &Metrics{
-		head: f.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "head_block",
-			Help: "Highest block number the node announced."}, []string{"chain"}),
-		lastProduced: f.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "last_produced_block",
-			Help: "Number of the last block Kafka acknowledged."}, []string{"chain"}),
-		lastProducedTime: f.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "last_produced_block_timestamp_seconds",
-			Help: "Timestamp (Unix seconds) of the last block Kafka acknowledged."}, []string{"chain"}),
-		blocks: f.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "blocks_produced_total",
-			Help: "Blocks acknowledged by Kafka."}, []string{"chain"}),
-		txs: f.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "transactions_produced_total",
-			Help: "Transactions in the blocks acknowledged by Kafka."}, []string{"chain"}),
-		reorgs: f.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "reorgs_total",
-			Help: "Reorg events produced."}, []string{"chain"}),
-		orphaned: f.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "orphaned_blocks_total",
-			Help: "Produced blocks that a reorg took off the canonical chain."}, []string{"chain"}),
-		retries: f.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "block_fetch_retries_total",
-			Help: "Block fetches retried, by reason: not_found (null from a lagging node), incomplete (receipts or traces missing or from another block), rpc_error, invalid."}, []string{"chain", "reason"}),
-		stage: f.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Subsystem: sub, Name: "stage_duration_seconds",
-			Help:    "Time spent per stage: fetch (one RPC batch of blocks, retries included), convert and encode (one block), produce (one record, enqueue to acknowledgement).",
-			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}},
-			[]string{"chain", "stage"}),
-		recoveries: f.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Subsystem: sub, Name: "checkpoint_recoveries_total",
-			Help: "Times the checkpoint was read back from Kafka: at start and after a produce failure."}, []string{"chain"}),
-		bufferedBytes: f.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Subsystem: sub, Name: "produce_buffered_bytes",
-			Help: "Encoded bytes produced but not yet acknowledged."}, []string{"chain"}),
+		head:         f.GaugeVec("head_block", "Highest block number the node announced.", "chain"),
+		lastProduced: f.GaugeVec("last_produced_block", "Number of the last block Kafka acknowledged.", "chain"),
+		lastProducedTime: f.GaugeVec("last_produced_block_timestamp_seconds",
+			"Timestamp (Unix seconds) of the last block Kafka acknowledged.", "chain"),
+		blocks:   f.CounterVec("blocks_produced_total", "Blocks acknowledged by Kafka.", "chain"),
+		txs:      f.CounterVec("transactions_produced_total", "Transactions in the blocks acknowledged by Kafka.", "chain"),
+		reorgs:   f.CounterVec("reorgs_total", "Reorg events produced.", "chain"),
+		orphaned: f.CounterVec("orphaned_blocks_total", "Produced blocks that a reorg took off the canonical chain.", "chain"),
+		retries: f.CounterVec("block_fetch_retries_total",
+			"Block fetches retried, by reason: not_found (null from a lagging node), incomplete (receipts or traces missing or from another block), rpc_error, invalid.",
+			"chain", "reason"),
+		stage: f.HistogramVec("stage_duration_seconds",
+			"Time spent per stage: fetch (one RPC batch of blocks, retries included), convert and encode (one block), produce (one record, enqueue to acknowledgement).",
+			[]float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}, "chain", "stage"),
+		recoveries: f.CounterVec("checkpoint_recoveries_total",
+			"Times the checkpoint was read back from Kafka: at start and after a produce failure.", "chain"),
+		bufferedBytes: f.GaugeVec("produce_buffered_bytes", "Encoded bytes produced but not yet acknowledged.", "chain"),
 	}
 }
 

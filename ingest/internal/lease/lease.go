@@ -49,7 +49,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/moraine-data/moraine/pkg/kafkautil"
@@ -349,15 +348,12 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
-	f := promauto.With(reg)
-	m := &metrics{
-		writer: f.NewGaugeVec(prometheus.GaugeOpts{Namespace: "moraine", Subsystem: "ingest",
-			Name: "chain_writer", Help: "1 while this instance holds the chain's lease and writes it."}, []string{"chain"}),
-		changes: f.NewCounterVec(prometheus.CounterOpts{Namespace: "moraine", Subsystem: "ingest",
-			Name: "lease_changes_total", Help: "Changes of a chain's lease on this instance: acquired, released, lost, fenced."},
-			[]string{"chain", "event"}),
+	f := obs.NewMetrics(reg, "ingest")
+	return &metrics{
+		writer: f.GaugeVec("chain_writer", "1 while this instance holds the chain's lease and writes it.", "chain"),
+		changes: f.CounterVec("lease_changes_total",
+			"Changes of a chain's lease on this instance: acquired, released, lost, fenced.", "chain", "event"),
 	}
-	return m
 }
 
 func (m *metrics) init(chain string) {

@@ -2,7 +2,8 @@ package rpc
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/moraine-data/moraine/pkg/obs"
 )
 
 // Metrics are the client's Prometheus series, shared by the clients of all
@@ -14,17 +15,14 @@ type Metrics struct {
 
 // NewMetrics registers the series on reg (nil: unregistered, for tests).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
-	f := promauto.With(reg)
+	f := obs.NewMetrics(reg, "ingest")
 	return &Metrics{
-		requests: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "moraine", Subsystem: "ingest", Name: "rpc_requests_total",
-			Help: "JSON-RPC calls by method and outcome (ok, rpc_error, rate_limited, http_error, timeout, transport_error, bad_response).",
-		}, []string{"chain", "method", "result"}),
-		duration: f.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: "moraine", Subsystem: "ingest", Name: "rpc_request_duration_seconds",
-			Help:    "Duration of JSON-RPC HTTP round trips; a batch mixing methods is method=\"batch\".",
-			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30},
-		}, []string{"chain", "method"}),
+		requests: f.CounterVec("rpc_requests_total",
+			"JSON-RPC calls by method and outcome (ok, rpc_error, rate_limited, http_error, timeout, transport_error, bad_response).",
+			"chain", "method", "result"),
+		duration: f.HistogramVec("rpc_request_duration_seconds",
+			"Duration of JSON-RPC HTTP round trips; a batch mixing methods is method=\"batch\".",
+			[]float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}, "chain", "method"),
 	}
 }
 

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/moraine-data/moraine/pkg/chains"
@@ -123,22 +122,17 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer, reader tableReader) *metrics {
-	f := promauto.With(reg)
+	f := obs.NewMetrics(reg, "processor")
 	m := &metrics{
-		emitted: f.NewCounterVec(prometheus.CounterOpts{Namespace: "moraine", Subsystem: "processor",
-			Name: "activities_emitted_total", Help: "Activity messages committed to the activity topic."}, []string{"chain"}),
-		stage: f.NewHistogramVec(prometheus.HistogramOpts{Namespace: "moraine", Subsystem: "processor",
-			Name: "match_batch_duration_seconds", Help: "Time per matcher batch stage.",
-			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16)}, []string{"stage"}),
-		transactions: f.NewCounterVec(prometheus.CounterOpts{Namespace: "moraine", Subsystem: "processor",
-			Name: "match_transactions_total", Help: "Matcher Kafka transactions by result (aborted: the batch is reprocessed)."},
-			[]string{"result"}),
-		records: f.NewCounterVec(prometheus.CounterOpts{Namespace: "moraine", Subsystem: "processor",
-			Name: "match_records_total", Help: "Blocks-topic records in committed matcher batches, by kind."}, []string{"kind"}),
-		catchUpSlow: f.NewCounter(prometheus.CounterOpts{Namespace: "moraine", Subsystem: "processor",
-			Name: "watchlist_catchup_timeouts_total", Help: "Batches matched before the watch table caught up (catch-up timed out or failed)."}),
-		payloadErrs: f.NewCounter(prometheus.CounterOpts{Namespace: "moraine", Subsystem: "processor",
-			Name: "payload_errors_total", Help: "Matches whose payload could not be built (skipped, logged)."}),
+		emitted: f.CounterVec("activities_emitted_total", "Activity messages committed to the activity topic.", "chain"),
+		stage: f.HistogramVec("match_batch_duration_seconds", "Time per matcher batch stage.",
+			prometheus.ExponentialBuckets(0.0005, 2, 16), "stage"),
+		transactions: f.CounterVec("match_transactions_total",
+			"Matcher Kafka transactions by result (aborted: the batch is reprocessed).", "result"),
+		records: f.CounterVec("match_records_total", "Blocks-topic records in committed matcher batches, by kind.", "kind"),
+		catchUpSlow: f.Counter("watchlist_catchup_timeouts_total",
+			"Batches matched before the watch table caught up (catch-up timed out or failed)."),
+		payloadErrs: f.Counter("payload_errors_total", "Matches whose payload could not be built (skipped, logged)."),
 	}
 	for _, s := range []string{"catchup", "match", "tokens", "payload", "transaction", "total"} {
 		m.stage.WithLabelValues(s)
@@ -149,8 +143,7 @@ func newMetrics(reg prometheus.Registerer, reader tableReader) *metrics {
 	for _, k := range []string{"block", "reorg", "unwatched", "undecodable"} {
 		m.records.WithLabelValues(k)
 	}
-	f.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "moraine", Subsystem: "processor",
-		Name: "watchlist_ready", Help: "1 once the watch table has read the address-watch topic up to its start-up end."},
+	f.GaugeFunc("watchlist_ready", "1 once the watch table has read the address-watch topic up to its start-up end.",
 		func() float64 {
 			if reader.Ready() {
 				return 1

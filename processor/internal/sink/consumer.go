@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/moraine-data/moraine/pkg/chclient"
@@ -148,27 +147,18 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
-	f := promauto.With(reg)
-	m := &metrics{
-		consumed: f.NewCounterVec(prometheus.CounterOpts{Namespace: "moraine", Subsystem: "processor",
-			Name: "records_consumed_total", Help: "Kafka records consumed."}, []string{"topic"}),
-		blocks: f.NewCounter(prometheus.CounterOpts{Namespace: "moraine", Subsystem: "processor",
-			Name: "blocks_written_total", Help: "Blocks written to ClickHouse (redeliveries included)."}),
-		txs: f.NewCounter(prometheus.CounterOpts{Namespace: "moraine", Subsystem: "processor",
-			Name: "transactions_written_total", Help: "Transactions written to ClickHouse (redeliveries included)."}),
-		stage: f.NewHistogramVec(prometheus.HistogramOpts{Namespace: "moraine", Subsystem: "processor",
-			Name: "batch_duration_seconds", Help: "Time per batch stage.", Buckets: prometheus.ExponentialBuckets(0.001, 2, 16)},
-			[]string{"stage"}),
-		rows: f.NewHistogram(prometheus.HistogramOpts{Namespace: "moraine", Subsystem: "processor",
-			Name: "batch_rows", Help: "Rows per ClickHouse batch (all tables).", Buckets: prometheus.ExponentialBuckets(1, 4, 12)}),
-		decodeErrors: f.NewCounter(prometheus.CounterOpts{Namespace: "moraine", Subsystem: "processor",
-			Name: "decode_errors_total", Help: "Records that could not be decoded and were skipped."}),
-		lastWritten: f.NewGaugeVec(prometheus.GaugeOpts{Namespace: "moraine", Subsystem: "processor",
-			Name: "last_written_block", Help: "Highest block number written, per chain."}, []string{"chain"}),
-		lastWrittenTime: f.NewGaugeVec(prometheus.GaugeOpts{Namespace: "moraine", Subsystem: "processor",
-			Name: "last_written_block_timestamp_seconds", Help: "Timestamp (Unix seconds) of the highest block written, per chain."}, []string{"chain"}),
+	f := obs.NewMetrics(reg, "processor")
+	return &metrics{
+		consumed:     f.CounterVec("records_consumed_total", "Kafka records consumed.", "topic"),
+		blocks:       f.Counter("blocks_written_total", "Blocks written to ClickHouse (redeliveries included)."),
+		txs:          f.Counter("transactions_written_total", "Transactions written to ClickHouse (redeliveries included)."),
+		stage:        f.HistogramVec("batch_duration_seconds", "Time per batch stage.", prometheus.ExponentialBuckets(0.001, 2, 16), "stage"),
+		rows:         f.Histogram("batch_rows", "Rows per ClickHouse batch (all tables).", prometheus.ExponentialBuckets(1, 4, 12)),
+		decodeErrors: f.Counter("decode_errors_total", "Records that could not be decoded and were skipped."),
+		lastWritten:  f.GaugeVec("last_written_block", "Highest block number written, per chain.", "chain"),
+		lastWrittenTime: f.GaugeVec("last_written_block_timestamp_seconds",
+			"Timestamp (Unix seconds) of the highest block written, per chain.", "chain"),
 	}
-	return m
 }
 
 type consumer struct {

@@ -2,7 +2,8 @@ package watchlist
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/moraine-data/moraine/pkg/obs"
 )
 
 type metrics struct {
@@ -11,22 +12,18 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer, t *Table) *metrics {
-	f := promauto.With(reg)
+	f := obs.NewMetrics(reg, "processor")
 	m := &metrics{
-		applied: f.NewCounterVec(prometheus.CounterOpts{Namespace: "moraine", Subsystem: "processor",
-			Name: "watchlist_records_applied_total", Help: "Address-watch records applied to the watch table, by kind."},
-			[]string{"kind"}),
-		malformed: f.NewCounter(prometheus.CounterOpts{Namespace: "moraine", Subsystem: "processor",
-			Name: "watchlist_malformed_records_total", Help: "Address-watch records that could not be used (their key was dropped)."}),
+		applied: f.CounterVec("watchlist_records_applied_total", "Address-watch records applied to the watch table, by kind.", "kind"),
+		malformed: f.Counter("watchlist_malformed_records_total",
+			"Address-watch records that could not be used (their key was dropped)."),
 	}
 	for _, k := range []string{"webhook", "address", "account", "tombstone"} {
 		m.applied.WithLabelValues(k)
 	}
-	f.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "moraine", Subsystem: "processor",
-		Name: "watchlist_addresses", Help: "Watched (webhook, address) entries in the watch table."},
+	f.GaugeFunc("watchlist_addresses", "Watched (webhook, address) entries in the watch table.",
 		func() float64 { return float64(t.Addresses()) })
-	f.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "moraine", Subsystem: "processor",
-		Name: "watchlist_webhooks", Help: "Webhooks whose settings the watch table holds (any status)."},
+	f.GaugeFunc("watchlist_webhooks", "Webhooks whose settings the watch table holds (any status).",
 		func() float64 { return float64(t.Webhooks()) })
 	return m
 }

@@ -106,6 +106,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "moraine-admin %s: unexpected arguments %q\n", name, fs.Args())
 		return 2
 	}
+	for _, f := range cmd.required {
+		if fs.Lookup(f).Value.String() == "" {
+			fmt.Fprintf(stderr, "moraine-admin %s: --%s is required\n", name, f)
+			return 2
+		}
+	}
 	if cmd.db {
 		cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
 		conn, err := chclient.Open(cctx, e.ch, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
@@ -124,23 +130,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		e.conn = conn
 	}
 	if err := run(ctx); err != nil {
-		var u usageError
-		if errors.As(err, &u) {
-			fmt.Fprintf(stderr, "moraine-admin %s: %v\n", name, err)
-			return 2
-		}
 		fmt.Fprintf(stderr, "moraine-admin %s: %v\n", name, err)
 		return 1
 	}
 	return 0
 }
 
-type usageError struct{ error }
+// planFlag is a flag whose value must name a plan: a wrong one is a usage
+// error when the flags are parsed, before any connection is made.
+type planFlag string
 
-func need(flagName, v string) error {
-	if v == "" {
-		return usageError{fmt.Errorf("--%s is required", flagName)}
+func (p *planFlag) String() string { return string(*p) }
+
+func (p *planFlag) Set(v string) error {
+	if !plan.Valid(v) {
+		return admin.ErrBadPlan
 	}
+	*p = planFlag(v)
 	return nil
 }
 
@@ -152,9 +158,14 @@ type env struct {
 	stderr io.Writer
 }
 
+// command is one subcommand: setup defines its flags and returns what it
+// runs once they are parsed and, with db, ClickHouse is connected.
 type command struct {
-	db    bool
-	setup func(fs *flag.FlagSet, e *env) func(ctx context.Context) error
+	db bool
+	// required are flags that must not be empty; they are checked before
+	// the connection is made, as a usage error.
+	required []string
+	setup    func(fs *flag.FlagSet, e *env) func(ctx context.Context) error
 }
 
 func ms(v uint64) string {
@@ -165,17 +176,12 @@ func ms(v uint64) string {
 }
 
 var commands = map[string]command{
-	"account create": {db: true, setup: func(fs *flag.FlagSet, e *env) func(context.Context) error {
+	"account create": {db: true, required: []string{"name"}, setup: func(fs *flag.FlagSet, e *env) func(context.Context) error {
 		name := fs.String("name", "", "account name")
-		pl := fs.String("plan", plan.Free, "plan: free, base, growth, pro, enterprise or custom")
+		pl := planFlag(plan.Free)
+		fs.Var(&pl, "plan", "plan: free, base, growth, pro, enterprise or custom")
 		return func(ctx context.Context) error {
-			if err := need("name", *name); err != nil {
-				return err
-			}
-			if !plan.Valid(*pl) {
-				return usageError{admin.ErrBadPlan}
-			}
-			a, err := e.admin.CreateAccount(ctx, *name, *pl)
+			a, err := e.admin.CreateAccount(ctx, *name, string(pl))
 			if err != nil {
 				return err
 			}
@@ -204,17 +210,12 @@ var commands = map[string]command{
 			return tw.Flush()
 		}
 	}},
-	"account set-plan": {db: true, setup: func(fs *flag.FlagSet, e *env) func(context.Context) error {
+	"account set-plan": {db: true, required: []string{"account", "plan"}, setup: func(fs *flag.FlagSet, e *env) func(context.Context) error {
 		id := fs.String("account", "", "account id")
-		pl := fs.String("plan", "", "new plan")
+		var pl planFlag
+		fs.Var(&pl, "plan", "new plan")
 		return func(ctx context.Context) error {
-			if err := need("account", *id); err != nil {
-				return err
-			}
-			if !plan.Valid(*pl) {
-				return usageError{admin.ErrBadPlan}
-			}
-			a, err := e.admin.SetPlan(ctx, *id, *pl)
+			a, err := e.admin.SetPlan(ctx, *id, string(pl))
 			if err != nil {
 				return err
 			}
@@ -222,12 +223,9 @@ var commands = map[string]command{
 			return nil
 		}
 	}},
-	"key create": {db: true, setup: func(fs *flag.FlagSet, e *env) func(context.Context) error {
+	"key create": {db: true, required: []string{"account"}, setup: func(fs *flag.FlagSet, e *env) func(context.Context) error {
 		id := fs.String("account", "", "account id")
 		return func(ctx context.Context) error {
-			if err := need("account", *id); err != nil {
-				return err
-			}
 			k, err := e.admin.CreateKey(ctx, *id)
 			if err != nil {
 				return err
@@ -237,12 +235,9 @@ var commands = map[string]command{
 			return nil
 		}
 	}},
-	"key list": {db: true, setup: func(fs *flag.FlagSet, e *env) func(context.Context) error {
+	"key list": {db: true, required: []string{"account"}, setup: func(fs *flag.FlagSet, e *env) func(context.Context) error {
 		id := fs.String("account", "", "account id")
 		return func(ctx context.Context) error {
-			if err := need("account", *id); err != nil {
-				return err
-			}
 			ks, err := e.admin.Keys(ctx, *id)
 			if err != nil {
 				return err
@@ -255,12 +250,9 @@ var commands = map[string]command{
 			return tw.Flush()
 		}
 	}},
-	"key revoke": {db: true, setup: func(fs *flag.FlagSet, e *env) func(context.Context) error {
+	"key revoke": {db: true, required: []string{"key-id"}, setup: func(fs *flag.FlagSet, e *env) func(context.Context) error {
 		id := fs.String("key-id", "", "key id (from key list)")
 		return func(ctx context.Context) error {
-			if err := need("key-id", *id); err != nil {
-				return err
-			}
 			k, err := e.admin.RevokeKey(ctx, *id)
 			if err != nil {
 				return err
@@ -292,12 +284,10 @@ var commands = map[string]command{
 	"status": {db: true, setup: statusCommand},
 	"dev-key": {db: true, setup: func(fs *flag.FlagSet, e *env) func(context.Context) error {
 		out := fs.String("out", defaultDevKeyPath(), "file holding the development key")
-		pl := fs.String("plan", plan.Free, "plan of the development account when it is created")
+		pl := planFlag(plan.Free)
+		fs.Var(&pl, "plan", "plan of the development account when it is created")
 		return func(ctx context.Context) error {
-			if !plan.Valid(*pl) {
-				return usageError{admin.ErrBadPlan}
-			}
-			key, created, err := e.admin.DevKey(ctx, *out, *pl)
+			key, created, err := e.admin.DevKey(ctx, *out, string(pl))
 			if err != nil {
 				return err
 			}

@@ -92,6 +92,25 @@ func TestCommands(t *testing.T) {
 	require.Equal(t, 1, code)
 }
 
+// A usage error is found before any connection is made: ClickHouse is not
+// reachable at the address given, and the answer is still the usage error.
+func TestUsageErrorsBeforeConnecting(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"key", "create"}, "--account is required"},
+		{[]string{"account", "set-plan", "--account", "a"}, "--plan is required"},
+		{[]string{"account", "create", "--name", "x", "--plan", "gold"}, "plan must be one of"},
+		{[]string{"dev-key", "--plan", "gold"}, "plan must be one of"},
+	} {
+		var out, errOut bytes.Buffer
+		code := run(context.Background(), append(c.args, "--clickhouse.addr", "127.0.0.1:1"), &out, &errOut)
+		require.Equal(t, 2, code, "%v: %s", c.args, errOut.String())
+		require.Contains(t, errOut.String(), c.want, "%v", c.args)
+	}
+}
+
 // TestStatusCommand runs `status` once, without sampling, against a fresh
 // deployment: every chain of the file is listed, nothing indexed yet.
 func TestStatusCommand(t *testing.T) {

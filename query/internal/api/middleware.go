@@ -12,8 +12,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
 
+	"github.com/moraine-data/moraine/pkg/obs"
 	"github.com/moraine-data/moraine/query/internal/apierr"
 )
 
@@ -23,17 +23,12 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
-	f := promauto.With(reg)
+	f := obs.NewMetrics(reg, "query")
 	return &metrics{
-		requests: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "moraine", Subsystem: "query", Name: "http_requests_total",
-			Help: "HTTP requests by route template (\"unmatched\" for unknown routes), method and status code.",
-		}, []string{"route", "method", "code"}),
-		duration: f.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: "moraine", Subsystem: "query", Name: "http_request_duration_seconds",
-			Help:    "Time to answer an HTTP request, by route template and method.",
-			Buckets: []float64{.001, .0025, .005, .0075, .01, .015, .02, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
-		}, []string{"route", "method"}),
+		requests: f.CounterVec("http_requests_total",
+			"HTTP requests by route template (\"unmatched\" for unknown routes), method and status code.", "route", "method", "code"),
+		duration: f.HistogramVec("http_request_duration_seconds", "Time to answer an HTTP request, by route template and method.",
+			[]float64{.001, .0025, .005, .0075, .01, .015, .02, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}, "route", "method"),
 	}
 }
 

@@ -11,9 +11,9 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/moraine-data/moraine/pkg/accountdb"
+	"github.com/moraine-data/moraine/pkg/obs"
 	"github.com/moraine-data/moraine/query/internal/apierr"
 	"github.com/moraine-data/moraine/query/internal/plan"
 )
@@ -113,17 +113,13 @@ func New(cfg Config, d Deps) (*Authenticator, error) {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	f := promauto.With(d.Registerer)
+	f := obs.NewMetrics(d.Registerer, "query")
 	a := &Authenticator{
 		cfg: cfg, store: d.Store, logger: d.Logger, now: d.Now, cache: map[string]cached{},
-		results: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "moraine", Subsystem: "query", Name: "auth_requests_total",
-			Help: "Requests by authentication result: ok, none (no key), invalid (malformed, unknown, revoked or mismatched key), error (lookup failed).",
-		}, []string{"result"}),
-		lookups: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "moraine", Subsystem: "query", Name: "auth_key_lookups_total",
-			Help: "API-key lookups by source: cache or clickhouse.",
-		}, []string{"source"}),
+		results: f.CounterVec("auth_requests_total",
+			"Requests by authentication result: ok, none (no key), invalid (malformed, unknown, revoked or mismatched key), error (lookup failed).",
+			"result"),
+		lookups: f.CounterVec("auth_key_lookups_total", "API-key lookups by source: cache or clickhouse.", "source"),
 	}
 	for _, r := range []string{"ok", "none", "invalid", "error"} {
 		a.results.WithLabelValues(r)

@@ -12,8 +12,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
 
+	"github.com/moraine-data/moraine/pkg/obs"
 	"github.com/moraine-data/moraine/query/internal/apierr"
 	"github.com/moraine-data/moraine/query/internal/plan"
 )
@@ -145,10 +145,8 @@ func Middleware(cfg Config, d Deps) (gin.HandlerFunc, error) {
 
 // RunSweeper forgets idle subjects of m every minute until ctx ends.
 func RunSweeper(ctx context.Context, m *Memory, reg prometheus.Registerer) {
-	g := promauto.With(reg).NewGauge(prometheus.GaugeOpts{
-		Namespace: "moraine", Subsystem: "query", Name: "ratelimit_subjects",
-		Help: "Accounts and client IPs with live rate-limit counters in this instance.",
-	})
+	g := obs.NewMetrics(reg, "query").Gauge("ratelimit_subjects",
+		"Accounts and client IPs with live rate-limit counters in this instance.")
 	t := time.NewTicker(time.Minute)
 	defer t.Stop()
 	for {
@@ -169,16 +167,11 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
-	f := promauto.With(reg)
+	f := obs.NewMetrics(reg, "query")
 	m := &metrics{
-		requests: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "moraine", Subsystem: "query", Name: "ratelimit_requests_total",
-			Help: "Rate-limited requests by plan and result (allowed, limited, error).",
-		}, []string{"plan", "result"}),
-		units: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "moraine", Subsystem: "query", Name: "ratelimit_compute_units_total",
-			Help: "Compute units charged, by plan.",
-		}, []string{"plan"}),
+		requests: f.CounterVec("ratelimit_requests_total",
+			"Rate-limited requests by plan and result (allowed, limited, error).", "plan", "result"),
+		units: f.CounterVec("ratelimit_compute_units_total", "Compute units charged, by plan.", "plan"),
 	}
 	for _, p := range append([]string{plan.Unauthenticated}, plan.Names...) {
 		for _, r := range []string{"allowed", "limited", "error"} {

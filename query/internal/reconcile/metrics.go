@@ -2,7 +2,8 @@ package reconcile
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/moraine-data/moraine/pkg/obs"
 )
 
 type metrics struct {
@@ -16,37 +17,21 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
-	f := promauto.With(reg)
+	f := obs.NewMetrics(reg, "query")
 	m := &metrics{
-		pending: f.NewGauge(prometheus.GaugeOpts{
-			Namespace: "moraine", Subsystem: "query", Name: "watch_pending_versions",
-			Help: "Changes this instance failed to publish and the reconciler has not yet covered.",
-		}),
-		runs: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "moraine", Subsystem: "query", Name: "watch_reconcile_runs_total",
-			Help: "Reconciliation passes by mode (incremental, full) and result (ok, error).",
-		}, []string{"mode", "result"}),
-		runDuration: f.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: "moraine", Subsystem: "query", Name: "watch_reconcile_duration_seconds",
-			Help:    "Time of one reconciliation pass, by mode.",
-			Buckets: prometheus.ExponentialBuckets(0.005, 3, 10),
-		}, []string{"mode"}),
-		republished: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "moraine", Subsystem: "query", Name: "watch_republished_total",
-			Help: "Records the reconciler published because the topic disagreed with ClickHouse, by kind (webhook, address, tombstone, account, phantom).",
-		}, []string{"kind"}),
-		topicKeys: f.NewGauge(prometheus.GaugeOpts{
-			Namespace: "moraine", Subsystem: "query", Name: "watch_topic_keys",
-			Help: "Keys of the address-watch topic known to the reconciler.",
-		}),
-		phantomsRefused: f.NewCounter(prometheus.CounterOpts{
-			Namespace: "moraine", Subsystem: "query", Name: "watch_phantom_tombstones_refused_total",
-			Help: "Full passes that found too many topic keys unknown to ClickHouse to delete them (a likely misconfiguration).",
-		}),
-		ready: f.NewGauge(prometheus.GaugeOpts{
-			Namespace: "moraine", Subsystem: "query", Name: "watch_ready",
-			Help: "1 once the first full reconciliation finished.",
-		}),
+		pending: f.Gauge("watch_pending_versions",
+			"Changes this instance failed to publish and the reconciler has not yet covered."),
+		runs: f.CounterVec("watch_reconcile_runs_total",
+			"Reconciliation passes by mode (incremental, full) and result (ok, error).", "mode", "result"),
+		runDuration: f.HistogramVec("watch_reconcile_duration_seconds", "Time of one reconciliation pass, by mode.",
+			prometheus.ExponentialBuckets(0.005, 3, 10), "mode"),
+		republished: f.CounterVec("watch_republished_total",
+			"Records the reconciler published because the topic disagreed with ClickHouse, by kind (webhook, address, tombstone, account, phantom).",
+			"kind"),
+		topicKeys: f.Gauge("watch_topic_keys", "Keys of the address-watch topic known to the reconciler."),
+		phantomsRefused: f.Counter("watch_phantom_tombstones_refused_total",
+			"Full passes that found too many topic keys unknown to ClickHouse to delete them (a likely misconfiguration)."),
+		ready: f.Gauge("watch_ready", "1 once the first full reconciliation finished."),
 	}
 	for _, mode := range []string{"incremental", "full"} {
 		m.runs.WithLabelValues(mode, "ok")

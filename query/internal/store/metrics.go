@@ -4,7 +4,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/moraine-data/moraine/pkg/obs"
 )
 
 // queryNames are the values of the query label.
@@ -17,16 +18,13 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
+	f := obs.NewMetrics(reg, "query")
 	m := &metrics{
-		duration: promauto.With(reg).NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: "moraine", Subsystem: "query", Name: "clickhouse_query_duration_seconds",
-			Help:    "Time until ClickHouse answered a query (first block of the result), by named query.",
-			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5},
-		}, []string{"query"}),
-		retries: promauto.With(reg).NewCounterVec(prometheus.CounterOpts{
-			Namespace: "moraine", Subsystem: "query", Name: "clickhouse_connection_retries_total",
-			Help: "Reads sent again on a new connection after theirs failed without an answer (a replica went away).",
-		}, []string{"query"}),
+		duration: f.HistogramVec("clickhouse_query_duration_seconds",
+			"Time until ClickHouse answered a query (first block of the result), by named query.",
+			[]float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}, "query"),
+		retries: f.CounterVec("clickhouse_connection_retries_total",
+			"Reads sent again on a new connection after theirs failed without an answer (a replica went away).", "query"),
 	}
 	for _, q := range queryNames {
 		m.duration.WithLabelValues(q)

@@ -8,11 +8,11 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/moraine-data/moraine/pkg/accountdb"
 	"github.com/moraine-data/moraine/pkg/chains"
 	"github.com/moraine-data/moraine/pkg/guard"
+	"github.com/moraine-data/moraine/pkg/obs"
 	"github.com/moraine-data/moraine/pkg/watch"
 	"github.com/moraine-data/moraine/query/internal/auth"
 	"github.com/moraine-data/moraine/query/internal/plan"
@@ -163,20 +163,13 @@ type metrics struct {
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
-	f := promauto.With(reg)
+	f := obs.NewMetrics(reg, "query")
 	m := &metrics{
-		changes: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "moraine", Subsystem: "query", Name: "webhook_changes_total",
-			Help: "Webhook, address and shared-secret changes written, by operation.",
-		}, []string{"op"}),
-		publishFailures: f.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "moraine", Subsystem: "query", Name: "webhook_publish_failures_total",
-			Help: "Changes acknowledged before their address-watch records were delivered (the reconciler publishes them), by operation.",
-		}, []string{"op"}),
-		deduplicated: f.NewCounter(prometheus.CounterOpts{
-			Namespace: "moraine", Subsystem: "query", Name: "webhook_creates_deduplicated_total",
-			Help: "Creates answered with the webhook an identical earlier request made (client retries).",
-		}),
+		changes: f.CounterVec("webhook_changes_total", "Webhook, address and shared-secret changes written, by operation.", "op"),
+		publishFailures: f.CounterVec("webhook_publish_failures_total",
+			"Changes acknowledged before their address-watch records were delivered (the reconciler publishes them), by operation.", "op"),
+		deduplicated: f.Counter("webhook_creates_deduplicated_total",
+			"Creates answered with the webhook an identical earlier request made (client retries)."),
 	}
 	for _, op := range []Op{OpCreate, OpUpdate, OpDeactivate, OpAddAddresses, OpRemoveAddresses, OpRotateSecret} {
 		m.changes.WithLabelValues(string(op))
