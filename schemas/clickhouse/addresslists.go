@@ -54,13 +54,23 @@ func NewListKey(chainID uint64, address [20]byte, list uint8, p ListPosition) Li
 	return k
 }
 
-// ParseListKey reads a key as ClickHouse returns it.
-func ParseListKey(b []byte) (ListKey, error) {
-	var k ListKey
-	if len(b) != ListKeyLen {
-		return k, fmt.Errorf("list_key of %d bytes, want %d", len(b), ListKeyLen)
+// ListKeyRange is the [from, to] range of every row of one list.
+func ListKeyRange(chainID uint64, address [20]byte, list uint8) (from, to ListKey) {
+	from = NewListKey(chainID, address, list, ListPosition{})
+	to = from
+	for i := ListPrefixLen; i < ListKeyLen; i++ {
+		to[i] = 0xff
 	}
-	copy(k[:], b)
+	return from, to
+}
+
+// ParseListKey reads a key as ClickHouse returns it.
+func ParseListKey(s string) (ListKey, error) {
+	var k ListKey
+	if len(s) != ListKeyLen {
+		return k, fmt.Errorf("list_key of %d bytes, want %d", len(s), ListKeyLen)
+	}
+	copy(k[:], s)
 	return k, nil
 }
 
@@ -119,9 +129,9 @@ func SQLListKey(chainID, address, list, block, txIndex, position, sub, blockHash
 // sqlBigEndian is the n-byte big-endian string of the unsigned integer
 // expression x (which must fit).
 func sqlBigEndian(x string, n int) string {
-	h := fmt.Sprintf("hex(toUInt64(%s))", x)
 	if n == 1 {
 		return fmt.Sprintf("unhex(hex(toUInt8(%s)))", x)
 	}
+	h := fmt.Sprintf("hex(toUInt64(%s))", x)
 	return fmt.Sprintf("unhex(concat(substring('%s', 1, %d - length(%s)), %s))", strings.Repeat("0", 2*n), 2*n, h, h)
 }

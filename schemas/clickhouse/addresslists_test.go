@@ -33,12 +33,17 @@ func TestListKeyOrder(t *testing.T) {
 	if got := k.Position(); got != p {
 		t.Fatalf("Position() = %+v, want %+v", got, p)
 	}
-	parsed, err := ParseListKey(k[:])
+	parsed, err := ParseListKey(string(k[:]))
 	if err != nil || parsed != k {
 		t.Fatalf("ParseListKey: %v", err)
 	}
-	if _, err := ParseListKey(k[:80]); err == nil {
+	if _, err := ParseListKey(string(k[:80])); err == nil {
 		t.Fatal("ParseListKey took 80 bytes")
+	}
+	from, to := ListKeyRange(43114, addr, ListERC20)
+	if bytes.Compare(from[:], ordered[0][:]) > 0 || bytes.Compare(ordered[6][:], to[:]) > 0 ||
+		bytes.Compare(ordered[7][:], to[:]) <= 0 {
+		t.Fatal("ListKeyRange must hold every key of the list and no other list's")
 	}
 }
 

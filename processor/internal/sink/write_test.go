@@ -66,7 +66,7 @@ func TestWriteIndexIntegration(t *testing.T) {
 		hex.EncodeToString(alice)+"01").Scan(&key, &roles, &entry); err != nil {
 		t.Fatal(err)
 	}
-	k, err := schema.ParseListKey([]byte(key))
+	k, err := schema.ParseListKey(key)
 	if err != nil {
 		t.Fatal(err)
 	}

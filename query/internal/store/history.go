@@ -250,7 +250,7 @@ func scanIndexRows(name string, rows driver.Rows, list uint8) ([]IndexRow, error
 
 // setKey sets r's position and block from its list_key.
 func (r *IndexRow) setKey(key string) error {
-	k, err := schema.ParseListKey([]byte(key))
+	k, err := schema.ParseListKey(key)
 	if err != nil {
 		return err
 	}
@@ -430,12 +430,7 @@ const activityBlocks = 16
 // its canonical ones. Orphaned blocks are few (a reorg replaces a
 // handful), so this rarely takes a second read.
 func (s *ClickHouse) HasActivity(ctx context.Context, chainID uint64, a Address) (bool, error) {
-	// The whole transactions list of the address.
-	lo := schema.NewListKey(chainID, a, schema.ListTransactions, schema.ListPosition{})
-	hi := lo
-	for i := schema.ListPrefixLen; i < len(hi); i++ {
-		hi[i] = 0xff
-	}
+	lo, hi := schema.ListKeyRange(chainID, a, schema.ListTransactions)
 	from, to := hex.EncodeToString(lo[:]), hex.EncodeToString(hi[:])
 	var orphaned []any // (block number, hex block hash) of blocks read and not canonical
 	for {
