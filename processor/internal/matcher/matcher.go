@@ -157,6 +157,7 @@ func newMetrics(reg prometheus.Registerer, reader tableReader) *metrics {
 type tableReader interface {
 	Run(ctx context.Context) error
 	Ready() bool
+	WaitReady(ctx context.Context) error
 	CatchUp(ctx context.Context) error
 }
 
@@ -241,21 +242,27 @@ func New(cfg Config, deps Deps) (*Consumer, error) {
 // ctx ends. A failed transactional session (Kafka unreachable, fenced) is
 // rebuilt with backoff; what it had not committed is reprocessed.
 func (m *Consumer) Run(ctx context.Context) error {
+	rctx, stopReader := context.WithCancel(ctx)
 	readerDone := make(chan error, 1)
-	go func() { readerDone <- m.reader.Run(ctx) }()
-	defer func() { <-readerDone }()
-	for !m.reader.Ready() {
-		select {
-		case <-ctx.Done():
-			return nil
-		case err := <-readerDone:
-			readerDone <- err
-			if ctx.Err() != nil || err == nil {
-				return nil
-			}
-			return fmt.Errorf("matcher: watch table reader: %w", err)
-		case <-time.After(50 * time.Millisecond):
+	go func() { readerDone <- m.reader.Run(rctx) }()
+	defer func() { stopReader(); <-readerDone }()
+	// Wait for the table, or for the reader to fail first (it fails only
+	// before it applied any record: no broker, no end offsets).
+	waitErr := make(chan error, 1)
+	go func() { waitErr <- m.reader.WaitReady(rctx) }()
+	select {
+	case err := <-waitErr:
+		if err != nil {
+			return nil // ctx ended
 		}
+	case err := <-readerDone:
+		readerDone <- err
+		stopReader()
+		<-waitErr
+		if ctx.Err() != nil || err == nil {
+			return nil
+		}
+		return fmt.Errorf("matcher: watch table reader: %w", err)
 	}
 	m.logger.Info("watch table ready", "webhooks", m.table.Webhooks(), "addresses", m.table.Addresses())
 	rebuild := obs.Retry{Initial: 200 * time.Millisecond, Max: 10 * time.Second, Log: m.logger, Msg: "matcher session failed; starting a new one"}

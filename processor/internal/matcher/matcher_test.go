@@ -140,8 +140,9 @@ type fakeReader struct {
 	calls   int
 }
 
-func (f *fakeReader) Run(ctx context.Context) error { <-ctx.Done(); return nil }
-func (f *fakeReader) Ready() bool                   { return true }
+func (f *fakeReader) Run(ctx context.Context) error   { <-ctx.Done(); return nil }
+func (f *fakeReader) Ready() bool                     { return true }
+func (f *fakeReader) WaitReady(context.Context) error { return nil }
 func (f *fakeReader) CatchUp(context.Context) error {
 	f.calls++
 	if f.err != nil {
