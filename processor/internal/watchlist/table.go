@@ -34,6 +34,9 @@ type Webhook struct {
 	IncludeLogs        bool
 	// EventSignatures are topic0 filters (32 bytes each); empty means none.
 	EventSignatures [][]byte
+	// Confirmations is how many blocks must be on top of a block before its
+	// activity is delivered (0: at once, retracted on a reorg).
+	Confirmations uint32
 }
 
 // WebhookFrom converts a settings record.
@@ -45,6 +48,7 @@ func WebhookFrom(w *record.WatchedWebhook) *Webhook {
 		IncludeInternalTxs: w.GetIncludeInternalTxs(),
 		IncludeLogs:        w.GetIncludeLogs(),
 		EventSignatures:    w.GetEventSignatures(),
+		Confirmations:      w.GetConfirmations(),
 	}
 }
 
