@@ -215,12 +215,14 @@ func TestWebhookStreamDevchain(t *testing.T) {
 	// Reorgs of depth 3, 12 and 40, each once the chain is long enough and
 	// the matcher has had blocks to deliver; the hashes they orphan.
 	orphanedAt := map[int][]string{}
+	reorgAt := map[int]time.Time{}
 	for _, depth := range []int{3, 12, 40} {
 		target := head() + 15
 		if target < uint64(depth)+20 {
 			target = uint64(depth) + 20
 		}
 		eventually(t, 60*time.Second, fmt.Sprintf("block %d", target), func() bool { return head() >= target })
+		reorgAt[depth] = time.Now()
 		raw, err := rpcCall(rpcURL, "moraine_reorg", depth)
 		if err != nil {
 			t.Fatalf("moraine_reorg(%d): %v", depth, err)
@@ -337,6 +339,31 @@ func TestWebhookStreamDevchain(t *testing.T) {
 		if m.kind == "retraction" && strings.HasPrefix(m.blockHash, "0x") && blockOK[m.blockHash] {
 			t.Errorf("/c0: retraction of %s in canonical block %s", m.retracts, m.blockHash)
 		}
+	}
+	// Retraction latency (bench/results.md): from the reorg on the node to
+	// the receiver's first and last retraction of the blocks it orphaned
+	// (ingest's head polling, the matcher, delivery).
+	for _, depth := range []int{3, 12, 40} {
+		orphaned := map[string]bool{}
+		for _, h := range orphanedAt[depth] {
+			orphaned[h] = true
+		}
+		var first, last time.Duration
+		n := 0
+		for _, m := range recv.snapshot() {
+			if m.path != "/c0" || m.hdr.Get("moraine-message-kind") != "retraction" {
+				continue
+			}
+			if sm := readStreamMsg(t, m, key); orphaned[sm.blockHash] {
+				d := m.at.Sub(reorgAt[depth])
+				if n == 0 || d < first {
+					first = d
+				}
+				last = max(last, d)
+				n++
+			}
+		}
+		t.Logf("reorg of depth %d: %d retractions to /c0, first %v and last %v after the reorg", depth, n, first.Round(time.Millisecond), last.Round(time.Millisecond))
 	}
 	_ = s
 }

@@ -273,8 +273,6 @@ func (o Options) logger() *slog.Logger {
 	return o.Logger
 }
 
-// localObjects lists the tables and views of conn's database on this
-// server.
 // AddedColumn recognises ALTER TABLE t ADD COLUMN c ...: ClickHouse 18.16
 // has no ADD COLUMN IF NOT EXISTS, so Apply makes the statement idempotent
 // itself (execAddColumn).
@@ -318,6 +316,8 @@ func execAddColumn(ctx context.Context, conn driver.Conn, opts Options, stmt str
 	return err
 }
 
+// localObjects lists the tables and views of conn's database on this
+// server.
 func localObjects(ctx context.Context, conn driver.Conn) (map[string]bool, error) {
 	return readSet[string](ctx, conn, "list tables", "SELECT name FROM system.tables WHERE database = currentDatabase()")
 }

@@ -211,22 +211,22 @@ type Deps struct {
 // Consumer is the address-activity matcher: the watch table, its reader,
 // and the transactional consume-match-produce loop.
 type Consumer struct {
-	cfg      Config
-	kafka    kafkautil.Config
-	logger   *slog.Logger
-	table    *watchlist.Table
-	reader   tableReader
-	streams  *stream.State
+	cfg     Config
+	kafka   kafkautil.Config
+	logger  *slog.Logger
+	table   *watchlist.Table
+	reader  tableReader
+	streams *stream.State
 	// streamReader reads the webhook-stream topic into streams.
 	streamReader tableReader
 	streamTopic  string
-	match    *match.Matcher
-	tokens   *tokenmeta.Resolver
-	natives  map[uint64]*chains.Token
-	m        *metrics
-	activity string
-	blocks   string
-	now      func() time.Time
+	match        *match.Matcher
+	tokens       *tokenmeta.Resolver
+	natives      map[uint64]*chains.Token
+	m            *metrics
+	activity     string
+	blocks       string
+	now          func() time.Time
 	// decompressor, when set, is shared with the sink.
 	decompressor kgo.Decompressor
 	beforeEnd    func() (abort bool)

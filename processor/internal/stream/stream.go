@@ -29,10 +29,6 @@ type State struct {
 	seq      map[string]uint64
 	emitted  map[string]*record.EmittedBlock
 	pending  map[string]*record.PendingBlock
-	// heads is the number of the last block matched on each chain by this
-	// instance; not persisted: after a restart nothing is released or
-	// pruned on a chain before its first block.
-	heads map[uint64]uint64
 }
 
 // New returns an empty state; window is the retraction window in blocks.
@@ -43,7 +39,6 @@ func New(window uint64, logger *slog.Logger) *State {
 	return &State{
 		window: window, logger: logger.With("component", "stream"), versions: watch.NewVersions(),
 		seq: map[string]uint64{}, emitted: map[string]*record.EmittedBlock{}, pending: map[string]*record.PendingBlock{},
-		heads: map[uint64]uint64{},
 	}
 }
 
@@ -136,7 +131,7 @@ func (s *State) Sizes() (emitted, pending int) {
 func (s *State) Begin(now int64) *Batch {
 	return &Batch{
 		s: s, now: now, seq: map[string]uint64{}, emitted: map[string]*record.EmittedBlock{},
-		pending: map[string]*record.PendingBlock{}, versions: map[string]uint64{}, heads: map[uint64]uint64{},
+		pending: map[string]*record.PendingBlock{}, versions: map[string]uint64{},
 		seqHook: map[string]string{}, dirty: map[string]bool{},
 	}
 }
@@ -167,9 +162,6 @@ func (s *State) Commit(b *Batch) {
 			}
 		}
 	}
-	for chain, h := range b.heads {
-		s.heads[chain] = h
-	}
 }
 
 // Batch is one transaction's changes on top of the State. Not safe for
@@ -182,7 +174,6 @@ type Batch struct {
 	emitted  map[string]*record.EmittedBlock
 	pending  map[string]*record.PendingBlock
 	versions map[string]uint64
-	heads    map[uint64]uint64
 	// seqHook is the webhook id of each seq: key the batch changed.
 	seqHook map[string]string
 	// order lists changed keys in first-change order; flushed is how many
@@ -202,16 +193,6 @@ func (b *Batch) touch(key string, version uint64) {
 	}
 	b.versions[key] = version
 	b.dirty[key] = true
-}
-
-func (b *Batch) head(chain uint64) (uint64, bool) {
-	if h, ok := b.heads[chain]; ok {
-		return h, true
-	}
-	b.s.mu.Lock()
-	defer b.s.mu.Unlock()
-	h, ok := b.s.heads[chain]
-	return h, ok
 }
 
 func (b *Batch) nextSeq(webhookID string) uint64 {
@@ -287,7 +268,6 @@ func (b *Batch) Block(version, chain, number uint64, hash []byte, msgs []*record
 		}
 		b.touch(key, version)
 	}
-	b.heads[chain] = number
 	b.release(version, chain, number, confirmations)
 	b.prune(version, chain, number)
 }
@@ -362,7 +342,9 @@ func selectKeys[E comparable](state, overlay map[string]E, sel func(E) (uint64, 
 
 // release produces the pending messages of chain that head confirms.
 func (b *Batch) release(version, chain, head uint64, confirmations func(string) uint32) {
-	due := func(p *record.PendingBlock) bool { return p.GetNumber()+uint64(confirmations(p.GetWebhookId())) <= head }
+	due := func(p *record.PendingBlock) bool {
+		return p.GetNumber()+uint64(confirmations(p.GetWebhookId())) <= head
+	}
 	for _, key := range b.pendingKeys(chain, due) {
 		p := b.pendingEntry(key)
 		for _, msg := range p.GetMessages() {
@@ -384,8 +366,7 @@ func (b *Batch) prune(version, chain, head uint64) {
 
 // Reorg handles a reorg marker read at offset version: every message
 // delivered for an orphaned block is followed by its retraction, and the
-// orphaned blocks' pending messages are dropped. The chain's head moves
-// back to the common ancestor.
+// orphaned blocks' pending messages are dropped.
 func (b *Batch) Reorg(version uint64, r *record.Reorg) error {
 	chain := r.GetChainId()
 	orphaned := slices.Clone(r.GetOrphaned())
@@ -417,9 +398,6 @@ func (b *Batch) Reorg(version uint64, r *record.Reorg) error {
 			b.pending[pk] = nil
 			b.touch(pk, version)
 		}
-	}
-	if fork := r.GetForkNumber(); fork > 0 {
-		b.heads[chain] = fork - 1
 	}
 	return nil
 }
