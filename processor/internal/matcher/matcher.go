@@ -549,6 +549,18 @@ func (c batchCounts) add(m *metrics) {
 // matches records and builds their activity and stream records into sb.
 func (m *Consumer) prepare(ctx context.Context, records []*kgo.Record, sb *stream.Batch) ([]*kgo.Record, batchCounts, error) {
 	start := time.Now()
+	// Both tables are caught up at once: each costs a round trip to the
+	// brokers (their end offsets), and every millisecond here is webhook
+	// latency.
+	//
+	// The stream state must include every committed transaction, the
+	// previous owner's of a partition included, or numbers would repeat.
+	streamErr := make(chan error, 1)
+	go func() {
+		sctx, cancel := context.WithTimeout(ctx, m.cfg.StreamCatchUpTimeout)
+		defer cancel()
+		streamErr <- m.streamReader.CatchUp(sctx)
+	}()
 	// Address changes acknowledged before this moment must be matched:
 	// wait (briefly) until the table has applied everything the topic holds.
 	cctx, cancel := context.WithTimeout(ctx, m.cfg.CatchUpTimeout)
@@ -557,11 +569,7 @@ func (m *Consumer) prepare(ctx context.Context, records []*kgo.Record, sb *strea
 		m.logger.Warn("watch table catch-up incomplete; matching with the table as it is", "err", err)
 	}
 	cancel()
-	// The stream state must include every committed transaction, the
-	// previous owner's of a partition included, or numbers would repeat.
-	sctx, cancel := context.WithTimeout(ctx, m.cfg.StreamCatchUpTimeout)
-	err := m.streamReader.CatchUp(sctx)
-	cancel()
+	err := <-streamErr
 	m.m.stage.WithLabelValues("catchup").Observe(time.Since(start).Seconds())
 	if err != nil {
 		m.m.streamSlow.Inc()
