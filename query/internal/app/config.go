@@ -10,10 +10,10 @@ import (
 	"github.com/moraine-data/moraine/pkg/obs"
 	"github.com/moraine-data/moraine/pkg/process"
 	"github.com/moraine-data/moraine/pkg/tokenmeta"
-	"github.com/moraine-data/moraine/query/internal/api"
-	"github.com/moraine-data/moraine/query/internal/mgmt"
-	"github.com/moraine-data/moraine/query/internal/pagetoken"
-	"github.com/moraine-data/moraine/query/internal/store"
+	"github.com/moraine-data/moraine/query/internal/data/api"
+	"github.com/moraine-data/moraine/query/internal/data/store"
+	"github.com/moraine-data/moraine/query/internal/server/pagetoken"
+	"github.com/moraine-data/moraine/query/internal/webhooks/mgmt"
 )
 
 // Config is every setting of the query service; the fields mirror the flags.

@@ -21,7 +21,7 @@ import (
 
 	"github.com/moraine-data/moraine/pkg/guard/guardtest"
 	"github.com/moraine-data/moraine/pkg/testenv"
-	"github.com/moraine-data/moraine/query/internal/storetest"
+	"github.com/moraine-data/moraine/query/internal/data/storetest"
 )
 
 const (
