@@ -174,7 +174,7 @@ func startApp(t *testing.T, chCfg func(*Config)) (*App, string) {
 	cfg.PageToken.SecretFile = filepath.Join(dir, "page-token.key")
 	cfg.ShutdownTimeout = 2 * time.Second
 	// Own topics: the address-watch reconciler must not touch a shared one.
-	cfg.Mgmt.Kafka = testenv.Kafka(t)
+	cfg.Webhooks.Kafka = testenv.Kafka(t)
 	chCfg(&cfg)
 	a, err := New(cfg, Deps{Logger: testenv.Logger(t), Registry: prometheus.NewRegistry(), Resolver: guardtest.Resolver{}})
 	require.NoError(t, err)

@@ -35,9 +35,9 @@ func TestSDKWebhooks(t *testing.T) {
 	_, url := startApp(t, func(c *Config) {
 		c.ClickHouse = chCfg
 		c.ChainsFile = chainsFile
-		c.Mgmt.Kafka = k
-		c.Mgmt.Plans.File = plansFile
-		c.Mgmt.Watch = webhookapitest.TestWatchConfig()
+		c.Webhooks.Kafka = k
+		c.Plans.File = plansFile
+		c.Webhooks.Watch = webhookapitest.TestWatchConfig()
 	})
 	db, err := accountdb.Open(conn, accountdb.DefaultConfig(), nil)
 	require.NoError(t, err)

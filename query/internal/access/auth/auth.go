@@ -281,16 +281,14 @@ func RejectInvalid() gin.HandlerFunc {
 	}
 }
 
-// RequireAccount answers 401 unless the request carries a valid key (the
-// webhook and shared-secret routes).
-func RequireAccount() gin.HandlerFunc {
+// RequireKey answers 401 to a request that carries no key (routes that
+// need an account; a refused key is RejectInvalid's). It runs before the
+// rate limiter: a keyless caller has nothing to spend on such a route, and
+// a 429 would hide what is wrong.
+func RequireKey() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		id := From(c)
-		if id.Err != nil {
-			apierr.Write(c, id.Err)
-			return
-		}
-		if id.Principal == nil {
+		if id.Principal == nil && id.Err == nil {
 			apierr.Write(c, Unauthorized())
 		}
 	}

@@ -82,7 +82,7 @@ func TestMiddleware(t *testing.T) {
 		c.JSON(200, gin.H{"subject": k, "plan": p})
 	}
 	r.GET("/v1/chains", a.Identify(), RejectInvalid(), reply)
-	r.GET("/v1/webhooks", a.Identify(), RejectInvalid(), RequireAccount(), reply)
+	r.GET("/v1/webhooks", a.Identify(), RequireKey(), RejectInvalid(), reply)
 
 	type resp struct {
 		code int

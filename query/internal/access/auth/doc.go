@@ -12,16 +12,16 @@
 //     equal, else 401.
 //   - No key: block and chain reads are allowed under the unauthenticated
 //     rate-limit tier (charged to the client IP); webhook and shared-secret
-//     routes answer 401 (RequireAccount).
+//     routes answer 401 (RequireKey).
 //   - A malformed, unknown or revoked key, or one whose account is gone:
 //     401 {"message":"Unauthorized","statusCode":401,"error":"Unauthorized"}
 //     on every route, also on block reads (no silent downgrade).
 //   - The lookup cannot be made (ClickHouse down): 503.
 //
-// Middleware order: Identify (never aborts) → the rate limiter (charges the
-// account, or the client IP for keyless and refused requests, so guessing
-// keys is rate limited too) → RejectInvalid → RequireAccount on webhook
-// routes → handler.
+// Middleware order (package access): Identify (never aborts) → RequireKey
+// on routes that need an account → the rate limiter (charges the account,
+// or the client IP for keyless and refused requests, so guessing keys is
+// rate limited too) → RejectInvalid → handler.
 //
 // # Cache
 //

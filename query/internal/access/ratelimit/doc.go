@@ -8,10 +8,11 @@
 //     charged to its client IP under the "unauthenticated" tier. The client
 //     IP is gin's ClientIP, which believes X-Forwarded-For only from the
 //     configured trusted proxies.
-//   - What it costs: the route's weight from CONTRACT.md section 7.1
-//     (Weight: chains 1, block list and block 10, block transactions and
-//     /v1/blocks 20, webhook reads 10, webhook writes and address calls 20).
-//     Data and Webhooks API share the budget, as on the hosted service.
+//   - What it costs: the weight of the request's route (Deps.Weight; the
+//     route table's server.Route.Weight, CONTRACT.md section 7.1: chains 1,
+//     block list and block 10, block transactions and /v1/blocks 20,
+//     webhook reads 10, webhook writes and address calls 20). Data and
+//     Webhooks API share the budget, as on the hosted service.
 //   - Budgets: plan.Plan's CU per minute and CU per day, two fixed windows
 //     aligned to the Unix epoch (a minute starts at :00, a day at 00:00
 //     UTC). A request must fit in both; a refused request is not charged.

@@ -72,7 +72,7 @@ type Deps struct {
 	// Subject says whom to charge; ok false skips limiting (the request is
 	// answered by an earlier middleware).
 	Subject func(c *gin.Context) (s Subject, ok bool)
-	// Weight returns a request's cost; nil uses Weight(method, path).
+	// Weight returns a request's cost in compute units (its route's).
 	Weight func(c *gin.Context) int64
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
@@ -86,11 +86,8 @@ func Middleware(cfg Config, d Deps) (gin.HandlerFunc, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if d.Logger == nil || d.Registerer == nil || d.Limiter == nil || d.Plans == nil || d.Subject == nil {
-		return nil, errors.New("ratelimit: Deps.Logger, Registerer, Limiter, Plans and Subject are required")
-	}
-	if d.Weight == nil {
-		d.Weight = func(c *gin.Context) int64 { return Weight(c.Request.Method, c.Request.URL.Path) }
+	if d.Logger == nil || d.Registerer == nil || d.Limiter == nil || d.Plans == nil || d.Subject == nil || d.Weight == nil {
+		return nil, errors.New("ratelimit: Deps.Logger, Registerer, Limiter, Plans, Subject and Weight are required")
 	}
 	if d.Now == nil {
 		d.Now = time.Now

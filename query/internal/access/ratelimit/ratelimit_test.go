@@ -16,43 +16,6 @@ import (
 	"github.com/moraine-data/moraine/query/internal/access/plan"
 )
 
-func TestWeights(t *testing.T) {
-	for _, tc := range []struct {
-		method, path string
-		want         int64
-	}{
-		{"GET", "/v1/chains", 1},
-		{"GET", "/v1/chains/43114", 1},
-		{"GET", "/v1/chains/allBlocks", 1},
-		{"GET", "/v1/chains/43114/blocks", 10},
-		{"HEAD", "/v1/chains/43114/blocks", 10},
-		{"GET", "/v1/chains/43114/blocks/12", 10},
-		{"GET", "/v1/chains/43114/blocks/12/transactions", 20},
-		{"GET", "/v1/blocks", 20},
-		{"GET", "/v1/chains/allTransactions", 1},
-		{"GET", "/v1/chains/address/0xabc", 1},
-		{"GET", "/v1/address/0xabc/chains", 1},
-		{"GET", "/v1/transactions", 20},
-		{"GET", "/v1/chains/43114/addresses/0xabc/transactions:listErc20", 20},
-		{"GET", "/v1/chains/43114/addresses/0xabc", 20},
-		{"POST", "/v1/webhooks", 20},
-		{"GET", "/v1/webhooks", 10},
-		{"GET", "/v1/webhooks/abc", 10},
-		{"PATCH", "/v1/webhooks/abc", 20},
-		{"DELETE", "/v1/webhooks/abc", 20},
-		{"GET", "/v1/webhooks/abc/addresses", 20},
-		{"PATCH", "/v1/webhooks/abc/addresses", 20},
-		{"DELETE", "/v1/webhooks/abc/addresses", 20},
-		{"POST", "/v1/webhooks:generateOrRotateSharedSecret", 20},
-		{"GET", "/v1/webhooks:getSharedSecret", 10},
-		{"GET", "/v1/unknown/route", DefaultWeight},
-	} {
-		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
-			require.Equal(t, tc.want, Weight(tc.method, tc.path))
-		})
-	}
-}
-
 func TestPolicy(t *testing.T) {
 	free, _ := plan.Defaults().Get(plan.Free)
 	require.Equal(t, "8000;w=60, 2000000;w=86400", PolicyFor(free, 1).Header())
@@ -109,7 +72,9 @@ func TestMiddleware(t *testing.T) {
 	mw, err := Middleware(DefaultConfig(), Deps{
 		Logger: slog.New(slog.DiscardHandler), Registerer: reg, Limiter: NewMemory(), Plans: plans,
 		Subject: func(c *gin.Context) (Subject, bool) { return Subject{Key: "acc", Plan: plan.Free}, true },
-		Now:     func() time.Time { return now },
+		// A block's transactions cost 20 (medium).
+		Weight: func(c *gin.Context) int64 { return 20 },
+		Now:    func() time.Time { return now },
 	})
 	require.NoError(t, err)
 	r := gin.New()

@@ -18,6 +18,7 @@ import (
 	"github.com/moraine-data/moraine/pkg/chains"
 	"github.com/moraine-data/moraine/pkg/testenv"
 	"github.com/moraine-data/moraine/query/internal/data/store"
+	"github.com/moraine-data/moraine/query/internal/server"
 	"github.com/moraine-data/moraine/query/internal/server/pagetoken"
 )
 
@@ -45,7 +46,7 @@ const chainFile = `{"chains": [
 
 type env struct {
 	t         *testing.T
-	router    *gin.Engine
+	router    *server.Engine
 	store     *fakeStore
 	history   *fakeHistory
 	contracts *fakeContracts
@@ -78,12 +79,22 @@ func newEnv(t *testing.T, mw ...gin.HandlerFunc) *env {
 		now: time.Unix(1_800_000_000, 0)}
 	e.tokens, err = pagetoken.NewCodec(bytes.Repeat([]byte("k"), 32), time.Hour, func() time.Time { return e.now })
 	require.NoError(t, err)
-	e.router, err = Router(Deps{
-		Logger: testenv.Logger(t), Registerer: e.reg, Chains: cc, Store: e.store, History: e.history, Contracts: e.contracts, Tokens: e.tokens,
-		Config: DefaultConfig(), Now: func() time.Time { return e.now }, Middleware: mw,
-	})
+	e.router, err = newRouter(Deps{
+		Logger: testenv.Logger(t), Chains: cc, Store: e.store, History: e.history, Contracts: e.contracts, Tokens: e.tokens,
+		Config: DefaultConfig(), Now: func() time.Time { return e.now },
+	}, e.reg, mw...)
 	require.NoError(t, err)
 	return e
+}
+
+// newRouter serves the data API's routes alone, as the query service
+// serves them among the others.
+func newRouter(d Deps, reg prometheus.Registerer, mw ...gin.HandlerFunc) (*server.Engine, error) {
+	a, err := New(d)
+	if err != nil {
+		return nil, err
+	}
+	return server.New(a.Routes(), server.Deps{Logger: d.Logger, Registerer: reg, Middleware: mw})
 }
 
 // seed gives the C-Chain blocks 1..30 (2 s apart) and Fuji blocks 1..20

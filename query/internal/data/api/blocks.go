@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"net/http"
 
 	"github.com/gin-gonic/gin"
 	"golang.org/x/sync/errgroup"
@@ -17,13 +16,6 @@ import (
 
 // mergeConcurrency bounds the per-chain reads of one /v1/blocks request.
 const mergeConcurrency = 4
-
-func registerBlockRoutes(rt *routes, h *handlers) {
-	rt.handle(http.MethodGet, "/blocks", WeightMedium, h.listAllBlocks)
-	rt.handle(http.MethodGet, "/chains/:chainId/blocks", WeightSmall, h.listChainBlocks)
-	rt.handle(http.MethodGet, "/chains/:chainId/blocks/:blockId", WeightSmall, h.getBlock)
-	rt.handle(http.MethodGet, "/chains/:chainId/blocks/:blockId/transactions", WeightMedium, h.listBlockTransactions)
-}
 
 func badToken() error {
 	return apierr.Validation("pageToken must be a page token returned by the previous page of this list")

@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"slices"
 
 	"github.com/gin-gonic/gin"
@@ -13,13 +12,6 @@ import (
 	"github.com/moraine-data/moraine/query/internal/server/apierr"
 	"github.com/moraine-data/moraine/query/internal/server/pagetoken"
 )
-
-func registerChainRoutes(rt *routes, h *handlers) {
-	rt.handle(http.MethodGet, "/chains", WeightFree, h.listChains)
-	// Literal siblings of /chains/:chainId must be registered here too.
-	rt.handle(http.MethodGet, "/chains/allBlocks", WeightFree, h.listAllBlocks) // deprecated twin of /v1/blocks
-	rt.handle(http.MethodGet, "/chains/:chainId", WeightFree, h.getChain)
-}
 
 // chainIndex finds configured chains by EVM chain id or blockchain id.
 type chainIndex struct {

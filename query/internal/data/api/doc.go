@@ -6,28 +6,18 @@
 //
 // # Routes
 //
-//	GET /v1/chains                                        ListChainsResponse; ?network=mainnet|fuji|testnet, ?feature=nftIndexing|webhooks|teleporter  (1 CU)
-//	GET /v1/chains/{chainId}                              GetChainResponse                                                                           (1 CU)
-//	GET /v1/chains/{chainId}/blocks                       ListEvmBlocksResponse; pageSize 1..100 (10), pageToken                                     (10 CU)
-//	GET /v1/chains/{chainId}/blocks/{blockId}             GetEvmBlockResponse                                                                        (10 CU)
-//	GET /v1/chains/{chainId}/blocks/{blockId}/transactions ListNativeTransactionsResponse; pageSize 0..100 (0 = all, no token), pageToken     (20 CU)
-//	GET /v1/blocks                                        ListEvmBlocksResponse across chains; pageSize 1..100 (10), pageToken, network            (20 CU)
-//	GET /v1/chains/allBlocks                              deprecated twin of /v1/blocks                                                              (1 CU)
-//	GET /v1/transactions, /v1/chains/{chainId}/transactions, .../transactions/{txHash},
-//	    /v1/address/{address}/chains, /v1/chains/{chainId}/addresses/{address}[/transactions[:listNative|:listErc20|...]],
-//	    .../tokens/{address}/transfers, .../contracts/{address}/transactions:getDeployment, .../contracts/{address}/deployments
-//	                                                      the transaction-history routes (history.go; query/README.md lists each with its weight)
-//	GET /api-json                                         the OpenAPI 3.1 document of every operation the service serves: these, the webhooks API and moraine's extensions (openapigen)
+// API.Routes is this package's part of the query service's route table
+// (package server): each route's path, operationId, compute-unit weight and
+// handler, declared once. GET /api-json documents them with the rest of the
+// service's routes.
 //
 // chainId is the decimal EVM chain id or the base58 blockchain id of a chain
 // in the chain file; every chainId in a response is the decimal id. blockId
 // is a decimal number up to 2^64-1 or 0x + 64 hex digits (any case).
 //
-// Requests are read as Express reads them: routing uses the path as sent,
-// so an escaped slash stays inside its segment (/v1/chains/43112%2Fblocks
-// is chain "43112/blocks"), and a query value with an invalid percent
-// escape is validated as its raw text (?pageSize=%ZZ is a 400, not the
-// default). Every GET route also answers HEAD.
+// Requests are read as Express reads them (package server): an escaped
+// slash stays inside its segment, and a query value with an invalid percent
+// escape is validated as its raw text.
 //
 // # Errors
 //
@@ -97,17 +87,9 @@
 //
 // # Metrics
 //
-//	moraine_query_http_requests_total{route,method,code}             counter; route is the gin template ("unmatched" for 404s of unknown routes);
-//	                                                                 every route's 400, 401, 403, 404, 429, 500 and 503 exist at 0 from start-up
-//	moraine_query_http_request_duration_seconds{route,method}        histogram
 //	moraine_query_clickhouse_query_duration_seconds{query}           histogram (package store): heads, blocks_range, block_by_number, block_hash, block_transactions, migrations
 //
-// # Extending
-//
-// Later endpoint groups (webhooks, shared secrets, API keys) add a register
-// function beside registerChainRoutes and use routes.handle, which sets the
-// route's compute-unit Weight (RouteWeight) and runs Deps.Middleware
-// (authentication, rate limiting) before the handler. Handlers validate with
-// params, call their store with the request context, and send every error
-// through apierr.Write.
+// The HTTP series are package server's. Handlers validate with params,
+// call their store with the request context, and send every error through
+// apierr.Write.
 package api

@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
-	"strings"
 
 	"github.com/gin-gonic/gin"
 	"golang.org/x/sync/errgroup"
@@ -39,29 +37,6 @@ type HistoryStore interface {
 type Contracts interface {
 	Resolve(ctx context.Context, chain uint64, tokens []evm.Address) map[evm.Address]*tokenmeta.Token
 	Describe(ctx context.Context, chain uint64, addrs []evm.Address) (map[evm.Address]*tokenmeta.Contract, error)
-}
-
-func registerHistoryRoutes(rt *routes, h *handlers) {
-	rt.handle(http.MethodGet, "/transactions", WeightMedium, h.listLatestAllChains)
-	rt.handle(http.MethodGet, "/address/:address/chains", WeightFree, h.listAddressChains)
-	// Literal siblings of /chains/:chainId (deprecated twins, as hosted).
-	rt.handle(http.MethodGet, "/chains/allTransactions", WeightFree, h.listLatestAllChains)
-	rt.handle(http.MethodGet, "/chains/address/:address", WeightFree, h.listAddressChains)
-
-	rt.handle(http.MethodGet, "/chains/:chainId/transactions", WeightMedium, h.listLatestTransactions)
-	rt.handle(http.MethodGet, "/chains/:chainId/transactions/:txHash", WeightMedium, h.getTransaction)
-	rt.handle(http.MethodGet, "/chains/:chainId/addresses/:address", WeightMedium, h.getContractMetadata)
-	rt.handle(http.MethodGet, "/chains/:chainId/addresses/:address/transactions", WeightMedium, h.listTransactions)
-	// The custom-method paths carry a literal colon (AIP-136): "\:" makes
-	// gin match it literally instead of starting a parameter.
-	rt.handle(http.MethodGet, `/chains/:chainId/addresses/:address/transactions\:listNative`, WeightMedium, h.listNative)
-	rt.handle(http.MethodGet, `/chains/:chainId/addresses/:address/transactions\:listErc20`, WeightMedium, h.listErc20)
-	rt.handle(http.MethodGet, `/chains/:chainId/addresses/:address/transactions\:listErc721`, WeightMedium, h.listErc721)
-	rt.handle(http.MethodGet, `/chains/:chainId/addresses/:address/transactions\:listErc1155`, WeightMedium, h.listErc1155)
-	rt.handle(http.MethodGet, `/chains/:chainId/addresses/:address/transactions\:listInternals`, WeightMedium, h.listInternals)
-	rt.handle(http.MethodGet, "/chains/:chainId/tokens/:address/transfers", WeightMedium, h.listTransfers)
-	rt.handle(http.MethodGet, `/chains/:chainId/contracts/:address/transactions\:getDeployment`, WeightMedium, h.getDeployment)
-	rt.handle(http.MethodGet, "/chains/:chainId/contracts/:address/deployments", WeightMedium, h.listDeployments)
 }
 
 // addressListSpec is what an address-list route accepts and reads.
@@ -515,7 +490,3 @@ func (h *handlers) listAddressChains(c *gin.Context) {
 	}
 	ok(c, out)
 }
-
-// routeLabel is a route template without the backslash that registers a
-// literal colon (gin reports it with or without), as metrics label it.
-func routeLabel(path string) string { return strings.ReplaceAll(path, `\`, "") }

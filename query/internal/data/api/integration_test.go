@@ -38,8 +38,8 @@ func TestPagingWhileAppending(t *testing.T) {
 	st.SetConn(conn)
 	tokens, err := pagetoken.NewCodec(bytes.Repeat([]byte("k"), 32), time.Hour, nil)
 	require.NoError(t, err)
-	router, err := Router(Deps{Logger: testenv.Logger(t), Registerer: prometheus.NewRegistry(), Chains: cc,
-		Store: st, History: st, Contracts: newFakeContracts(), Tokens: tokens, Config: DefaultConfig()})
+	router, err := newRouter(Deps{Logger: testenv.Logger(t), Chains: cc,
+		Store: st, History: st, Contracts: newFakeContracts(), Tokens: tokens, Config: DefaultConfig()}, prometheus.NewRegistry())
 	require.NoError(t, err)
 	get := func(path string, into any) {
 		t.Helper()

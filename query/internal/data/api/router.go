@@ -3,24 +3,18 @@ package api
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/moraine-data/moraine/pkg/chains"
 	"github.com/moraine-data/moraine/query/internal/data/store"
+	"github.com/moraine-data/moraine/query/internal/server"
 	"github.com/moraine-data/moraine/query/internal/server/apierr"
 	"github.com/moraine-data/moraine/query/internal/server/pagetoken"
 )
-
-func init() {
-	// Release mode once, before any engine exists: SetMode writes a global.
-	gin.SetMode(gin.ReleaseMode)
-}
 
 // Store is what the block and chain handlers read; *store.ClickHouse
 // implements it, handler tests use a fake.
@@ -38,12 +32,11 @@ type Store interface {
 	BlockTransactions(ctx context.Context, b store.Block, from uint32, limit int) ([]store.Tx, error)
 }
 
-// Deps are the router's collaborators.
+// Deps are the data API's collaborators.
 type Deps struct {
-	Logger     *slog.Logger
-	Registerer prometheus.Registerer
-	Chains     *chains.Config
-	Store      Store
+	Logger *slog.Logger
+	Chains *chains.Config
+	Store  Store
 	// History serves the transaction, address and contract routes.
 	History HistoryStore
 	// Contracts asks token contracts about themselves (eth_call).
@@ -52,27 +45,17 @@ type Deps struct {
 	Config    Config
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
-	// Middleware runs on every /v1 route, after the route's compute-unit
-	// weight is set (RouteWeight) and before its handler: the place for
-	// API-key authentication and rate limiting. It aborts with
-	// apierr.Write.
-	Middleware []gin.HandlerFunc
-	// Register adds further route groups to the engine (the webhook API:
-	// mgmt.Register), before the per-route series are created, so that
-	// their series exist from start-up too.
-	Register []func(*gin.Engine) error
 }
 
-// Router builds the HTTP API: gin.New() with metrics, access log and panic
-// recovery, every route of this package, the OpenAPI document and the
-// NestJS-style 404 for anything else. New endpoint groups add a
-// register function next to registerChainRoutes and call it here.
-func Router(d Deps) (*gin.Engine, error) {
+// API is the data routes: chains, blocks, transactions, address history and
+// contracts.
+type API struct{ h *handlers }
+
+// New validates the collaborators; no I/O.
+func New(d Deps) (*API, error) {
 	switch {
 	case d.Logger == nil:
 		return nil, errors.New("api: Deps.Logger is required")
-	case d.Registerer == nil:
-		return nil, errors.New("api: Deps.Registerer is required")
 	case d.Chains == nil:
 		return nil, errors.New("api: Deps.Chains is required")
 	case d.Store == nil:
@@ -90,87 +73,53 @@ func Router(d Deps) (*gin.Engine, error) {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	r := gin.New()
-	// Express (NestJS) answers a known path with an unknown method as an
-	// unknown route: 404 "Cannot POST /v1/chains", never 405. No
-	// redirects either: a client gets the answer for what it asked.
-	r.HandleMethodNotAllowed = false
-	r.RedirectTrailingSlash = false
-	r.RedirectFixedPath = false
-	// Route on the path as sent, as Express does: an escaped slash is part
-	// of a segment (/v1/chains/43112%2Fblocks is chain "43112/blocks", a
-	// 400), not a separator. Parameters are unescaped after matching.
-	r.UseRawPath = true
-	r.UnescapePathValues = true
-	if err := r.SetTrustedProxies(d.Config.TrustedProxies); err != nil {
-		return nil, fmt.Errorf("api: trusted proxies: %w", err)
-	}
-	m := newMetrics(d.Registerer)
-	r.Use(m.middleware(), accessLog(d.Logger), recovery(d.Logger), cors(), keepBadEscapes())
-	r.NoRoute(func(c *gin.Context) {
-		apierr.Write(c, apierr.NotFound(fmt.Sprintf("Cannot %s %s", c.Request.Method, c.Request.URL.RequestURI())))
-	})
-
-	h := &handlers{
+	return &API{h: &handlers{
 		logger: d.Logger, store: d.Store, tokens: d.Tokens, cfg: d.Config, now: d.Now,
 		chains:  newChainIndex(d.Chains),
 		history: historyDeps{store: d.History, contracts: d.Contracts, tokens: newHistoryTokens(d.Tokens)},
+	}}, nil
+}
+
+// Routes is the data API's part of the route table. The literal siblings
+// of /v1/chains/{chainId} (allBlocks, allTransactions, address) are routes
+// of their own, as hosted.
+func (a *API) Routes() []server.Route {
+	h := a.h
+	get := func(path, op string, w server.Weight, fn gin.HandlerFunc) server.Route {
+		return server.Route{Method: http.MethodGet, Path: path, Operation: op, Weight: w, Access: server.Public, Handler: fn}
 	}
-	rt := &routes{group: r.Group("/v1"), middleware: d.Middleware, metrics: m}
-	registerChainRoutes(rt, h)
-	registerBlockRoutes(rt, h)
-	registerHistoryRoutes(rt, h)
-
-	r.GET("/api-json", serveOpenAPI)
-	for _, reg := range d.Register {
-		if err := reg(r); err != nil {
-			return nil, err
-		}
-	}
-	m.initErrorSeries(r.Routes())
-	return r, nil
-}
-
-// Weight is a route's cost in compute units (CONTRACT.md section 7.1).
-type Weight int
-
-// The x-execution-weight values of the spec.
-const (
-	WeightFree   Weight = 1
-	WeightSmall  Weight = 10
-	WeightMedium Weight = 20
-	WeightLarge  Weight = 50
-	WeightXL     Weight = 100
-	WeightXXL    Weight = 200
-)
-
-const weightKey = "moraine.api.weight"
-
-// RouteWeight returns the compute-unit weight of the matched route, for
-// rate-limiting middleware (0 outside /v1 routes).
-func RouteWeight(c *gin.Context) Weight {
-	w, _ := c.Get(weightKey)
-	n, _ := w.(Weight)
-	return n
-}
-
-// routes registers /v1 handlers with their weight and the shared middleware.
-type routes struct {
-	group      *gin.RouterGroup
-	middleware []gin.HandlerFunc
-	metrics    *metrics
-}
-
-func (rt *routes) handle(method, path string, w Weight, h gin.HandlerFunc) {
-	chain := make([]gin.HandlerFunc, 0, len(rt.middleware)+2)
-	chain = append(chain, func(c *gin.Context) { c.Set(weightKey, w) })
-	chain = append(chain, rt.middleware...)
-	chain = append(chain, h)
-	rt.group.Handle(method, path, chain...)
-	rt.metrics.initRoute(routeLabel(rt.group.BasePath()+path), method)
-	if method == http.MethodGet {
-		// Express answers HEAD for every GET route; net/http drops the body.
-		rt.group.Handle(http.MethodHead, path, chain...)
+	return []server.Route{
+		// EVM chains.
+		get("/v1/chains", "supportedChains", server.WeightFree, h.listChains),
+		get("/v1/chains/{chainId}", "getChainInfo", server.WeightFree, h.getChain),
+		get("/v1/chains/allBlocks", "listAllLatestBlocks", server.WeightFree, h.listAllBlocks), // deprecated twin of /v1/blocks
+		get("/v1/chains/allTransactions", "listAllLatestTransactions", server.WeightFree, h.listLatestAllChains),
+		get("/v1/chains/address/{address}", "getAddressChains", server.WeightFree, h.listAddressChains),
+		// No weight in the spec: free, like its deprecated twin above.
+		get("/v1/address/{address}/chains", "listAddressChains", server.WeightFree, h.listAddressChains),
+		// EVM blocks. /v1/blocks has no weight in the spec: medium, as the
+		// hosted docs price it.
+		get("/v1/blocks", "listLatestBlocksAllChains", server.WeightMedium, h.listAllBlocks),
+		get("/v1/chains/{chainId}/blocks", "getLatestBlocks", server.WeightSmall, h.listChainBlocks),
+		get("/v1/chains/{chainId}/blocks/{blockId}", "getBlock", server.WeightSmall, h.getBlock),
+		// EVM transactions, address history and contracts. /v1/transactions
+		// has no weight in the spec: priced like its twin /v1/blocks;
+		// getContractMetadata (none in the spec either), which asks the
+		// chain's node, medium.
+		get("/v1/chains/{chainId}/blocks/{blockId}/transactions", "getTransactionsForBlock", server.WeightMedium, h.listBlockTransactions),
+		get("/v1/transactions", "listLatestTransactionsAllChains", server.WeightMedium, h.listLatestAllChains),
+		get("/v1/chains/{chainId}/transactions", "listLatestTransactions", server.WeightMedium, h.listLatestTransactions),
+		get("/v1/chains/{chainId}/transactions/{txHash}", "getTransaction", server.WeightMedium, h.getTransaction),
+		get("/v1/chains/{chainId}/addresses/{address}", "getContractMetadata", server.WeightMedium, h.getContractMetadata),
+		get("/v1/chains/{chainId}/addresses/{address}/transactions", "listTransactions", server.WeightMedium, h.listTransactions),
+		get("/v1/chains/{chainId}/addresses/{address}/transactions:listNative", "listNativeTransactions", server.WeightMedium, h.listNative),
+		get("/v1/chains/{chainId}/addresses/{address}/transactions:listErc20", "listErc20Transactions", server.WeightMedium, h.listErc20),
+		get("/v1/chains/{chainId}/addresses/{address}/transactions:listErc721", "listErc721Transactions", server.WeightMedium, h.listErc721),
+		get("/v1/chains/{chainId}/addresses/{address}/transactions:listErc1155", "listErc1155Transactions", server.WeightMedium, h.listErc1155),
+		get("/v1/chains/{chainId}/addresses/{address}/transactions:listInternals", "listInternalTransactions", server.WeightMedium, h.listInternals),
+		get("/v1/chains/{chainId}/tokens/{address}/transfers", "listTransfers", server.WeightMedium, h.listTransfers),
+		get("/v1/chains/{chainId}/contracts/{address}/transactions:getDeployment", "getDeploymentTransaction", server.WeightMedium, h.getDeployment),
+		get("/v1/chains/{chainId}/contracts/{address}/deployments", "listContractDeployments", server.WeightMedium, h.listDeployments),
 	}
 }
 
@@ -179,9 +128,6 @@ type Config struct {
 	// ChainStaleAfter: a chain whose head this process has not seen advance
 	// for this long is listed as UNAVAILABLE (0 disables).
 	ChainStaleAfter time.Duration
-	// TrustedProxies are the proxies whose X-Forwarded-For is believed
-	// for the client IP (none by default).
-	TrustedProxies []string
 	// StatusTimeout bounds the head read behind chain statuses, so
 	// /v1/chains answers quickly (UNAVAILABLE) when ClickHouse hangs.
 	StatusTimeout time.Duration

@@ -1,7 +1,7 @@
 // Package webhookapi serves the Webhooks API of the Avalanche Data API for
 // EVM address_activity webhooks (CONTRACT.md sections 2.7 to 2.14).
 //
-// # Routes (Register, on the /v1 group)
+// # Routes (API.Routes, in the query service's route table)
 //
 //	POST   /v1/webhooks                                201 EVMAddressActivityResponse
 //	GET    /v1/webhooks?status=&pageSize=&pageToken=   200 {webhooks, nextPageToken?}, newest first
@@ -15,11 +15,11 @@
 //	POST   /v1/webhooks:generateOrRotateSharedSecret   201 {secret}: 32 random bytes, 64 lowercase hex
 //	GET    /v1/webhooks:getSharedSecret                200 {secret}; 404 before the first generate
 //
-// The two custom-method paths carry a literal colon; they are registered
-// with gin's escaped colon ("\:"), which does not clash with /webhooks/:id.
-// Every GET route also answers HEAD (Express does), with the same checks.
+// The two custom-method paths carry a literal colon. Every GET route also
+// answers HEAD (Express does), with the same checks (package server).
 //
-// Every route needs an API key (auth.RequireAccount, 401 otherwise) and
+// Every route needs an API key (server.Account: package access answers 401
+// otherwise, before charging the request) and
 // acts on the caller's account only: another account's webhook id is 404,
 // exactly like an unknown one, and page tokens are bound to the account.
 //

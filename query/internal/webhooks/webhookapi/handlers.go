@@ -94,7 +94,8 @@ type handlers struct {
 }
 
 func principal(c *gin.Context) auth.Principal {
-	// RequireAccount runs first, so the principal is set.
+	// Every route is server.Account: access control let the request
+	// through only with a valid key, so the principal is set.
 	return *auth.From(c).Principal
 }
 

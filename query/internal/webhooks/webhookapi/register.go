@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -14,8 +15,8 @@ import (
 	"github.com/moraine-data/moraine/pkg/guard"
 	"github.com/moraine-data/moraine/pkg/obs"
 	"github.com/moraine-data/moraine/pkg/watch"
-	"github.com/moraine-data/moraine/query/internal/access/auth"
 	"github.com/moraine-data/moraine/query/internal/access/plan"
+	"github.com/moraine-data/moraine/query/internal/server"
 )
 
 // Config is the webhook API's settings.
@@ -93,34 +94,33 @@ type Deps struct {
 	// PageTokenKey signs page tokens (at least 32 bytes, the same on every
 	// instance).
 	PageTokenKey []byte
-	// Middleware runs before every webhook handler, in order: typically
-	// auth.Identify, the rate limiter and auth.RejectInvalid. Register adds
-	// auth.RequireAccount after it.
-	Middleware []gin.HandlerFunc
-	Hooks      Hooks
+	Hooks        Hooks
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 	// Resolver resolves webhook URL hosts (net.DefaultResolver when nil).
 	Resolver guard.Resolver
 }
 
-// Register adds the webhook and shared-secret routes to rg, the /v1 group.
-func Register(rg *gin.RouterGroup, cfg Config, d Deps) error {
+// API is the webhook and shared-secret routes.
+type API struct{ h *handlers }
+
+// New validates the settings and collaborators; no I/O.
+func New(cfg Config, d Deps) (*API, error) {
 	if err := cfg.Validate(); err != nil {
-		return err
+		return nil, err
 	}
 	if d.Logger == nil || d.Registerer == nil || d.Store == nil || d.Publisher == nil ||
 		d.Locks == nil || d.Clock == nil || d.Plans == nil || d.Chains == nil {
-		return errors.New("webhookapi: Deps.Logger, Registerer, Store, Publisher, Locks, Clock, Plans and Chains are required")
+		return nil, errors.New("webhookapi: Deps.Logger, Registerer, Store, Publisher, Locks, Clock, Plans and Chains are required")
 	}
 	if d.Now == nil {
 		d.Now = time.Now
 	}
 	tokens, err := newTokenCodec(d.PageTokenKey, cfg.PageTokenTTL, d.Now)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	h := &handlers{
+	return &API{h: &handlers{
 		svc: &service{
 			cfg: cfg, store: d.Store, pub: d.Publisher, locks: d.Locks, clock: d.Clock, plans: d.Plans,
 			hooks: d.Hooks, chains: d.Chains, logger: d.Logger.With("component", "webhookapi"), now: d.Now,
@@ -128,32 +128,32 @@ func Register(rg *gin.RouterGroup, cfg Config, d Deps) error {
 			policy:  guard.Policy{AllowPrivate: cfg.AllowPrivateTargets, Resolver: d.Resolver, ResolveTimeout: cfg.URLResolveTimeout},
 		},
 		chains: d.Chains, tokens: tokens, maxBody: cfg.MaxBodyBytes,
+	}}, nil
+}
+
+// Routes is the webhook API's part of the route table. Every route needs
+// an API key (server.Account): webhooks belong to accounts. The
+// custom-method paths carry a literal colon (AIP-136).
+func (a *API) Routes() []server.Route {
+	h := a.h
+	route := func(method, path, op string, w server.Weight, fn gin.HandlerFunc) server.Route {
+		return server.Route{Method: method, Path: path, Operation: op, Weight: w, Access: server.Account, Handler: fn}
 	}
-	chain := func(fn gin.HandlerFunc) []gin.HandlerFunc {
-		out := append([]gin.HandlerFunc(nil), d.Middleware...)
-		return append(out, auth.RequireAccount(), fn)
+	return []server.Route{
+		route(http.MethodPost, "/v1/webhooks", "createWebhook", server.WeightMedium, h.create),
+		route(http.MethodGet, "/v1/webhooks", "listWebhooks", server.WeightSmall, h.list),
+		route(http.MethodPost, "/v1/webhooks:generateOrRotateSharedSecret", "generateOrRotateSharedSecret", server.WeightMedium, h.rotateSecret),
+		route(http.MethodGet, "/v1/webhooks:getSharedSecret", "getSharedSecret", server.WeightSmall, h.getSecret),
+		route(http.MethodGet, "/v1/webhooks/{id}", "getWebhook", server.WeightSmall, h.get),
+		route(http.MethodPatch, "/v1/webhooks/{id}", "updateWebhook", server.WeightMedium, h.update),
+		route(http.MethodDelete, "/v1/webhooks/{id}", "deactivateWebhook", server.WeightMedium, h.deactivate),
+		route(http.MethodGet, "/v1/webhooks/{id}/addresses", "getAddressesFromWebhook", server.WeightMedium, h.listAddresses),
+		route(http.MethodPatch, "/v1/webhooks/{id}/addresses", "addAddressesToWebhook", server.WeightMedium, h.addAddresses),
+		route(http.MethodDelete, "/v1/webhooks/{id}/addresses", "removeAddressesFromWebhook", server.WeightMedium, h.removeAddresses),
+		// moraine's extension: the delivery log, priced like a list.
+		{Method: http.MethodGet, Path: "/v1/webhooks/{id}/deliveries", Operation: "listWebhookDeliveries", Weight: server.WeightSmall,
+			Access: server.Account, Extension: deliveriesDoc, Handler: h.listDeliveries},
 	}
-	get := func(path string, fn gin.HandlerFunc) {
-		rg.GET(path, chain(fn)...)
-		// Express answers HEAD for every GET route (as the block routes
-		// do); net/http drops the body.
-		rg.HEAD(path, chain(fn)...)
-	}
-	rg.POST("/webhooks", chain(h.create)...)
-	get("/webhooks", h.list)
-	// The custom-method paths carry a literal colon (AIP-136). gin reads
-	// ":" as a parameter; "\:" registers it literally (gin >= 1.10), and the
-	// routes do not clash with /webhooks/:id, which has a "/" first.
-	rg.POST(`/webhooks\:generateOrRotateSharedSecret`, chain(h.rotateSecret)...)
-	get(`/webhooks\:getSharedSecret`, h.getSecret)
-	get("/webhooks/:id", h.get)
-	rg.PATCH("/webhooks/:id", chain(h.update)...)
-	rg.DELETE("/webhooks/:id", chain(h.deactivate)...)
-	get("/webhooks/:id/addresses", h.listAddresses)
-	rg.PATCH("/webhooks/:id/addresses", chain(h.addAddresses)...)
-	rg.DELETE("/webhooks/:id/addresses", chain(h.removeAddresses)...)
-	get("/webhooks/:id/deliveries", h.listDeliveries)
-	return nil
 }
 
 type metrics struct {

@@ -29,10 +29,12 @@ import (
 	"github.com/moraine-data/moraine/pkg/testenv"
 	"github.com/moraine-data/moraine/pkg/watch"
 	"github.com/moraine-data/moraine/pkg/watch/watchtest"
+	"github.com/moraine-data/moraine/query/internal/access"
 	"github.com/moraine-data/moraine/query/internal/access/auth"
 	"github.com/moraine-data/moraine/query/internal/access/plan"
 	"github.com/moraine-data/moraine/query/internal/access/ratelimit"
 	"github.com/moraine-data/moraine/query/internal/ops/admin"
+	"github.com/moraine-data/moraine/query/internal/server"
 	"github.com/moraine-data/moraine/query/internal/webhooks/reconcile"
 	"github.com/moraine-data/moraine/query/internal/webhooks/webhookapi"
 )
@@ -161,17 +163,8 @@ func Start(t testing.TB, o Options) *Env {
 		e.Watch.Close()
 	})
 
-	authn, err := auth.New(auth.DefaultConfig(), auth.Deps{Logger: logger, Registerer: e.Registry, Store: e.DB})
-	if err != nil {
-		t.Fatal(err)
-	}
-	limit, err := ratelimit.Middleware(o.RateLimit, ratelimit.Deps{
-		Logger: logger, Registerer: e.Registry, Limiter: ratelimit.NewMemory(), Plans: o.Plans,
-		Subject: func(c *gin.Context) (ratelimit.Subject, bool) {
-			k, p := auth.Subject(c)
-			return ratelimit.Subject{Key: k, Plan: p}, true
-		},
-	})
+	acc, err := access.New(access.Config{Auth: auth.DefaultConfig(), RateLimit: o.RateLimit},
+		access.Deps{Logger: logger, Registerer: e.Registry, Keys: e.DB, Plans: o.Plans})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,13 +172,14 @@ func Start(t testing.TB, o Options) *Env {
 	if o.WrapPublisher != nil {
 		pub = o.WrapPublisher(pub)
 	}
-	r := gin.New()
-	r.Use(gin.Recovery())
-	err = webhookapi.Register(r.Group("/v1"), o.Webhooks, webhookapi.Deps{
+	api, err := webhookapi.New(o.Webhooks, webhookapi.Deps{
 		Logger: logger, Registerer: e.Registry, Store: e.DB, Publisher: pub, Locks: locks, Clock: clock,
-		Plans: o.Plans, Chains: chainCfg, PageTokenKey: PageTokenKey, Hooks: o.Hooks,
-		Middleware: []gin.HandlerFunc{authn.Identify(), limit, auth.RejectInvalid()}, Resolver: o.Resolver,
+		Plans: o.Plans, Chains: chainCfg, PageTokenKey: PageTokenKey, Hooks: o.Hooks, Resolver: o.Resolver,
 	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := server.New(api.Routes(), server.Deps{Logger: logger, Registerer: e.Registry, Middleware: acc.Middleware()})
 	if err != nil {
 		t.Fatal(err)
 	}

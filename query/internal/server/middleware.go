@@ -1,4 +1,4 @@
-package api
+package server
 
 import (
 	"fmt"
@@ -32,30 +32,35 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 }
 
-// initRoute pre-creates the series of a route so dashboards see 0, not
-// nothing.
-func (m *metrics) initRoute(route, method string) {
-	m.requests.WithLabelValues(route, method, "200")
-	m.duration.WithLabelValues(route, method)
-}
-
 // errorCodes are the error statuses the spec lists for every operation
 // that the service answers: 400, 401, 403, 404, 429, 500 (a bug) and 503
 // (ClickHouse or Kafka cannot answer).
 var errorCodes = []string{"400", "401", "403", "404", "429", "500", "503"}
 
-// initErrorSeries pre-creates, for every route, the error codes and the
-// duration histogram. A ratio of 5xx over all requests (rules.yml's
-// moraine:query_http_5xx_ratio:rate5m, the dashboard's 4xx and 5xx ratios)
-// has no numerator until an error series exists, and rate() cannot count
-// the increase that creates a series: the first errors would never alert.
-func (m *metrics) initErrorSeries(routes gin.RoutesInfo) {
-	for _, r := range routes {
-		for _, code := range errorCodes {
-			m.requests.WithLabelValues(r.Path, r.Method, code)
-		}
-		m.duration.WithLabelValues(r.Path, r.Method)
+// initRoute pre-creates the series of a route, its error codes included, so
+// dashboards see 0, not nothing. A ratio of 5xx over all requests
+// (rules.yml's moraine:query_http_5xx_ratio:rate5m, the dashboard's 4xx and
+// 5xx ratios) has no numerator until an error series exists, and rate()
+// cannot count the increase that creates a series: the first errors would
+// never alert.
+func (m *metrics) initRoute(route, method string) {
+	m.requests.WithLabelValues(route, method, "200")
+	for _, code := range errorCodes {
+		m.requests.WithLabelValues(route, method, code)
 	}
+	m.duration.WithLabelValues(route, method)
+}
+
+// routeLabel names the request's route in metrics and logs: its Template,
+// "/api-json" for the document, "unmatched" for an unknown route.
+func routeLabel(c *gin.Context) string {
+	if rt := RouteOf(c); rt.Path != "" {
+		return rt.Template()
+	}
+	if p := c.FullPath(); p != "" {
+		return p
+	}
+	return "unmatched"
 }
 
 var knownMethods = map[string]bool{
@@ -67,10 +72,7 @@ func (m *metrics) middleware() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		start := time.Now()
 		c.Next()
-		route := routeLabel(c.FullPath())
-		if route == "" {
-			route = "unmatched"
-		}
+		route := routeLabel(c)
 		method := c.Request.Method
 		if !knownMethods[method] {
 			method = "other" // bounded label values
@@ -89,7 +91,7 @@ func accessLog(logger *slog.Logger) gin.HandlerFunc {
 		status := c.Writer.Status()
 		attrs := []slog.Attr{
 			slog.String("method", c.Request.Method),
-			slog.String("route", c.FullPath()),
+			slog.String("route", routeLabel(c)),
 			slog.String("path", c.Request.URL.Path),
 			slog.Int("status", status),
 			slog.Duration("duration", time.Since(start)),

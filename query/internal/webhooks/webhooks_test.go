@@ -1,11 +1,9 @@
-package mgmt_test
+package webhooks_test
 
 import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -19,13 +17,16 @@ import (
 	"github.com/moraine-data/moraine/pkg/chains"
 	"github.com/moraine-data/moraine/pkg/guard/guardtest"
 	"github.com/moraine-data/moraine/pkg/testenv"
+	"github.com/moraine-data/moraine/query/internal/access"
+	"github.com/moraine-data/moraine/query/internal/access/plan"
 	"github.com/moraine-data/moraine/query/internal/ops/admin"
-	"github.com/moraine-data/moraine/query/internal/webhooks/mgmt"
+	"github.com/moraine-data/moraine/query/internal/server"
+	"github.com/moraine-data/moraine/query/internal/webhooks"
 	"github.com/moraine-data/moraine/query/internal/webhooks/webhookapi/webhookapitest"
 )
 
-// TestAssembly wires the parts the way internal/app does, on a router with
-// a stand-in block route: keyless reads are charged to the unauthenticated
+// TestAssembly wires the parts the way internal/app does, on a route table
+// with a stand-in block route: keyless reads are charged to the unauthenticated
 // tier, a key's reads to its account, webhook routes work, changes reach
 // the topic, and the reconciler becomes ready. (The official SDK runs
 // against the whole service in internal/app TestSDKWebhooks.)
@@ -34,23 +35,29 @@ func TestAssembly(t *testing.T) {
 	k := testenv.Kafka(t)
 	cc, err := chains.Parse([]byte(webhookapitest.Chains))
 	require.NoError(t, err)
-	plansFile := filepath.Join(t.TempDir(), "plans.json")
-	require.NoError(t, os.WriteFile(plansFile, []byte(`{"plans":{"unauthenticated":{"cuPerMinute":25}}}`), 0o600))
-	cfg := mgmt.DefaultConfig()
-	cfg.Kafka, cfg.Plans.File, cfg.Watch = k, plansFile, webhookapitest.TestWatchConfig()
-	require.NoError(t, cfg.Validate())
-	m, err := mgmt.New(cfg, mgmt.Deps{Logger: testenv.Logger(t), Registerer: prometheus.NewRegistry(), Chains: cc, PageTokenKey: webhookapitest.PageTokenKey, Resolver: guardtest.Resolver{}})
+	plans, err := plan.Parse([]byte(`{"plans":{"unauthenticated":{"cuPerMinute":25}}}`))
 	require.NoError(t, err)
-	gin.SetMode(gin.ReleaseMode)
-	r := gin.New()
-	r.GET("/v1/chains/:chainId/blocks", append(m.Middleware(), func(c *gin.Context) { c.JSON(200, gin.H{"blocks": []any{}}) })...)
-	require.NoError(t, m.Register(r))
-	m.SetConn(conn)
+	cfg := webhooks.DefaultConfig()
+	cfg.Kafka, cfg.Watch = k, webhookapitest.TestWatchConfig()
+	require.NoError(t, cfg.Validate())
+	reg := prometheus.NewRegistry()
+	db, err := accountdb.New(accountdb.DefaultConfig(), reg)
+	require.NoError(t, err)
+	db.SetConn(conn)
+	w, err := webhooks.New(cfg, webhooks.Deps{Logger: testenv.Logger(t), Registerer: reg, Chains: cc, DB: db, Plans: plans,
+		PageTokenKey: webhookapitest.PageTokenKey, Resolver: guardtest.Resolver{}})
+	require.NoError(t, err)
+	gate, err := access.New(access.DefaultConfig(), access.Deps{Logger: testenv.Logger(t), Registerer: reg, Keys: db, Plans: plans})
+	require.NoError(t, err)
+	block := server.Route{Method: http.MethodGet, Path: "/v1/chains/{chainId}/blocks", Operation: "getLatestBlocks", Weight: server.WeightSmall,
+		Handler: func(c *gin.Context) { c.JSON(200, gin.H{"blocks": []any{}}) }}
+	r, err := server.New(append(w.Routes(), block), server.Deps{Logger: testenv.Logger(t), Registerer: reg, Middleware: gate.Middleware()})
+	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
+	go func() { done <- w.Run(ctx) }()
 	t.Cleanup(func() { cancel(); require.NoError(t, <-done) })
-	require.Eventually(t, func() bool { return m.Ready(ctx) == nil }, 30*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return w.Ready(ctx) == nil }, 30*time.Second, 20*time.Millisecond)
 	srv := httptest.NewServer(r)
 	t.Cleanup(srv.Close)
 
@@ -71,7 +78,7 @@ func TestAssembly(t *testing.T) {
 	require.Equal(t, "5", resp.Header.Get("ratelimit-remaining"))
 	require.Equal(t, 429, get("/v1/chains/43112/blocks", "").StatusCode)
 
-	adm := &admin.Admin{DB: m.DB(), Clock: accountdb.NewClock(nil)}
+	adm := &admin.Admin{DB: db, Clock: accountdb.NewClock(nil)}
 	acc, err := adm.CreateAccount(ctx, "a", "free")
 	require.NoError(t, err)
 	key, err := adm.CreateKey(ctx, acc.ID)
@@ -87,5 +94,5 @@ func TestAssembly(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, 201, resp.StatusCode)
-	webhookapitest.WaitAgree(t, m.DB(), k, 10*time.Second)
+	webhookapitest.WaitAgree(t, db, k, 10*time.Second)
 }
