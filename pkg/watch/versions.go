@@ -73,6 +73,18 @@ func (v *Versions) Admit(key []byte, version uint64) bool {
 // version header (RecordVersion; tombstones carry it too).
 func (v *Versions) AdmitRecord(r *kgo.Record) bool { return v.Admit(r.Key, RecordVersion(r)) }
 
+// Forget drops key's remembered version, for state whose keys come and go
+// for good (the matcher's per-block stream entries) and whose reader
+// catches up before it acts, so that the map does not grow for ever. The
+// address-watch readers never forget: a removal must keep refusing the
+// records from before it.
+func (v *Versions) Forget(key []byte) {
+	k := keyHash(key)
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	delete(v.seen, k)
+}
+
 // Len is the number of keys whose version is remembered.
 func (v *Versions) Len() int {
 	v.mu.Lock()

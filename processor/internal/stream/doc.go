@@ -25,6 +25,9 @@
 // sequence for seq: keys, the blocks-topic offset of the record that
 // changed them for block keys) and are applied by the rule of pkg/watch
 // Versions, so the reader's late copy of a key never undoes a newer commit.
+// A block key's version is forgotten once the key is tombstoned (block keys
+// never return), so what the state remembers stays as small as the window;
+// a webhook's sequence keeps its version.
 //
 // # Rules
 //

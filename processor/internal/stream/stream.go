@@ -70,10 +70,15 @@ func (s *State) apply(key string, value []byte) error {
 		switch kind {
 		case codec.StreamKeySequence:
 			delete(s.seq, key)
-		case codec.StreamKeyEmitted:
+		case codec.StreamKeyEmitted, codec.StreamKeyPending:
 			delete(s.emitted, key)
-		case codec.StreamKeyPending:
 			delete(s.pending, key)
+			// A block's keys never come back once tombstoned (the block
+			// left the window, was released or orphaned), so its version
+			// is forgotten and the versions stay as few as the live keys;
+			// the catch-up before each batch orders what the reader
+			// applies after.
+			s.versions.Forget([]byte(key))
 		}
 		return nil
 	}
@@ -119,6 +124,9 @@ func (s *State) Sequence(webhookID string) uint64 {
 	return s.seq[codec.StreamSequenceKey(webhookID)]
 }
 
+// versionsKept is how many keys' versions the state remembers.
+func (s *State) versionsKept() int { return s.versions.Len() }
+
 // Sizes are the numbers of emitted and pending entries (metrics).
 func (s *State) Sizes() (emitted, pending int) {
 	s.mu.Lock()
@@ -150,6 +158,7 @@ func (s *State) Commit(b *Batch) {
 		if e, ok := b.emitted[key]; ok {
 			if e == nil {
 				delete(s.emitted, key)
+				s.versions.Forget([]byte(key))
 			} else {
 				s.emitted[key] = e
 			}
@@ -157,6 +166,7 @@ func (s *State) Commit(b *Batch) {
 		if p, ok := b.pending[key]; ok {
 			if p == nil {
 				delete(s.pending, key)
+				s.versions.Forget([]byte(key))
 			} else {
 				s.pending[key] = p
 			}

@@ -208,4 +208,16 @@ func TestWindowPrunes(t *testing.T) {
 	s.Commit(b)
 	e, _ := s.Sizes()
 	require.Zero(t, e)
+	// What is remembered stays as few as the live keys: the pruned block's
+	// version is forgotten, the webhook's sequence is kept.
+	require.Equal(t, 1, s.versionsKept())
+	// The reader's copy of the records, the tombstone last, leaves the same.
+	for _, r := range recs {
+		if r.Topic == "stream" {
+			s.ApplyRecord(r)
+		}
+	}
+	e, _ = s.Sizes()
+	require.Zero(t, e)
+	require.Equal(t, uint64(1), s.Sequence("w"))
 }
