@@ -1,25 +1,18 @@
 package e2e
 
 import (
-	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/moraine-data/moraine/pkg/accountdb"
-	"github.com/moraine-data/moraine/pkg/watch"
 )
 
 // streamMsg is one delivery as a receiver of the webhook stream reads it.
@@ -174,7 +167,6 @@ func TestWebhookStreamDevchain(t *testing.T) {
 
 	recv := newReceiver(t)
 	var secret string
-	ids := map[string]string{} // path -> webhook id
 	s := startServices(t, fmt.Sprintf(`{"evmChainId":"43112","name":"Development chain","network":"devnet",
 		"rpcUrls":["%s"],"wsUrl":"ws://%s","networkToken":{"name":"Avalanche","symbol":"AVAX","decimals":18},
 		"traces":true,"webhooks":true,"startBlock":0}`, rpcURL, rpcAddr), pipelineOpts{
@@ -190,17 +182,23 @@ func TestWebhookStreamDevchain(t *testing.T) {
 			secret = sec.Secret
 			for _, path := range []string{"/c0", "/c8"} {
 				var w struct {
-					ID string `json:"id"`
+					ID            string `json:"id"`
+					Confirmations uint32 `json:"confirmations"`
 				}
-				if code := call(t, "POST", s.api+"/v1/webhooks", key, map[string]any{
+				body := map[string]any{
 					"url": recv.srv.URL + path, "chainId": "43112", "eventType": "address_activity",
 					"metadata": map[string]any{"addresses": watched},
-				}, &w); code != http.StatusCreated {
+				}
+				if path == "/c8" {
+					body["confirmations"] = confirmations
+				}
+				if code := call(t, "POST", s.api+"/v1/webhooks", key, body, &w); code != http.StatusCreated {
 					t.Fatalf("create webhook %s: %d", path, code)
 				}
-				ids[path] = w.ID
+				if path == "/c8" && w.Confirmations != confirmations {
+					t.Fatalf("webhook %s created with confirmations %d", path, w.Confirmations)
+				}
 			}
-			setConfirmations(t, s, ids["/c8"], confirmations)
 		}})
 
 	head := func() uint64 {
@@ -366,35 +364,4 @@ func TestWebhookStreamDevchain(t *testing.T) {
 		t.Logf("reorg of depth %d: %d retractions to /c0, first %v and last %v after the reorg", depth, n, first.Round(time.Millisecond), last.Round(time.Millisecond))
 	}
 	_ = s
-}
-
-// setConfirmations sets a webhook's confirmations through pkg/watch's
-// Writer (ClickHouse, then the address-watch topic: the path every webhook
-// change takes). It stands in for the API's confirmations field, which
-// joins the route table with the replay routes.
-func setConfirmations(t testing.TB, s *stackUp, webhookID string, n uint32) {
-	t.Helper()
-	db, err := accountdb.Open(s.conn, accountdb.DefaultConfig(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, err := watch.NewPublisher(watch.DefaultConfig(), watch.PublisherDeps{
-		Logger: slog.New(slog.DiscardHandler), Registerer: prometheus.NewRegistry(), Kafka: s.kafka, Subsystem: "e2e",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pub.Close()
-	var account string
-	if err := s.conn.QueryRow(context.Background(), "SELECT account_id FROM webhooks FINAL WHERE id = ?", webhookID).Scan(&account); err != nil {
-		t.Fatal(err)
-	}
-	w := watch.Writer{Store: db, Publisher: pub, Locks: watch.NewLocks(), Clock: accountdb.NewClock(nil)}
-	up, err := w.UpdateWebhook(context.Background(), account, webhookID, func(_ accountdb.Webhook, next *accountdb.Webhook) error {
-		next.Confirmations = n
-		return nil
-	})
-	if err != nil || up.PublishErr != nil {
-		t.Fatalf("set confirmations: %v %v", err, up.PublishErr)
-	}
 }
