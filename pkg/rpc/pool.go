@@ -202,6 +202,29 @@ type options struct {
 	pinned  bool
 	hedge   bool
 	reuse   bool
+	avoid   map[string]bool
+}
+
+// Avoid keeps the call off the named nodes (their answers for it failed a
+// check of the caller's), unless no other node can take it.
+func Avoid(names ...string) Option {
+	return func(o *options) {
+		if o.avoid == nil {
+			o.avoid = map[string]bool{}
+		}
+		for _, n := range names {
+			o.avoid[n] = true
+		}
+	}
+}
+
+// NodeNames lists the pool's node names, in configuration order.
+func (p *Pool) NodeNames() []string {
+	out := make([]string, len(p.nodes))
+	for i, n := range p.nodes {
+		out[i] = n.cfg.Name
+	}
+	return out
 }
 
 // AtBlock sends the call only to nodes whose head has reached n: a node is
@@ -409,7 +432,7 @@ func (p *Pool) acquire(ctx context.Context, calls int, o options, tried map[*nod
 				continue
 			}
 			switch {
-			case n.up && !p.lagging(n, o):
+			case n.up && !p.lagging(n, o) && !o.avoid[n.cfg.Name]:
 				preferred = append(preferred, n)
 			case !n.up && now.Before(n.coolUntil):
 				// Cooling down: only as a last resort.
@@ -738,7 +761,7 @@ func (p *Pool) tryAcquire(calls int, o options, not *node) *node {
 	var best *node
 	bestScore := math.Inf(1)
 	for _, n := range p.nodes {
-		if n == not || !n.up || !p.eligible(n, o) || p.lagging(n, o) || float64(n.inflight) >= math.Floor(n.limit) {
+		if n == not || !n.up || !p.eligible(n, o) || p.lagging(n, o) || o.avoid[n.cfg.Name] || float64(n.inflight) >= math.Floor(n.limit) {
 			continue
 		}
 		n.refill(now)
