@@ -378,9 +378,12 @@ func (p *Pool) send(ctx context.Context, reqs []*Request, o options) error {
 	return lastErr
 }
 
+// isRateLimited reports whether err is a node refusing for rate limiting:
+// a JSON-RPC error saying so, or HTTP 429.
 func isRateLimited(err error) bool {
 	var re *Error
-	return errors.As(err, &re) && re.rateLimited()
+	var se *statusError
+	return errors.As(err, &re) && re.rateLimited() || errors.As(err, &se) && se.code == http.StatusTooManyRequests
 }
 
 // allTried reports whether every node that could take a call (o) is in
