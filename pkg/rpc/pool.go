@@ -143,8 +143,9 @@ type node struct {
 	tokens   float64
 	tokensAt time.Time
 
-	perCall  float64 // EWMA of seconds per call of successful requests
-	baseline float64 // the lowest recent perCall, slowly forgotten
+	pollTook time.Duration // the last head poll's round trip
+	perCall  float64       // EWMA of seconds per call of successful requests
+	baseline float64       // the lowest recent perCall, slowly forgotten
 }
 
 // NewPool builds the pool; it does no I/O. Run tracks the nodes' heads;
