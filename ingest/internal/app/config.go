@@ -48,7 +48,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.Kafka.RegisterFlags(fs)
 	fs.DurationVar(&c.RPCTimeout, "rpc.timeout", 30*time.Second, "timeout of one JSON-RPC HTTP request (a batch of blocks with traces can take seconds)")
 	fs.IntVar(&c.BatchBlocks, "rpc.batch-blocks", 10, "blocks per JSON-RPC batch: each block is 2-3 calls (block, receipts, traces); keep 3x this under the node's batch limit (1000 calls in go-ethereum)")
-	fs.IntVar(&c.Concurrency, "ingest.concurrency", 4, "JSON-RPC batches in flight per chain while backfilling")
+	fs.IntVar(&c.Concurrency, "ingest.concurrency", 4, "JSON-RPC batches in flight per node of a chain while backfilling (a chain with 3 nodes has 3x this in flight)")
 	fs.DurationVar(&c.PollInterval, "ingest.poll-interval", time.Second, "eth_blockNumber polling period of every node (its head, and its health check: a node whose poll fails for 2 polls or 2s is taken out until a poll succeeds)")
 	fs.Uint64Var(&c.ReadyLag, "ingest.ready-lag", 2, "ready once every chain's acknowledged blocks are within this many blocks of its head")
 	fs.StringVar(&c.LeaseGroup, "ingest.lease-group", "moraine-ingest", "consumer group of the ingest instances: the instance it assigns a chain's lease writes the chain, the others stand by (--kafka.topic-prefix is prepended)")
