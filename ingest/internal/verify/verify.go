@@ -134,10 +134,10 @@ func transactionsRoot(rawBlock json.RawMessage) (common.Hash, error) {
 		if err != nil {
 			return err
 		}
-		if bytes.Contains(elem, emptyTo) {
+		if i := bytes.Index(elem, emptyTo); i >= 0 {
 			// Some exporters write a contract creation's "to" as "" where
-			// nodes write null.
-			elem = bytes.Replace(elem, emptyTo, nullTo, 1)
+			// nodes write null (copied: elem is the node's answer).
+			elem = append(append(elem[:i:i], nullTo...), elem[i+len(emptyTo):]...)
 		}
 		tx := new(types.Transaction)
 		if err := tx.UnmarshalJSON(elem); err != nil {
