@@ -76,7 +76,8 @@ func (f *Follower) recorded(ctx context.Context, sp span) ([]uint64, error) {
 		if f.noListing.Load() {
 			return nil
 		}
-		raw, err := f.deps.RPC.Call(ctx, "moraine_recordedBlockNumbers", hexNumber(sp.start), hexNumber(sp.end-1))
+		// Only a node that has released the whole span can list it.
+		raw, err := f.deps.RPC.CallWith(ctx, []rpc.Option{rpc.AtBlock(sp.end - 1)}, "moraine_recordedBlockNumbers", hexNumber(sp.start), hexNumber(sp.end-1))
 		var rpcErr *rpc.Error
 		switch {
 		case err == nil:
@@ -136,7 +137,7 @@ func (f *Follower) probe(ctx context.Context, sp span) ([]uint64, error) {
 	}
 	var out []uint64
 	err := f.retry(100*time.Millisecond, 5*time.Second, "probing blocks failed, retrying", sp.start).Do(ctx, func() error {
-		err := f.deps.RPC.Batch(ctx, reqs)
+		err := f.deps.RPC.Batch(ctx, reqs, rpc.AtBlock(sp.end-1))
 		if err == nil {
 			for _, r := range reqs {
 				if r.Err != nil {
