@@ -62,7 +62,7 @@ def bench_summary(path):
                  f"1, 2, 4 nodes: {nodes.group(1)}, {nodes.group(2)}, {nodes.group(3)} blocks/s: {nodes.group(4)}x" if nodes else "not measured"))
     verify = re.search(r"^nodes verify: (\d+) µs per block .*?, conversion (\d+) µs per block", t, re.M)
     rows.append(("block verification's cost (receipts root, logs bloom, transactions root)",
-                 f"{verify.group(1)} µs per block (conversion: {verify.group(2)} µs)" if verify else "not measured"))
+                 f"{verify.group(1)} µs per block, stage wall time (conversion: {verify.group(2)} µs)" if verify else "not measured"))
     failover = re.search(r"^failover result: .*?no fault (\S+), node killed (\S+), node frozen (\S+)", t, re.M)
     rows.append(("failover at the head, one of two nodes lost (to the next block produced)",
                  f"killed {failover.group(2)}, frozen {failover.group(3)} (no fault: {failover.group(1)})" if failover else "not measured"))
