@@ -151,6 +151,7 @@ func TestStateSurvivesOwnerChange(t *testing.T) {
 		nb := other.Begin(2)
 		nb.Block(2, chain, 11, hash(11, 'a'), []*record.Activity{msg("w", 11, 'a', 0)}, conf(0))
 		require.Equal(t, uint64(2), nb.Out()[0].GetSequence())
+		other.Abort(nb)
 	}
 	nb := other.Begin(3)
 	nb.Block(2, chain, 11, hash(11, 'a'), nil, func(w string) uint32 { return map[string]uint32{"x": 3}[w] })
