@@ -42,10 +42,14 @@ func TestStatementsRunOnCurrentClickHouse(t *testing.T) {
 		bind(qAddressStates, s, "('0x01', '0x02')"), bind(qAddressRange, s, "'0x'", "'0xg'", n),
 		bind(qAddressCount, s), bind(qAddressesOf, "('w', 'v')", n), bind(qAddressChanges, n), qAllAddresses,
 		bind(qSecret, s), qAllSecrets,
-		iDelivery+" VALUES ('w', 1700000000000, 'm', 1, 'a', 43112, '0x01', 200, 'success', 5, '', 0)",
+		iDelivery+" VALUES ('w', 1700000000000, 'm', 1, 'a', 43112, '0x01', 200, 'success', 5, '', 0, 'r')",
 		bind(qDeliveryPage, s, n, "18446744073709551615", "18446744073709551615", "''", "''", "0", n),
 		iStrike+" VALUES ('w', 'double_failure', 'm', 1, '', 1)",
 		bind(qStrikeCount, s, s, s),
+		iReplayJob+" VALUES ('w', 'r', 'a', 43112, 1, 10, 0, 0, 20, 1700000000000, 0, 1)",
+		iReplayProgress+" VALUES ('w', 'r', 'running', 5, 3, 2, '', 1700000000000, 1700000000001, 11)",
+		bind(qReplayJob, s, s), bind(qReplayJobs, s, n), qUnfinishedReplays, bind(qReplayProgress, s, "('r', 'q')"),
+		bind(qReplayDeliveries, s, n, s),
 		qDeliveryPartitions,
 		"ALTER TABLE deliveries DROP PARTITION 202311", // the month of the row above
 		"ALTER TABLE deliveries DROP PARTITION 202001", // a month that holds nothing
