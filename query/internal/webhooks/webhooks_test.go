@@ -19,8 +19,8 @@ import (
 	"github.com/moraine-data/moraine/pkg/testenv"
 	"github.com/moraine-data/moraine/query/internal/access"
 	"github.com/moraine-data/moraine/query/internal/access/plan"
-	"github.com/moraine-data/moraine/query/internal/ops/admin"
 	"github.com/moraine-data/moraine/query/internal/data/store"
+	"github.com/moraine-data/moraine/query/internal/ops/admin"
 	"github.com/moraine-data/moraine/query/internal/server"
 	"github.com/moraine-data/moraine/query/internal/webhooks"
 	"github.com/moraine-data/moraine/query/internal/webhooks/webhookapi/webhookapitest"
@@ -49,7 +49,7 @@ func TestAssembly(t *testing.T) {
 	require.NoError(t, err)
 	st.SetConn(conn)
 	w, err := webhooks.New(cfg, webhooks.Deps{Logger: testenv.Logger(t), Registerer: reg, Chains: cc, DB: db, Plans: plans,
-		Indexed: webhooks.StoreIndexed{Store: st},
+		Indexed:      webhooks.StoreIndexed{Store: st},
 		PageTokenKey: webhookapitest.PageTokenKey, Resolver: guardtest.Resolver{}})
 	require.NoError(t, err)
 	gate, err := access.New(access.DefaultConfig(), access.Deps{Logger: testenv.Logger(t), Registerer: reg, Keys: db, Plans: plans})
