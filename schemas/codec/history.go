@@ -13,7 +13,7 @@ func DecodeTxDetail(b []byte) (*record.TxDetail, error) {
 
 // EncodeAccessList encodes a transaction's access list for the ClickHouse
 // transactions.access_list column (migration 11): nil for an empty list,
-// stored as ''.
+// stored as ”.
 func EncodeAccessList(tuples []*record.AccessTuple) ([]byte, error) {
 	if len(tuples) == 0 {
 		return nil, nil
@@ -21,7 +21,7 @@ func EncodeAccessList(tuples []*record.AccessTuple) ([]byte, error) {
 	return encode("access list", &record.AccessList{Tuples: tuples})
 }
 
-// DecodeAccessList decodes that column; '' is an empty list.
+// DecodeAccessList decodes that column; ” is an empty list.
 func DecodeAccessList(b []byte) ([]*record.AccessTuple, error) {
 	if len(b) == 0 {
 		return nil, nil

@@ -246,9 +246,9 @@ func (s *source) transactions(ctx context.Context, chain, from, to uint64, wante
 	}
 	err = s.query(ctx, "transactions", qTxs, []*ext.Table{t}, func(r driver.Rows) error {
 		var (
-			row                                                 txRow
-			blockHash, hash, from, to, input, contract, access  string
-			typ, status                                         uint8
+			row                                                  txRow
+			blockHash, hash, from, to, input, contract, access   string
+			typ, status                                          uint8
 			value, gasPrice, maxFee, maxPriority, effectivePrice string
 		)
 		tx := &record.Transaction{}
