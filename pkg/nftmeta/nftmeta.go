@@ -7,6 +7,7 @@
 package nftmeta
 
 import (
+	"math/big"
 	"time"
 
 	"github.com/moraine-data/moraine/pkg/evm"
@@ -54,3 +55,29 @@ type Metadata struct {
 	Properties string // ERC-1155: the JSON text of the document's "properties" ("" when absent)
 	Decimals   *int   // ERC-1155 "decimals" when the document has it
 }
+
+// maxUint256 bounds token ids: they are uint256 on chain.
+var maxUint256 = new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), 256), big.NewInt(1))
+
+// ParseTokenID reads a token id as the API accepts it (decimal digits, at
+// most 2^256-1) and returns it in the canonical form of Ref.TokenID
+// (no leading zeros); ok is false for anything else.
+func ParseTokenID(s string) (id string, ok bool) {
+	if s == "" || len(s) > 78 {
+		return "", false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return "", false
+		}
+	}
+	n, ok := new(big.Int).SetString(s, 10)
+	if !ok || n.Cmp(maxUint256) > 0 {
+		return "", false
+	}
+	return n.String(), true
+}
+
+// TokenIDFromWord is the canonical decimal form of a 32-byte big-endian
+// token id word (as transfer logs carry it).
+func TokenIDFromWord(word []byte) string { return new(big.Int).SetBytes(word).String() }
