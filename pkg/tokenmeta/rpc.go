@@ -41,10 +41,7 @@ type rpcRequest struct {
 type rpcResponse struct {
 	ID     int             `json:"id"`
 	Result json.RawMessage `json:"result"`
-	Error  *struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
+	Error  *rpcError       `json:"error"`
 }
 
 type callArgs struct {
@@ -57,18 +54,31 @@ func ethCall(to evm.Address, data string) rpcCall {
 	return rpcCall{Method: "eth_call", Params: []any{callArgs{To: to.Hex(), Data: data}, "latest"}}
 }
 
+// rpcError is a JSON-RPC error answer.
+type rpcError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
 // batch sends calls as one JSON-RPC batch to the first URL that answers and
 // returns each call's result in order; a call that failed (reverted, not
 // callable) has a nil result. The error is a failure of every URL: transport,
 // or an error answer to a Required call.
 func (r *Resolver) batch(ctx context.Context, urls []string, calls []rpcCall) ([]json.RawMessage, error) {
+	results, _, err := r.batchWithErrors(ctx, urls, calls)
+	return results, err
+}
+
+// batchWithErrors is batch that also returns the error answer of each call
+// that failed (nil for the others).
+func (r *Resolver) batchWithErrors(ctx context.Context, urls []string, calls []rpcCall) ([]json.RawMessage, []*rpcError, error) {
 	reqs := make([]rpcRequest, len(calls))
 	for i, c := range calls {
 		reqs[i] = rpcRequest{JSONRPC: "2.0", ID: i, Method: c.Method, Params: c.Params}
 	}
 	body, err := json.Marshal(reqs)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var errs []error
 	for _, u := range urls {
@@ -80,19 +90,20 @@ func (r *Resolver) batch(ctx context.Context, urls []string, calls []rpcCall) ([
 			}
 			continue
 		}
-		results, err := batchResults(u, calls, resps)
+		results, callErrs, err := batchResults(u, calls, resps)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		return results, nil
+		return results, callErrs, nil
 	}
-	return nil, errors.Join(errs...)
+	return nil, nil, errors.Join(errs...)
 }
 
 // batchResults orders the responses of one URL by call.
-func batchResults(url string, calls []rpcCall, resps []rpcResponse) ([]json.RawMessage, error) {
+func batchResults(url string, calls []rpcCall, resps []rpcResponse) ([]json.RawMessage, []*rpcError, error) {
 	results := make([]json.RawMessage, len(calls))
+	callErrs := make([]*rpcError, len(calls))
 	answered := make([]bool, len(calls))
 	for _, resp := range resps {
 		if resp.ID < 0 || resp.ID >= len(calls) {
@@ -103,15 +114,17 @@ func batchResults(url string, calls []rpcCall, resps []rpcResponse) ([]json.RawM
 		case resp.Error == nil:
 			results[resp.ID] = resp.Result
 		case calls[resp.ID].Required:
-			return nil, fmt.Errorf("rpc %s: %s: error %d: %s", redact(url), calls[resp.ID].Method, resp.Error.Code, resp.Error.Message)
+			return nil, nil, fmt.Errorf("rpc %s: %s: error %d: %s", redact(url), calls[resp.ID].Method, resp.Error.Code, resp.Error.Message)
+		default:
+			callErrs[resp.ID] = resp.Error
 		}
 	}
 	for i, ok := range answered {
 		if !ok {
-			return nil, fmt.Errorf("rpc %s: batch response lacks id %d", redact(url), i)
+			return nil, nil, fmt.Errorf("rpc %s: batch response lacks id %d", redact(url), i)
 		}
 	}
-	return results, nil
+	return results, callErrs, nil
 }
 
 func (r *Resolver) post(ctx context.Context, url string, body []byte) ([]rpcResponse, error) {
