@@ -47,10 +47,14 @@ func metadataServer(t *testing.T) (*httptest.Server, *atomic.Int32) {
 	})
 	mux.HandleFunc("/invalid.json", func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte(`{"name": "x",`)) })
 	mux.HandleFunc("/array.json", func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte(`[1,2,3]`)) })
-	mux.HandleFunc("/not-metadata.json", func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte(`{"error":"no such token","code":7}`)) })
+	mux.HandleFunc("/not-metadata.json", func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`{"error":"no such token","code":7}`))
+	})
 	mux.HandleFunc("/redirect", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/good.json", http.StatusFound) })
 	mux.HandleFunc("/loop", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/loop", http.StatusFound) })
-	mux.HandleFunc("/to-ftp", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "ftp://x.example/a", http.StatusFound) })
+	mux.HandleFunc("/to-ftp", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "ftp://x.example/a", http.StatusFound)
+	})
 	mux.HandleFunc("/slow.json", func(w http.ResponseWriter, r *http.Request) {
 		select {
 		case <-time.After(2 * time.Second):
