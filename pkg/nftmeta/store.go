@@ -30,7 +30,8 @@ type Row struct {
 	Attempt uint8
 	// NextAttempt is when the worker retries (zero: the status is final).
 	NextAttempt time.Time
-	// Reindexed is when the last reindexNft fetch began (zero: never).
+	// Reindexed is when the reindexNft request whose fetches this row
+	// records was accepted (zero: the fetches of a discovered token).
 	Reindexed time.Time
 	// Error is the failure's detail for operators; never served.
 	Error string
