@@ -611,5 +611,9 @@ func (a *moraineAPI) Mine(ctx context.Context, count int) (BlockRef, error) {
 // Contracts is moraine_contracts(): the addresses of the deployed contracts.
 func (a *moraineAPI) Contracts() Contracts { return a.c.contracts }
 
+// MetaTokens is moraine_metaTokens(): the special tokens of the metadata
+// collections with the indexStatus each earns (see MetaTokens).
+func (a *moraineAPI) MetaTokens() []MetaToken { return MetaTokens() }
+
 // Accounts is moraine_accounts(): the funded traffic accounts.
 func (a *moraineAPI) Accounts() []common.Address { return a.c.Accounts() }

@@ -61,7 +61,7 @@
 // with SetHead, which deletes the replaced blocks). The "finalized" and "safe"
 // block tags are the simulated beacon's: moraine_reorg can replace finalized
 // blocks. moraine_mine(n) seals n blocks at once; moraine_accounts lists the
-// funded accounts.
+// funded accounts; moraine_metaTokens the metadata collections' special tokens.
 //
 // # Persistence
 //

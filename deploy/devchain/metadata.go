@@ -33,12 +33,13 @@ const MetaItemIDs = 5
 // /ipfs/).
 type MetaToken struct {
 	// ERC1155 says which collection: Contracts.MetaItems, else MetaNFT.
-	ERC1155 bool
-	ID      uint64
+	ERC1155 bool   `json:"erc1155"`
+	ID      uint64 `json:"id"`
 	// Status is the expected indexStatus; Name, when set, the document's name.
-	Status, Name string
+	Status string `json:"status"`
+	Name   string `json:"name,omitempty"`
 	// What the token's URI is, in words.
-	About string
+	About string `json:"about"`
 
 	mode uint8
 	text string

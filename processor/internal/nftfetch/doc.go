@@ -38,11 +38,12 @@
 //
 // # The policy
 //
-// Every host but the configured IPFS gateway is checked as webhook URLs
-// are (guard.CheckURL: names and resolved addresses), and every connection
-// on the address it dials (guard.Dialer: DNS rebinding), unless
-// AllowPrivateTargets. The gateway is the operator's choice (it may well
-// be a node on a private address) and is dialled without the policy;
-// redirects it answers are checked like any other host. No proxy from the
-// environment is used.
+// Every host is checked as webhook URLs are (guard.CheckURL: names and
+// resolved addresses), and every connection on the address it dials
+// (guard.Dialer: DNS rebinding), unless AllowPrivateTargets; with one
+// exception: the configured IPFS gateway, when it serves an ipfs:// URI, is
+// dialled without the policy, since it is the operator's choice (it may
+// well be a node on a private address). An http(s) token URI that names the
+// gateway's host is checked like any other, and so are the hosts the
+// gateway redirects to. No proxy from the environment is used.
 package nftfetch

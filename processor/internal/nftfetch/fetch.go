@@ -94,9 +94,12 @@ type Result struct {
 type Fetcher struct {
 	cfg     Config
 	gateway *url.URL
-	client  *http.Client
-	lim     *limiter
-	policy  guard.Policy
+	// client fetches http(s) token URIs, every connection under the
+	// policy; gatewayClient fetches ipfs:// ones, dialling the gateway
+	// itself without it (and anything it redirects to with it).
+	client, gatewayClient *http.Client
+	lim                   *limiter
+	policy                guard.Policy
 }
 
 // New returns a fetcher; resolver, when set, replaces the system's for the
@@ -114,29 +117,35 @@ func New(cfg Config, resolver guard.Resolver) (*Fetcher, error) {
 	guarded := guard.Dialer(cfg.AllowPrivateTargets, cfg.Timeout)
 	trusted := (&net.Dialer{Timeout: cfg.Timeout, KeepAlive: 30 * time.Second}).DialContext
 	gwAddr := hostPort(gw)
-	tr := &http.Transport{
-		// Never a proxy from the environment: it would connect to the
-		// target on our behalf, past the guard.
-		Proxy: nil,
-		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
-			if addr == gwAddr {
-				return trusted(ctx, network, addr)
-			}
-			return guarded(ctx, network, addr)
-		},
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          1024,
-		MaxIdleConnsPerHost:   cfg.PerHost,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   cfg.Timeout,
-		ResponseHeaderTimeout: cfg.Timeout,
+	transport := func(dial func(ctx context.Context, network, addr string) (net.Conn, error)) *http.Transport {
+		return &http.Transport{
+			// Never a proxy from the environment: it would connect to the
+			// target on our behalf, past the guard.
+			Proxy:                 nil,
+			DialContext:           dial,
+			ForceAttemptHTTP2:     true,
+			MaxIdleConns:          1024,
+			MaxIdleConnsPerHost:   cfg.PerHost,
+			IdleConnTimeout:       90 * time.Second,
+			TLSHandshakeTimeout:   cfg.Timeout,
+			ResponseHeaderTimeout: cfg.Timeout,
+		}
 	}
-	f.client = &http.Client{Transport: tr, CheckRedirect: f.checkRedirect}
+	f.client = &http.Client{Transport: transport(guarded), CheckRedirect: f.checkRedirect(false)}
+	f.gatewayClient = &http.Client{Transport: transport(func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if addr == gwAddr {
+			return trusted(ctx, network, addr)
+		}
+		return guarded(ctx, network, addr)
+	}), CheckRedirect: f.checkRedirect(true)}
 	return f, nil
 }
 
 // Close releases idle connections.
-func (f *Fetcher) Close() { f.client.CloseIdleConnections() }
+func (f *Fetcher) Close() {
+	f.client.CloseIdleConnections()
+	f.gatewayClient.CloseIdleConnections()
+}
 
 // hostPort is u's host:port with the scheme's default port, as the
 // transport dials it.
@@ -161,20 +170,25 @@ type errRedirect struct{ msg string }
 
 func (e *errRedirect) Error() string { return e.msg }
 
-func (f *Fetcher) checkRedirect(req *http.Request, via []*http.Request) error {
-	if len(via) > f.cfg.MaxRedirects {
-		return &errRedirect{fmt.Sprintf("more than %d redirects", f.cfg.MaxRedirects)}
+// checkRedirect is the redirect policy of the client for http(s) URIs
+// (gateway false) or of the one for ipfs:// URIs, whose gateway may
+// redirect to itself.
+func (f *Fetcher) checkRedirect(gateway bool) func(req *http.Request, via []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		if len(via) > f.cfg.MaxRedirects {
+			return &errRedirect{fmt.Sprintf("more than %d redirects", f.cfg.MaxRedirects)}
+		}
+		if s := req.URL.Scheme; s != "http" && s != "https" {
+			return &errRedirect{fmt.Sprintf("redirect to a %s: URL", s)}
+		}
+		return f.check(req.Context(), req.URL, gateway)
 	}
-	if s := req.URL.Scheme; s != "http" && s != "https" {
-		return &errRedirect{fmt.Sprintf("redirect to a %s: URL", s)}
-	}
-	return f.check(req.Context(), req.URL)
 }
 
 // check applies the policy's accept-time checks (names, resolution) to a
-// host that is not the trusted gateway.
-func (f *Fetcher) check(ctx context.Context, u *url.URL) error {
-	if f.cfg.AllowPrivateTargets || hostPort(u) == hostPort(f.gateway) {
+// host, unless it is the gateway an ipfs:// URI is fetched from.
+func (f *Fetcher) check(ctx context.Context, u *url.URL, gateway bool) error {
+	if f.cfg.AllowPrivateTargets || gateway && hostPort(u) == hostPort(f.gateway) {
 		return nil
 	}
 	if err := guard.CheckURL(ctx, u.String(), f.policy); err != nil {
@@ -201,12 +215,12 @@ func (f *Fetcher) Fetch(ctx context.Context, uri string, id *big.Int, standard u
 		doc, status, detail := parseDocument(loc.inline)
 		return Result{Status: status, Doc: doc, Detail: detail, Scheme: loc.scheme}
 	}
-	res := f.get(ctx, loc.url)
+	res := f.get(ctx, loc.url, loc.scheme == "ipfs")
 	res.Scheme = loc.scheme
 	return res
 }
 
-func (f *Fetcher) get(ctx context.Context, u *url.URL) Result {
+func (f *Fetcher) get(ctx context.Context, u *url.URL, gateway bool) Result {
 	release, err := f.lim.acquire(ctx, hostPort(u), f.cfg.HostQueueTimeout)
 	if errors.Is(err, errBusy) {
 		return Result{Deferred: true, Detail: "host " + u.Host + " busy"}
@@ -220,7 +234,7 @@ func (f *Fetcher) get(ctx context.Context, u *url.URL) Result {
 	unreachable := func(retry bool, status int, format string, args ...any) Result {
 		return Result{Status: nftmeta.StatusUnreachableTokenURI, Retry: retry, HTTPStatus: status, Detail: fmt.Sprintf(format, args...)}
 	}
-	if err := f.check(ctx, u); err != nil {
+	if err := f.check(ctx, u, gateway); err != nil {
 		var refused *errRefused
 		if errors.As(err, &refused) {
 			return unreachable(false, 0, "refused target: %s", refused.msg)
@@ -233,7 +247,11 @@ func (f *Fetcher) get(ctx context.Context, u *url.URL) Result {
 	}
 	req.Header.Set("User-Agent", UserAgent)
 	req.Header.Set("Accept", "application/json, */*;q=0.5")
-	resp, err := f.client.Do(req)
+	client := f.client
+	if gateway {
+		client = f.gatewayClient
+	}
+	resp, err := client.Do(req)
 	if err != nil {
 		var (
 			refused      *errRefused

@@ -30,6 +30,9 @@ func metadataServer(t *testing.T) (*httptest.Server, *atomic.Int32) {
 	 "properties":{"rarity":"rare"},"decimals":0,"symbol":"PUNK"}`
 	mux.HandleFunc("/good.json", func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte(doc)) })
 	mux.HandleFunc("/ipfs/bafycid/7.json", func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte(`{"name":"ipfs 7"}`)) })
+	mux.HandleFunc("/ipfs/bafymoved/7.json", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/ipfs/bafycid/7.json", http.StatusMovedPermanently)
+	})
 	mux.HandleFunc("/erc1155/", func(w http.ResponseWriter, r *http.Request) {
 		_, _ = fmt.Fprintf(w, `{"name":%q}`, strings.TrimPrefix(r.URL.Path, "/erc1155/"))
 	})
@@ -214,9 +217,15 @@ func TestSSRFRefused(t *testing.T) {
 		require.Contains(t, res.Detail, "refused", uri)
 		require.Equal(t, before, hits.Load(), "nothing reached the server for %s", uri)
 	}
-	// The gateway is trusted: ipfs:// reaches it on loopback.
+	// The gateway is trusted for ipfs:// URIs: they reach it on loopback;
+	// an http:// URI naming the gateway's host is refused like any other.
 	res := f.Fetch(t.Context(), "ipfs://bafycid/7.json", big.NewInt(1), 721)
 	require.Equal(t, nftmeta.StatusIndexed, res.Status, res.Detail)
+	res = f.Fetch(t.Context(), "ipfs://bafymoved/7.json", big.NewInt(1), 721)
+	require.Equal(t, nftmeta.StatusIndexed, res.Status, "the gateway may redirect to itself: %s", res.Detail)
+	res = f.Fetch(t.Context(), gateway.URL+"/ipfs/bafycid/7.json", big.NewInt(1), 721)
+	require.Equal(t, nftmeta.StatusUnreachableTokenURI, res.Status, res.Detail)
+	require.False(t, res.Retry)
 	// But an http:// URI elsewhere on loopback is refused at dial time too
 	// (the dial check runs on the address actually dialled).
 	_, err = f.client.Get("http://127.0.0.2:1/x")
