@@ -3,15 +3,14 @@ package tokenmeta
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/big"
 	"strconv"
 	"strings"
-	"sync"
-
-	"golang.org/x/sync/errgroup"
 
 	"github.com/moraine-data/moraine/pkg/evm"
+	"github.com/moraine-data/moraine/pkg/rpc"
 )
 
 // Selectors of the NFT metadata URI functions.
@@ -67,102 +66,57 @@ type URIResult struct {
 	Detail string
 }
 
-// TokenURIs reads the metadata URI of each request from the chain's node:
-// it asks the node's head block number, then calls every request at that
-// block, in batches of Config.BatchTokens, Config.Parallel at a time, each
-// bounded by Config.CallTimeout. head is that block (the lowest of the
-// batches' when they differ). maxLen bounds the returned strings (longer
-// ones are URITooLong). err is non-nil only when no batch could be asked
-// (no RPC URL, or every URL failed for every batch): the results are then
-// nil; a batch that failed alone gives its requests URIUnavailable. Answers
-// are not cached: a token URI can change (a reveal) and the metadata worker
-// asks each NFT once.
+// TokenURIs reads the metadata URI of each request from the chain's nodes:
+// it asks a node's head block number, then calls every request at that
+// block, as one batch through the chain's pool (which splits it by the
+// nodes' batch limits and sends it to nodes that have the block), bounded
+// by Config.CallTimeout. head is that block. maxLen bounds the returned
+// strings (longer ones are URITooLong). err is non-nil only when no node
+// answered at all (or the chain has no node): the results are then nil.
+// Answers are not cached: a token URI can change (a reveal) and the
+// metadata worker asks each NFT once.
 func (r *Resolver) TokenURIs(ctx context.Context, chain uint64, reqs []URIRequest, maxLen int) (head uint64, out []URIResult, err error) {
-	urls := r.rpc[chain]
-	if len(urls) == 0 {
+	pool := r.rpc[chain]
+	if pool == nil {
 		return 0, nil, fmt.Errorf("tokenmeta: no RPC URL for chain %d", chain)
 	}
-	out = make([]URIResult, len(reqs))
-	var (
-		mu       sync.Mutex
-		failures int
-		firstErr error
-	)
-	batches := (len(reqs) + r.cfg.BatchTokens - 1) / r.cfg.BatchTokens
-	g := new(errgroup.Group)
-	g.SetLimit(r.cfg.Parallel)
-	for start := 0; start < len(reqs); start += r.cfg.BatchTokens {
-		chunk := reqs[start:min(start+r.cfg.BatchTokens, len(reqs))]
-		g.Go(func() error {
-			h, res, err := r.uriBatch(ctx, urls, chunk, maxLen)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				failures++
-				if firstErr == nil {
-					firstErr = err
-				}
-				for i := range chunk {
-					out[start+i] = URIResult{Outcome: URIUnavailable, Standard: chunk[i].Standard, Detail: err.Error()}
-				}
-				return nil
-			}
-			copy(out[start:], res)
-			if head == 0 || h < head {
-				head = h
-			}
-			return nil
-		})
-	}
-	_ = g.Wait()
-	if failures == batches {
-		return 0, nil, firstErr
-	}
-	return head, out, nil
-}
-
-// uriBatch reads the head, then one batch of URI calls at it.
-func (r *Resolver) uriBatch(ctx context.Context, urls []string, reqs []URIRequest, maxLen int) (uint64, []URIResult, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.cfg.CallTimeout)
 	defer cancel()
-	res, err := r.batch(ctx, urls, []rpcCall{{Method: "eth_blockNumber", Params: []any{}, Required: true}})
+	raw, err := pool.Call(ctx, "eth_blockNumber")
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, fmt.Errorf("rpc chain %d: eth_blockNumber: %w", chain, err)
 	}
 	var headHex string
-	if err := json.Unmarshal(res[0], &headHex); err != nil {
-		return 0, nil, fmt.Errorf("rpc: eth_blockNumber: %w", err)
+	if err := json.Unmarshal(raw, &headHex); err != nil {
+		return 0, nil, fmt.Errorf("rpc chain %d: eth_blockNumber: %w", chain, err)
 	}
-	head, err := strconv.ParseUint(strings.TrimPrefix(headHex, "0x"), 16, 64)
-	if err != nil {
-		return 0, nil, fmt.Errorf("rpc: eth_blockNumber %q: %w", headHex, err)
+	if head, err = strconv.ParseUint(strings.TrimPrefix(headHex, "0x"), 16, 64); err != nil {
+		return 0, nil, fmt.Errorf("rpc chain %d: eth_blockNumber %q: %w", chain, headHex, err)
 	}
-	block := "0x" + strconv.FormatUint(head, 16)
-	var calls []rpcCall
+	block := rpc.Quantity(head)
+	var calls []*rpc.Request
 	for _, q := range reqs {
 		word := fmt.Sprintf("%064x", q.TokenID)
 		if q.Standard != 1155 {
-			calls = append(calls, rpcCall{Method: "eth_call", Params: []any{callArgs{To: q.Contract.Hex(), Data: selTokenURI + word}, block}})
+			calls = append(calls, &rpc.Request{Method: "eth_call", Params: []any{callArgs{To: q.Contract.Hex(), Data: selTokenURI + word}, block}})
 		}
 		if q.Standard != 721 {
-			calls = append(calls, rpcCall{Method: "eth_call", Params: []any{callArgs{To: q.Contract.Hex(), Data: selURI + word}, block}})
+			calls = append(calls, &rpc.Request{Method: "eth_call", Params: []any{callArgs{To: q.Contract.Hex(), Data: selURI + word}, block}})
 		}
 	}
-	results, callErrs, err := r.batchWithErrors(ctx, urls, calls)
-	if err != nil {
-		return 0, nil, err
+	if err := pool.Batch(ctx, calls, rpc.AtBlock(head)); err != nil {
+		return 0, nil, fmt.Errorf("rpc chain %d: token URIs: %w", chain, err)
 	}
-	out := make([]URIResult, len(reqs))
+	defer rpc.Release(calls)
+	out = make([]URIResult, len(reqs))
 	i := 0
 	for k, q := range reqs {
 		switch q.Standard {
 		case 721, 1155:
-			out[k] = uriResult(q.Standard, results[i], callErrs[i], maxLen)
+			out[k] = uriResult(q.Standard, calls[i], maxLen)
 			i++
 		default:
-			a := uriResult(721, results[i], callErrs[i], maxLen)
-			b := uriResult(1155, results[i+1], callErrs[i+1], maxLen)
-			out[k] = better(a, b)
+			out[k] = better(uriResult(721, calls[i], maxLen), uriResult(1155, calls[i+1], maxLen))
 			i += 2
 		}
 	}
@@ -180,14 +134,14 @@ func better(a, b URIResult) URIResult {
 }
 
 // uriResult classifies one call's answer.
-func uriResult(standard uint16, raw json.RawMessage, callErr *rpcError, maxLen int) URIResult {
+func uriResult(standard uint16, call *rpc.Request, maxLen int) URIResult {
 	res := URIResult{Standard: standard}
-	if callErr != nil {
-		res.Detail = fmt.Sprintf("error %d: %s", callErr.Code, callErr.Message)
-		res.Outcome = classifyCallError(callErr)
+	if call.Err != nil {
+		res.Detail = fmt.Sprintf("node %s: %s", call.Node, call.Err)
+		res.Outcome = classifyCallError(call.Err)
 		return res
 	}
-	b := hexResult(raw)
+	b := hexResult(call.Result)
 	if len(b) == 0 {
 		// Nothing returned: no code at the address (or a fallback that
 		// returns nothing).
@@ -212,22 +166,27 @@ func uriResult(standard uint16, raw json.RawMessage, callErr *rpcError, maxLen i
 var evmFailures = []string{
 	"out of gas", "invalid opcode", "stack underflow", "stack limit reached", "invalid jump destination",
 	"write protection", "return data out of bounds", "gas uint64 overflow", "max code size exceeded",
-	"max initcode size exceeded", "precompiled contract failed", "invalid code",
+	"max initcode size exceeded", "precompiled contract failed", "invalid code", "execution aborted",
 }
 
-// classifyCallError tells a revert (code 3, or go-ethereum's "execution
-// reverted" without data) and an EVM failure from a failure of the node.
-func classifyCallError(e *rpcError) URIOutcome {
-	msg := strings.ToLower(e.Message)
-	if e.Code == 3 || strings.HasPrefix(msg, "execution reverted") || strings.HasPrefix(msg, "reverted") {
-		return URIReverted
+// classifyCallError tells the contract's answers (a revert; an EVM failure
+// such as running out of gas, which rpc.IsReverted counts as the contract's
+// answer too) from the node not answering (anything else: rpc.IsUnavailable,
+// rpc.IsNodeFailure, or an error answer such as "method not found").
+func classifyCallError(err error) URIOutcome {
+	var re *rpc.Error
+	if !rpc.IsReverted(err) || !errors.As(err, &re) {
+		return URIUnavailable
 	}
-	for _, f := range evmFailures {
-		if strings.Contains(msg, f) {
-			return URIFailed
+	msg := strings.ToLower(re.Message)
+	if re.Code != 3 {
+		for _, f := range evmFailures {
+			if strings.Contains(msg, f) {
+				return URIFailed
+			}
 		}
 	}
-	return URIUnavailable
+	return URIReverted
 }
 
 // abiStringLimit decodes an ABI-encoded string return value, raw (the
