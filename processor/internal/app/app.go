@@ -162,14 +162,8 @@ func New(cfg Config, deps Deps) (*App, error) {
 			nftdiscover.Deps{Logger: a.logger, Registerer: a.reg, Kafka: cfg.Kafka, Decompressor: a.blocks}); err != nil {
 			return nil, err
 		}
-		rpc := map[uint64][]string{}
-		if chainCfg != nil {
-			for _, ch := range chainCfg.Chains {
-				rpc[ch.ID()] = ch.RPCURLs
-			}
-		}
 		if a.nftWorker, err = nftworker.New(cfg.NFT, nftworker.Deps{Logger: a.logger, Registerer: a.reg, Kafka: cfg.Kafka,
-			ClickHouse: cfg.ClickHouse, RPCURLs: rpc, Health: a.health, Resolver: testHookResolver}); err != nil {
+			ClickHouse: cfg.ClickHouse, Chains: chainCfg, Health: a.health, Resolver: testHookResolver}); err != nil {
 			return nil, err
 		}
 	}

@@ -12,11 +12,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/moraine-data/moraine/pkg/chains"
 	"github.com/moraine-data/moraine/pkg/chclient"
 	"github.com/moraine-data/moraine/pkg/guard"
 	"github.com/moraine-data/moraine/pkg/kafkautil"
 	"github.com/moraine-data/moraine/pkg/nftmeta"
 	"github.com/moraine-data/moraine/pkg/obs"
+	"github.com/moraine-data/moraine/pkg/rpc"
 	"github.com/moraine-data/moraine/pkg/tokenmeta"
 	"github.com/moraine-data/moraine/processor/internal/nftfetch"
 	"github.com/moraine-data/moraine/schemas/codec"
@@ -29,8 +31,9 @@ type Deps struct {
 	Registerer prometheus.Registerer
 	Kafka      kafkautil.Config
 	ClickHouse chclient.Config
-	// RPCURLs are the nodes of each chain (the chains file).
-	RPCURLs map[uint64][]string
+	// Chains are the configured chains: their nodes answer the token URI
+	// calls (nil: no chain has a node, every request waits for one).
+	Chains *chains.Config
 	// Health gets the "nft_metadata" readiness check once connected.
 	Health *obs.Health
 	// Resolver, when set, replaces the system's resolver for the SSRF
@@ -81,11 +84,23 @@ func New(cfg Config, d Deps) (*Worker, error) {
 		return nil, err
 	}
 	logger := d.Logger.With("component", "nftworker")
+	pools := map[uint64]*rpc.Pool{}
+	if d.Chains != nil {
+		for _, ch := range d.Chains.Chains {
+			pc := rpc.ForChain(ch)
+			pc.Logger = logger
+			pool, err := rpc.NewPool(pc, rpc.NewMetrics(d.Registerer))
+			if err != nil {
+				return nil, err
+			}
+			pools[ch.ID()] = pool
+		}
+	}
 	w := &Worker{cfg: cfg, d: d, logger: logger, m: newMetrics(d.Registerer), fetcher: fetcher,
-		// The worker's own resolver, for its batches of URI calls (which it
-		// does not cache, nor count among the matcher's lookups: no registry).
-		nodes: tokenmeta.New(tokenmeta.Config{CallTimeout: cfg.RPCTimeout, BatchTokens: 100, Parallel: 2}, d.RPCURLs,
-			tokenmeta.Deps{Logger: logger}),
+		// The worker's own resolver over the chains' nodes, for its batches
+		// of URI calls (which it does not cache, nor count among the
+		// matcher's lookups: no registry for those).
+		nodes: tokenmeta.NewWithPools(tokenmeta.Config{CallTimeout: cfg.RPCTimeout}, pools, tokenmeta.Deps{Logger: logger}),
 		store: nftmeta.NewStore(30 * time.Second), clock: &versionClock{now: d.Now},
 		requests: d.Kafka.Topic(topics.NftMetadata), levels: map[string]int{}, paused: map[topicPartition]time.Time{}}
 	for l := 1; l <= topics.NftMetadataRetryLevels; l++ {

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/moraine-data/moraine/pkg/chains"
 	"github.com/moraine-data/moraine/pkg/evm"
 	"github.com/moraine-data/moraine/pkg/kafkautil"
 	"github.com/moraine-data/moraine/pkg/nftmeta"
@@ -154,7 +155,8 @@ func TestWorkerIntegration(t *testing.T) {
 	cfg := DefaultTestConfig()
 	run := func(ctx context.Context) (*Worker, chan error) {
 		w, err := New(cfg, Deps{Logger: testenv.Logger(t), Registerer: prometheus.NewRegistry(), Kafka: k, ClickHouse: ch,
-			RPCURLs: map[uint64][]string{43112: {nodeSrv.URL}, 99: {"http://" + closedPort(t)}}, Health: obs.NewHealth()})
+			Chains: &chains.Config{Chains: []chains.Chain{{EVMChainID: "43112", RPCURLs: []string{nodeSrv.URL}},
+				{EVMChainID: "99", RPCURLs: []string{"http://" + closedPort(t)}}}}, Health: obs.NewHealth()})
 		require.NoError(t, err)
 		done := make(chan error, 1)
 		go func() { done <- w.Run(ctx) }()
