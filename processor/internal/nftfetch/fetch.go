@@ -52,7 +52,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.HostQueueTimeout, "nft.host-queue-timeout", 5*time.Second,
 		"how long a fetch waits for a slot of its busy host before it is parked on the first retry level (no attempt spent)")
 	fs.IntVar(&c.MaxRedirects, "nft.max-redirects", 5, "HTTP redirects followed per metadata fetch (each hop under the SSRF policy)")
-	fs.StringVar(&c.IPFSGateway, "nft.ipfs-gateway", "https://ipfs.io/ipfs/", "IPFS gateway that ipfs://CID/path token URIs are fetched from (CID/path is appended); trusted: dialled without the SSRF policy")
+	fs.StringVar(&c.IPFSGateway, "nft.ipfs-gateway", "https://ipfs.io/ipfs/", "IPFS gateway that ipfs://CID/path token URIs are fetched from (CID/path is appended); trusted: dialled without the SSRF policy for those URIs (it may be a node on a private address)")
 	fs.BoolVar(&c.AllowPrivateTargets, "nft.allow-private-targets", false,
 		"let metadata fetches reach loopback, private, link-local (cloud metadata), CGNAT and other internal addresses, as --delivery.allow-private-targets does for webhooks (development only)")
 }
