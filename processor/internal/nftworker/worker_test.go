@@ -287,3 +287,89 @@ func DefaultTestConfig() Config {
 		Fetch: nftfetch.Config{MaxBytes: 1 << 20, Timeout: 2 * time.Second, PerHost: 4, MaxInFlight: 16, HostQueueTimeout: time.Second,
 			MaxRedirects: 3, IPFSGateway: "http://127.0.0.1:1/ipfs/", AllowPrivateTargets: true}}
 }
+
+// TestWorkersShareTheWorkIntegration: two workers in one group split the
+// requests by partition and fetch each NFT once.
+func TestWorkersShareTheWorkIntegration(t *testing.T) {
+	k := testenv.Kafka(t)
+	ch, conn := testenv.ClickHouse(t)
+	host := &metadataHost{hits: map[string]int{}}
+	hostSrv := httptest.NewServer(host)
+	defer hostSrv.Close()
+	const n = 60
+	node := &fakeNode{head: 1000, uris: map[int64]string{}}
+	for id := int64(1); id <= n; id++ {
+		node.uris[id] = hostSrv.URL + "/good.json?" + fmt.Sprint(id)
+	}
+	nodeSrv := httptest.NewServer(node)
+	defer nodeSrv.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var done []chan error
+	regs := []*prometheus.Registry{prometheus.NewRegistry(), prometheus.NewRegistry()}
+	for _, reg := range regs {
+		cfg := DefaultTestConfig()
+		cfg.MaxPollRecords = 5 // many batches, so both instances get work
+		w, err := New(cfg, Deps{Logger: testenv.Logger(t), Registerer: reg, Kafka: k, ClickHouse: ch,
+			Chains: &chains.Config{Chains: []chains.Chain{{EVMChainID: "43112", RPCURLs: []string{nodeSrv.URL}}}}, Health: obs.NewHealth()})
+		require.NoError(t, err)
+		d := make(chan error, 1)
+		go func() { d <- w.Run(ctx) }()
+		done = append(done, d)
+	}
+	// Both members have joined once each owns some partitions; wait for a
+	// stable group before producing, so no batch is taken over mid-way.
+	time.Sleep(8 * time.Second)
+	var contract evm.Address
+	contract[19] = 0xbb
+	var reqs []*record.NftMetadataRequest
+	for id := int64(1); id <= n; id++ {
+		reqs = append(reqs, &record.NftMetadataRequest{ChainId: 43112, Contract: contract[:], TokenId: fmt.Sprint(id), Standard: 721,
+			SeenBlock: 1, Reason: record.NftMetadataRequest_REASON_DISCOVERED, RequestedAtUnixMs: time.Now().UnixMilli(), Attempt: 1})
+	}
+	produce(t, k, reqs...)
+	require.Eventually(t, func() bool { return host.total() >= n }, 60*time.Second, 50*time.Millisecond)
+	time.Sleep(2 * time.Second)
+	require.Equal(t, n, host.hits["/good.json"], "each NFT fetched once")
+	var counts []float64
+	for _, reg := range regs {
+		counts = append(counts, counterValue(t, reg, "moraine_processor_nft_metadata_requests_total", "fetched"))
+	}
+	require.Equal(t, float64(n), counts[0]+counts[1])
+	require.NotZero(t, counts[0], "both instances worked: %v", counts)
+	require.NotZero(t, counts[1], "both instances worked: %v", counts)
+	store := nftmeta.NewStore(10 * time.Second)
+	store.SetConn(conn)
+	var refs []nftmeta.Ref
+	for id := 1; id <= n; id++ {
+		refs = append(refs, nftmeta.Ref{ChainID: 43112, Contract: contract, TokenID: fmt.Sprint(id)})
+	}
+	rows, err := store.Rows(t.Context(), refs)
+	require.NoError(t, err)
+	require.Len(t, rows, n)
+	cancel()
+	for _, d := range done {
+		require.NoError(t, <-d)
+	}
+}
+
+// counterValue reads one labelled series of a counter family.
+func counterValue(t *testing.T, reg *prometheus.Registry, name, label string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetValue() == label {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	t.Fatalf("no series %s{%s}", name, label)
+	return 0
+}
