@@ -14,7 +14,7 @@ import (
 	"github.com/moraine-data/moraine/pkg/evm"
 )
 
-// ErrUnavailable: ClickHouse cannot answer right now (not connected yet, or
+// ErrUnavailable means ClickHouse cannot answer right now (not connected yet, or
 // an outage: chclient.Unavailable).
 var ErrUnavailable = errors.New("nftmeta: clickhouse unavailable")
 

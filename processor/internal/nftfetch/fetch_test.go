@@ -36,8 +36,8 @@ func metadataServer(t *testing.T) (*httptest.Server, *atomic.Int32) {
 	mux.HandleFunc("/erc1155/", func(w http.ResponseWriter, r *http.Request) {
 		_, _ = fmt.Fprintf(w, `{"name":%q}`, strings.TrimPrefix(r.URL.Path, "/erc1155/"))
 	})
-	mux.HandleFunc("/throttled.json", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "slow down", 429) })
-	mux.HandleFunc("/error.json", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "oops", 503) })
+	mux.HandleFunc("/throttled.json", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "slow down", http.StatusTooManyRequests) })
+	mux.HandleFunc("/error.json", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "oops", http.StatusServiceUnavailable) })
 	mux.HandleFunc("/large-declared.json", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Length", "5000")
 		_, _ = w.Write([]byte(strings.Repeat(" ", 5000)))

@@ -44,7 +44,7 @@ import (
 	"github.com/moraine-data/moraine/schemas/topics"
 )
 
-// ErrUnavailable: ClickHouse or Kafka cannot take the request right now.
+// ErrUnavailable means ClickHouse or Kafka cannot take the request right now.
 var ErrUnavailable = errors.New("nftreindex: unavailable")
 
 // TooSoonError refuses a request within the hour of the last accepted one.
