@@ -23,6 +23,20 @@ type devchainNFTs struct {
 	}
 }
 
+// startNFTDevchain runs a development chain (a block every 300 ms with
+// txPerBlock transactions) and reads its metadata collections.
+func startNFTDevchain(t *testing.T, txPerBlock string) (rpcAddr, rpcURL string, d devchainNFTs) {
+	t.Helper()
+	rpcAddr = freeAddr(t)
+	start(t, "devchain", "--rpc.listen-address", rpcAddr, "--block.interval", "300ms", "--traffic.tx-per-block", txPerBlock)
+	rpcURL = "http://" + rpcAddr
+	eventually(t, 60*time.Second, "devchain RPC", func() bool {
+		_, err := rpcCall(rpcURL, "eth_blockNumber")
+		return err == nil
+	})
+	return rpcAddr, rpcURL, readDevchainNFTs(t, rpcURL)
+}
+
 func readDevchainNFTs(t *testing.T, rpcURL string) devchainNFTs {
 	t.Helper()
 	var d devchainNFTs
@@ -83,14 +97,7 @@ func nftKey(contract string, id uint64) string {
 // reading every block again fetches nothing twice: no stored row is
 // rewritten.
 func TestNFTMetadataDevchain(t *testing.T) {
-	rpcAddr := freeAddr(t)
-	start(t, "devchain", "--rpc.listen-address", rpcAddr, "--block.interval", "300ms", "--traffic.tx-per-block", "16")
-	rpcURL := "http://" + rpcAddr
-	eventually(t, 60*time.Second, "devchain RPC", func() bool {
-		_, err := rpcCall(rpcURL, "eth_blockNumber")
-		return err == nil
-	})
-	d := readDevchainNFTs(t, rpcURL)
+	rpcAddr, rpcURL, d := startNFTDevchain(t, "16")
 	s := startServices(t, devchainChain(rpcURL, rpcAddr), pipelineOpts{processorArgs: []string{
 		"--nft.allow-private-targets", "--nft.ipfs-gateway", rpcURL + "/ipfs/",
 		// Compressed: the throttled, flaky and closed-port tokens reach their
@@ -193,14 +200,7 @@ func TestNFTMetadataDevchain(t *testing.T) {
 // data: URIs and ipfs:// through the operator's gateway (trusted, on
 // loopback too) are indexed.
 func TestNFTMetadataRefusesInternalTargets(t *testing.T) {
-	rpcAddr := freeAddr(t)
-	start(t, "devchain", "--rpc.listen-address", rpcAddr, "--block.interval", "300ms", "--traffic.tx-per-block", "8")
-	rpcURL := "http://" + rpcAddr
-	eventually(t, 60*time.Second, "devchain RPC", func() bool {
-		_, err := rpcCall(rpcURL, "eth_blockNumber")
-		return err == nil
-	})
-	d := readDevchainNFTs(t, rpcURL)
+	rpcAddr, rpcURL, d := startNFTDevchain(t, "8")
 	s := startServices(t, devchainChain(rpcURL, rpcAddr), pipelineOpts{processorArgs: []string{
 		"--nft.ipfs-gateway", rpcURL + "/ipfs/", "--nft.retry-schedule", "300ms,300ms,300ms,300ms",
 	}})
