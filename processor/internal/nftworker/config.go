@@ -42,7 +42,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Group, "nft.group", "moraine-nft-metadata", "Kafka consumer group of the NFT metadata worker (--kafka.topic-prefix is prepended)")
 	fs.StringVar(&c.DiscoveryGroup, "nft.discovery-group", "moraine-nft-discovery", "Kafka consumer group of NFT discovery on the blocks topic (--kafka.topic-prefix is prepended)")
 	fs.StringVar(&c.DiscoveryStartOffset, "nft.discovery-start-offset", "start", "where a discovery group without committed offsets starts: start (all retained blocks) or end (new blocks only)")
-	fs.IntVar(&c.DiscoveryCache, "nft.discovery-cache", 1_000_000, "NFTs discovery remembers as requested (it skips them when seen again; a restart forgets)")
+	fs.IntVar(&c.DiscoveryCache, "nft.discovery-cache", 100_000, "NFTs discovery remembers as requested (it skips them when seen again; a restart forgets; about 200 bytes each)")
 	fs.IntVar(&c.MaxPollRecords, "nft.max-poll-records", 500, "metadata requests per worker batch (fetched concurrently)")
 	c.RetrySchedule = append([]time.Duration(nil), DefaultRetrySchedule...)
 	fs.Func("nft.retry-schedule", fmt.Sprintf("waits before attempts 2..%d of a metadata fetch that failed transiently (throttled, unreachable, node unavailable), comma-separated (default %s)",
