@@ -42,7 +42,7 @@
 // data: URIs and ipfs://; a document that is not JSON, JSON that is not
 // metadata, 2 MiB of JSON, HTTP 429, HTTP 404, 503 twice then a document, an
 // ftp:// URI, a string that is not a URI, a tokenURI that returns a number,
-// one that runs out of gas, a burned token, an item at a closed port), each
+// one that hits an invalid opcode, a burned token, an item at a closed port), each
 // with the Data API indexStatus moraine's worker gives it; the traffic then
 // mints and transfers tokens with good documents (ids from
 // MetaTrafficIDBase; item ids 1..MetaItemIDs through the {id} template). The

@@ -15,7 +15,7 @@ const (
 	uriPath      uint8 = 1
 	uriAbsolute  uint8 = 2
 	uriNotString uint8 = 3
-	uriOutOfGas  uint8 = 4
+	uriInvalidOp uint8 = 4
 )
 
 // MetaTrafficIDBase is added to the ids of the metadata collection's
@@ -66,7 +66,7 @@ func MetaTokens() []MetaToken {
 		{ID: 10, Status: "INVALID_TOKEN_URI_SCHEME", About: "an ftp:// URI", mode: uriAbsolute, text: "ftp://metadata.moraine.invalid/10.json"},
 		{ID: 11, Status: "INVALID_TOKEN_URI", About: "not a URI", mode: uriAbsolute, text: "not a token uri"},
 		{ID: 12, Status: "INVALID_TOKEN_URI", About: "tokenURI returns a number, not a string", mode: uriNotString},
-		{ID: 13, Status: "UNKNOWN", About: "tokenURI runs out of gas (not a revert)", mode: uriOutOfGas},
+		{ID: 13, Status: "UNKNOWN", About: "tokenURI fails in the EVM without reverting (an invalid opcode)", mode: uriInvalidOp},
 		{ID: 14, Status: "MISSING_TOKEN", About: "burned: tokenURI reverts", mode: uriDefault, burn: true},
 		{ID: 15, Status: "INDEXED", Name: "Meta #15 (after retries)", About: "HTTP 503 on the first two requests, then the document", mode: uriPath, text: "flaky.json"},
 		{ERC1155: true, ID: 1000, Status: "UNREACHABLE_TOKEN_URI", About: "an item whose uri is a closed port", mode: uriAbsolute, text: "http://127.0.0.1:1/item.json"},

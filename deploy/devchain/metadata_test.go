@@ -46,9 +46,9 @@ func TestMetadataCollections(t *testing.T) {
 	for _, tok := range MetaTokens() {
 		uri, err := uriOf(tok)
 		switch {
-		case tok.mode == uriOutOfGas:
-			if err == nil || !strings.Contains(err.Error(), "out of gas") {
-				t.Errorf("token %d: want an out-of-gas failure, got %q, %v", tok.ID, uri, err)
+		case tok.mode == uriInvalidOp:
+			if err == nil || !strings.Contains(err.Error(), "invalid opcode") {
+				t.Errorf("token %d: want an invalid-opcode failure, got %q, %v", tok.ID, uri, err)
 			}
 			continue
 		case tok.burn:

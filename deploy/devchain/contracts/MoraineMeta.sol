@@ -18,8 +18,10 @@ library MetaURI {
     uint8 constant ABSOLUTE = 2;
     /// A return value that is not an ABI string.
     uint8 constant NOT_STRING = 3;
-    /// Spends all the gas it is given: the call fails without reverting.
-    uint8 constant OUT_OF_GAS = 4;
+    /// Executes an invalid opcode: the call fails in the EVM without
+    /// reverting (as running out of gas does, at once rather than after
+    /// burning the node's whole eth_call gas cap).
+    uint8 constant INVALID_OPCODE = 4;
 
     function decimal(uint256 v) internal pure returns (string memory) {
         if (v == 0) {
@@ -50,10 +52,9 @@ library MetaURI {
                 return(0, 32)
             }
         }
-        if (mode == OUT_OF_GAS) {
-            uint256 i;
-            while (true) {
-                i++;
+        if (mode == INVALID_OPCODE) {
+            assembly {
+                invalid()
             }
         }
         return string.concat(base, def);
