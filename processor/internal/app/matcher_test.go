@@ -525,13 +525,17 @@ func TestConfig(t *testing.T) {
 		t.Fatalf("default config invalid: %v", err)
 	}
 	for name, mut := range map[string]func(*Config){
-		"nothing enabled":  func(c *Config) { c.Sink.Enabled, c.Matcher.Enabled = false, false },
-		"no txn id":        func(c *Config) { c.Matcher.TransactionalID = "" },
-		"bad start offset": func(c *Config) { c.Matcher.StartOffset = "middle" },
-		"zero cache":       func(c *Config) { c.Matcher.TokenCacheSize = 0 },
-		"zero catch-up":    func(c *Config) { c.Matcher.CatchUpTimeout = 0 },
-		"zero chunk":       func(c *Config) { c.Replay.ChunkMessages = 0 },
-		"no ledger group":  func(c *Config) { c.Ledger.Group = "" },
+		"nothing enabled": func(c *Config) { c.Sink.Enabled, c.Matcher.Enabled, c.NFT.Enabled = false, false, false },
+		"nft without clickhouse": func(c *Config) {
+			c.Sink.Enabled, c.Matcher.Enabled, c.ClickHouse.Addr = false, false, ""
+		},
+		"nft retry schedule too short": func(c *Config) { c.NFT.RetrySchedule = c.NFT.RetrySchedule[:2] },
+		"no txn id":                    func(c *Config) { c.Matcher.TransactionalID = "" },
+		"bad start offset":             func(c *Config) { c.Matcher.StartOffset = "middle" },
+		"zero cache":                   func(c *Config) { c.Matcher.TokenCacheSize = 0 },
+		"zero catch-up":                func(c *Config) { c.Matcher.CatchUpTimeout = 0 },
+		"zero chunk":                   func(c *Config) { c.Replay.ChunkMessages = 0 },
+		"no ledger group":              func(c *Config) { c.Ledger.Group = "" },
 	} {
 		c := DefaultConfig()
 		mut(&c)
@@ -542,7 +546,7 @@ func TestConfig(t *testing.T) {
 	// The sink alone needs no matcher settings, the matcher alone (without
 	// the ledger and the replays) no ClickHouse.
 	c := DefaultConfig()
-	c.Sink.Enabled, c.ClickHouse.Addr = false, ""
+	c.Sink.Enabled, c.NFT.Enabled, c.ClickHouse.Addr = false, false, ""
 	if c.Validate() == nil {
 		t.Error("the matcher with the ledger and the replays, without ClickHouse: accepted")
 	}

@@ -369,7 +369,7 @@ func (w *Writer) insertTxs(ctx context.Context, rows []*txRow) error {
 			input[i], status[i], gasUsed[i], cumulativeGasUsed[i] = view(tx.Input), uint8(tx.Status), tx.GasUsed, tx.CumulativeGasUsed
 			effectiveGasPrice[i], contractAddress[i], version[i] = tx.EffectiveGasPrice, view(tx.ContractAddress), r.version
 			// Only the webhook payload shows the access list, which a
-			// replay rebuilds from this column (migration 11); most
+			// replay rebuilds from this column (migration 12); most
 			// transactions have none.
 			al, err := codec.EncodeAccessList(tx.AccessList)
 			if err != nil {
