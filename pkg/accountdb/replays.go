@@ -41,7 +41,10 @@ type ReplayJob struct {
 	// CreatedAt and CancelRequestedAt are Unix milliseconds.
 	CreatedAt         uint64
 	CancelRequestedAt uint64
-	Version           uint64
+	// ToLive: the replay runs to where the webhook's live stream began
+	// (fromBlock on create); its runner raises ToBlock when it starts.
+	ToLive  bool
+	Version uint64
 }
 
 // ReplayProgress is a job's progress as its runner reports it
@@ -50,6 +53,9 @@ type ReplayProgress struct {
 	WebhookID string
 	ID        string
 	Status    string
+	// ToBlock is the job's last block as the runner runs it (a ToLive job's
+	// raised); 0 until it knows it.
+	ToBlock uint64
 	// NextBlock is the next block to replay: the blocks before it are done.
 	NextBlock uint64
 	// Retransmitted counts messages repeated with their sequence number,
@@ -81,7 +87,7 @@ type ReplayDeliveries struct {
 
 const (
 	replayJobCols = `webhook_id, id, account_id, chain_id, from_block, to_block, from_timestamp, to_timestamp,
-messages_per_second, created_at, cancel_requested_at, version`
+messages_per_second, created_at, cancel_requested_at, to_live, version`
 	iReplayJob = `INSERT INTO replay_jobs (` + replayJobCols + `)`
 	qReplayJob = `SELECT ` + replayJobCols + ` FROM replay_jobs FINAL WHERE webhook_id = ? AND id = ?`
 	// A webhook has few jobs; the newest first.
@@ -91,7 +97,7 @@ messages_per_second, created_at, cancel_requested_at, version`
 WHERE id NOT IN (SELECT id FROM (SELECT id, status FROM replay_progress FINAL) WHERE status IN ('done', 'cancelled', 'failed'))
 ORDER BY created_at, id`
 
-	replayProgressCols = `webhook_id, id, status, next_block, retransmitted, renumbered, error, started_at, updated_at, version`
+	replayProgressCols = `webhook_id, id, status, to_block, next_block, retransmitted, renumbered, error, started_at, updated_at, version`
 	iReplayProgress    = `INSERT INTO replay_progress (` + replayProgressCols + `)`
 	qReplayProgress    = `SELECT ` + replayProgressCols + ` FROM replay_progress FINAL WHERE webhook_id = ? AND id IN ?`
 
@@ -104,14 +110,16 @@ FROM deliveries WHERE webhook_id = ? AND attempted_at >= ? AND replay_id = ?`
 
 func scanReplayJob(r driver.Rows) (ReplayJob, error) {
 	var j ReplayJob
+	var toLive uint8
 	err := r.Scan(&j.WebhookID, &j.ID, &j.AccountID, &j.ChainID, &j.FromBlock, &j.ToBlock, &j.FromTimestamp, &j.ToTimestamp,
-		&j.MessagesPerSecond, &j.CreatedAt, &j.CancelRequestedAt, &j.Version)
+		&j.MessagesPerSecond, &j.CreatedAt, &j.CancelRequestedAt, &toLive, &j.Version)
+	j.ToLive = toLive == 1
 	return j, err
 }
 
 func scanReplayProgress(r driver.Rows) (ReplayProgress, error) {
 	var p ReplayProgress
-	err := r.Scan(&p.WebhookID, &p.ID, &p.Status, &p.NextBlock, &p.Retransmitted, &p.Renumbered, &p.Error,
+	err := r.Scan(&p.WebhookID, &p.ID, &p.Status, &p.ToBlock, &p.NextBlock, &p.Retransmitted, &p.Renumbered, &p.Error,
 		&p.StartedAt, &p.UpdatedAt, &p.Version)
 	return p, err
 }
@@ -119,7 +127,7 @@ func scanReplayProgress(r driver.Rows) (ReplayProgress, error) {
 // PutReplayJob writes a (new version of a) replay job.
 func (db *DB) PutReplayJob(ctx context.Context, j ReplayJob) error {
 	return db.insert(ctx, "put_replay_job", iReplayJob, [][]any{{j.WebhookID, j.ID, j.AccountID, j.ChainID, j.FromBlock,
-		j.ToBlock, j.FromTimestamp, j.ToTimestamp, j.MessagesPerSecond, j.CreatedAt, j.CancelRequestedAt, j.Version}})
+		j.ToBlock, j.FromTimestamp, j.ToTimestamp, j.MessagesPerSecond, j.CreatedAt, j.CancelRequestedAt, b2u(j.ToLive), j.Version}})
 }
 
 // ReplayJob reads one of webhookID's replay jobs.
@@ -141,7 +149,7 @@ func (db *DB) UnfinishedReplays(ctx context.Context) ([]ReplayJob, error) {
 // PutReplayProgress writes a job's progress (its version from
 // ProgressVersion).
 func (db *DB) PutReplayProgress(ctx context.Context, p ReplayProgress) error {
-	return db.insert(ctx, "put_replay_progress", iReplayProgress, [][]any{{p.WebhookID, p.ID, p.Status, p.NextBlock,
+	return db.insert(ctx, "put_replay_progress", iReplayProgress, [][]any{{p.WebhookID, p.ID, p.Status, p.ToBlock, p.NextBlock,
 		p.Retransmitted, p.Renumbered, p.Error, p.StartedAt, p.UpdatedAt, ProgressVersion(p)}})
 }
 

@@ -214,7 +214,7 @@ func streamSamples() map[string]*record.StreamEntry {
 		}}},
 		"stream_entry_replay": {Version: 3, Entry: &record.StreamEntry_Replay{Replay: &record.ReplayProgress{
 			ReplayId: "5b0f7a6e-3c2d-4e1f-8a9b-0c1d2e3f4a5b", WebhookId: "401da7d9-d6d7-46c8-b431-72ff1e1543f4",
-			ChainId: 43114, NextBlock: 44568835, Retransmitted: 120, Renumbered: 7, Chunks: 3,
+			ChainId: 43114, NextBlock: 44568835, Retransmitted: 120, Renumbered: 7, Chunks: 3, ToBlock: 44600000,
 		}}},
 	}
 }

@@ -244,7 +244,11 @@ type ReplayProgress struct {
 	// Transactions committed by the job.
 	Chunks uint64 `protobuf:"varint,7,opt,name=chunks,proto3" json:"chunks,omitempty"`
 	// The job ended (every block produced, or cancelled).
-	Done          bool `protobuf:"varint,8,opt,name=done,proto3" json:"done,omitempty"`
+	Done bool `protobuf:"varint,8,opt,name=done,proto3" json:"done,omitempty"`
+	// The job's last block as its runner runs it: a job that runs to where
+	// the webhook's live stream began (fromBlock on create) has it raised
+	// once, when it starts.
+	ToBlock       uint64 `protobuf:"varint,9,opt,name=to_block,json=toBlock,proto3" json:"to_block,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -333,6 +337,13 @@ func (x *ReplayProgress) GetDone() bool {
 		return x.Done
 	}
 	return false
+}
+
+func (x *ReplayProgress) GetToBlock() uint64 {
+	if x != nil {
+		return x.ToBlock
+	}
+	return 0
 }
 
 // EmittedBlock lists the messages delivered for one block, so that the
@@ -568,7 +579,7 @@ const file_proto_moraine_v1_stream_proto_rawDesc = "" +
 	"\x0fWebhookSequence\x12\x1d\n" +
 	"\n" +
 	"webhook_id\x18\x01 \x01(\tR\twebhookId\x12\x12\n" +
-	"\x04last\x18\x02 \x01(\x04R\x04last\"\xf8\x01\n" +
+	"\x04last\x18\x02 \x01(\x04R\x04last\"\x93\x02\n" +
 	"\x0eReplayProgress\x12\x1b\n" +
 	"\treplay_id\x18\x01 \x01(\tR\breplayId\x12\x1d\n" +
 	"\n" +
@@ -581,7 +592,8 @@ const file_proto_moraine_v1_stream_proto_rawDesc = "" +
 	"renumbered\x18\x06 \x01(\x04R\n" +
 	"renumbered\x12\x16\n" +
 	"\x06chunks\x18\a \x01(\x04R\x06chunks\x12\x12\n" +
-	"\x04done\x18\b \x01(\bR\x04done\"\x8d\x01\n" +
+	"\x04done\x18\b \x01(\bR\x04done\x12\x19\n" +
+	"\bto_block\x18\t \x01(\x04R\atoBlock\"\x8d\x01\n" +
 	"\fEmittedBlock\x12\x19\n" +
 	"\bchain_id\x18\x01 \x01(\x04R\achainId\x12\x16\n" +
 	"\x06number\x18\x02 \x01(\x04R\x06number\x12\x12\n" +

@@ -217,6 +217,11 @@ func (m *ReplayProgress) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.ToBlock != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.ToBlock))
+		i--
+		dAtA[i] = 0x48
+	}
 	if m.Done {
 		i--
 		if m.Done {
@@ -573,6 +578,9 @@ func (m *ReplayProgress) SizeVT() (n int) {
 	}
 	if m.Done {
 		n += 2
+	}
+	if m.ToBlock != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.ToBlock))
 	}
 	n += len(m.unknownFields)
 	return n
@@ -1204,6 +1212,25 @@ func (m *ReplayProgress) UnmarshalVT(dAtA []byte) error {
 				}
 			}
 			m.Done = bool(v != 0)
+		case 9:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field ToBlock", wireType)
+			}
+			m.ToBlock = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.ToBlock |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
 		default:
 			iNdEx = preIndex
 			skippy, err := protohelpers.Skip(dAtA[iNdEx:])
@@ -2309,6 +2336,25 @@ func (m *ReplayProgress) UnmarshalVTUnsafe(dAtA []byte) error {
 				}
 			}
 			m.Done = bool(v != 0)
+		case 9:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field ToBlock", wireType)
+			}
+			m.ToBlock = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.ToBlock |= uint64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
 		default:
 			iNdEx = preIndex
 			skippy, err := protohelpers.Skip(dAtA[iNdEx:])

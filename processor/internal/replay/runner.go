@@ -198,7 +198,7 @@ func (e *jobEnv) run(ctx context.Context, job accountdb.ReplayJob, p int32) erro
 	}
 	started := uint64(r.d.Now().UnixMilli())
 	report := func(status, errText string) {
-		rp := accountdb.ReplayProgress{WebhookID: job.WebhookID, ID: job.ID, Status: status, NextBlock: prog.GetNextBlock(),
+		rp := accountdb.ReplayProgress{WebhookID: job.WebhookID, ID: job.ID, Status: status, ToBlock: prog.GetToBlock(), NextBlock: prog.GetNextBlock(),
 			Retransmitted: prog.GetRetransmitted(), Renumbered: prog.GetRenumbered(), Error: errText, StartedAt: started,
 			UpdatedAt: uint64(r.d.Now().UnixMilli())}
 		if err := r.d.Accounts.PutReplayProgress(context.WithoutCancel(ctx), rp); err != nil {
@@ -230,6 +230,9 @@ func (e *jobEnv) run(ctx context.Context, job accountdb.ReplayJob, p int32) erro
 	report(accountdb.ReplayWaiting, "")
 	hook, err := e.webhook(ctx, job)
 	if err != nil {
+		return fail(err)
+	}
+	if err := e.lastBlock(ctx, &job, prog, p); err != nil {
 		return fail(err)
 	}
 	if err := e.barrier(ctx, job, p, hook.settings.Confirmations); err != nil {
@@ -278,6 +281,35 @@ func (e *jobEnv) run(ctx context.Context, job accountdb.ReplayJob, p int32) erro
 		return err
 	}
 	report(accountdb.ReplayDone, "")
+	return nil
+}
+
+// lastBlock settles the job's last block (prog.ToBlock, job.ToBlock). A
+// job that runs to where the webhook's live stream began (fromBlock on
+// create) goes up to the newest block ClickHouse holds once it holds
+// every block the matcher committed: the matcher matched every block
+// after those with the webhook in its table (it was created before the
+// job started), and none before them, so nothing falls between the
+// replay and the live stream (a block both cover is in the ledger, and
+// repeated, not numbered twice). With confirmations, the barrier then
+// waits until those blocks are confirmed.
+func (e *jobEnv) lastBlock(ctx context.Context, job *accountdb.ReplayJob, prog *record.ReplayProgress, p int32) error {
+	switch {
+	case prog.GetToBlock() > 0:
+		// Settled by an earlier run.
+	case job.ToLive:
+		if err := e.clickHouseCaughtUp(ctx, p); err != nil {
+			return err
+		}
+		head, _, err := e.r.src.head(ctx, job.ChainID)
+		if err != nil {
+			return err
+		}
+		prog.ToBlock = max(job.ToBlock, head)
+	default:
+		prog.ToBlock = job.ToBlock
+	}
+	job.ToBlock = prog.GetToBlock()
 	return nil
 }
 
@@ -583,6 +615,7 @@ func (e *jobEnv) commit(ctx context.Context, prog *record.ReplayProgress, ch chu
 	}
 	streams.Commit(sb)
 	prog.NextBlock, prog.Retransmitted, prog.Renumbered, prog.Chunks, prog.Done = next.NextBlock, next.Retransmitted, next.Renumbered, next.Chunks, next.Done
+	prog.ToBlock = next.ToBlock
 	return nil
 }
 
@@ -595,5 +628,5 @@ func (e *jobEnv) finish(ctx context.Context, prog *record.ReplayProgress, p int3
 func cloneProgress(p *record.ReplayProgress) *record.ReplayProgress {
 	return &record.ReplayProgress{ReplayId: p.GetReplayId(), WebhookId: p.GetWebhookId(), ChainId: p.GetChainId(),
 		NextBlock: p.GetNextBlock(), Retransmitted: p.GetRetransmitted(), Renumbered: p.GetRenumbered(), Chunks: p.GetChunks(),
-		Done: p.GetDone()}
+		Done: p.GetDone(), ToBlock: p.GetToBlock()}
 }

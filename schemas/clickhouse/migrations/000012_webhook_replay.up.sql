@@ -49,7 +49,10 @@ SETTINGS index_granularity = 1024;
 -- or fromBlock on create). Written only by the query service: at creation,
 -- and again with cancel_requested_at set to cancel. Timestamps are Unix
 -- milliseconds; from_timestamp and to_timestamp (Unix seconds) are the
--- time range asked for, 0 for a block range.
+-- time range asked for, 0 for a block range. to_live (fromBlock on create):
+-- the replay runs to where the webhook's live stream began, so its runner
+-- raises to_block to the blocks the matcher had matched before the webhook
+-- existed (replay_progress.to_block).
 CREATE TABLE IF NOT EXISTS replay_jobs (
     webhook_id String,
     id String,
@@ -62,6 +65,7 @@ CREATE TABLE IF NOT EXISTS replay_jobs (
     messages_per_second UInt32,
     created_at UInt64,
     cancel_requested_at UInt64,
+    to_live UInt8,
     version UInt64
 ) ENGINE = ReplacingMergeTree(version)
 ORDER BY (webhook_id, id);
@@ -69,12 +73,14 @@ ORDER BY (webhook_id, id);
 -- A replay job's progress as its runner (the processor owning the chain)
 -- reports it, after each chunk it committed; written only by the
 -- processor. status: waiting (for the stream to pass the range), running,
--- done, cancelled, failed. Best-effort: the exact progress is on the
+-- done, cancelled, failed. to_block is the job's, raised for a to_live job
+-- (0 until the runner knows it). Best-effort: the exact progress is on the
 -- webhook-stream topic (replay:<id>), which a runner resumes from.
 CREATE TABLE IF NOT EXISTS replay_progress (
     webhook_id String,
     id String,
     status String,
+    to_block UInt64,
     next_block UInt64,
     retransmitted UInt64,
     renumbered UInt64,

@@ -125,6 +125,7 @@ func toReplayResponse(j accountdb.ReplayJob, p accountdb.ReplayProgress, d accou
 	}
 	if p.ID != "" {
 		r.Status, r.NextBlock, r.Error, r.StartedAt, r.UpdatedAt = p.Status, max(p.NextBlock, j.FromBlock), p.Error, p.StartedAt, p.UpdatedAt
+		r.ToBlock = max(r.ToBlock, p.ToBlock)
 		r.Messages.Retransmitted, r.Messages.Renumbered = p.Retransmitted, p.Renumbered
 	}
 	return r
@@ -385,7 +386,12 @@ func (s *service) fromBlockJob(ctx context.Context, p auth.Principal, w accountd
 	if err != nil {
 		return accountdb.ReplayJob{}, err
 	}
-	return s.newReplayJob(p, w, chain, from, to, r)
+	j, err := s.newReplayJob(p, w, chain, from, to, r)
+	// The webhook's live stream begins at the first block the matcher
+	// matches once it knows the webhook: the replay must reach there, and
+	// the processor knows where that is when it starts the job.
+	j.ToLive = true
+	return j, err
 }
 
 func (h *handlers) startReplay(c *gin.Context) {
