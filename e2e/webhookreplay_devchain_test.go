@@ -208,7 +208,7 @@ func TestWebhookReplayDevchain(t *testing.T) {
 	call(t, "GET", s.api+"/v1/chains/43112/blocks?pageSize=1", "", nil, &idx)
 	indexed, _ := strconv.ParseUint(idx.Blocks[0].BlockNumber, 10, 64)
 	for body, want := range map[string]string{
-		`{"fromBlock": 30, "toBlock": 20}`: "the range is reversed: fromBlock 30 is after toBlock 20",
+		`{"fromBlock": 30, "toBlock": 20}`:                           "the range is reversed: fromBlock 30 is after toBlock 20",
 		fmt.Sprintf(`{"fromBlock": 1, "toBlock": %d}`, indexed+1000): fmt.Sprintf("toBlock %d is beyond the head", indexed+1000),
 	} {
 		req, _ := http.NewRequest("POST", s.api+"/v1/webhooks/"+hook+":replay", strings.NewReader(body))
