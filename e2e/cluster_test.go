@@ -292,8 +292,14 @@ func TestClusterFaults(t *testing.T) {
 		cp.start(fmt.Sprintf("processor-%d", i), "processor", with(common, chArgs,
 			[]string{"--matcher.transactional-id", fmt.Sprintf("suite-matcher-%d", i)})...)
 	}
+	// Replays paced slowly enough to be in progress through several
+	// faults (the account's plan is growth).
+	plansFile := filepath.Join(t.TempDir(), "plans.json")
+	if err := os.WriteFile(plansFile, []byte(`{"plans":{"growth":{"replayMessagesPerSecond":15}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for i := 1; i <= 2; i++ {
-		cp.start(fmt.Sprintf("query-%d", i), "query", with(common, chArgs, []string{
+		cp.start(fmt.Sprintf("query-%d", i), "query", with(common, chArgs, []string{"--plans.file", plansFile,
 			"--http.listen-address", env.queryAddrs[i-1],
 			// Page tokens from one instance must work on the other.
 			"--api.page-token-secret", strings.Repeat("cluster-suite-", 3),
@@ -415,7 +421,7 @@ func TestClusterFaults(t *testing.T) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(min(duration/3, 90*time.Second)):
+		case <-time.After(min(duration/4, 60*time.Second)):
 		}
 		var hooks struct {
 			Webhooks []struct {
