@@ -3,6 +3,8 @@ package api
 import (
 	"math"
 	"regexp"
+	"strconv"
+	"strings"
 
 	"github.com/moraine-data/moraine/query/internal/data/store"
 )
@@ -66,10 +68,25 @@ func (p *params) blockRange() blockRange {
 	return r
 }
 
+// maxBlockNumber is the largest startBlock and endBlock accepted, the
+// largest int64 (the documented bound of the messages below).
+const maxBlockNumber = 1<<63 - 1
+
 func (p *params) blockNumber(name string) (uint64, bool) {
 	raw, ok := p.c.GetQuery(name)
 	if !ok {
 		return 0, false
+	}
+	// A plain decimal integer is read exactly: as a float64 (Number()),
+	// 9223372036854775807 rounds up to 2^63 and was refused as greater
+	// than itself.
+	if t := strings.TrimSpace(raw); t != "" && strings.Trim(t, "0123456789") == "" {
+		n, err := strconv.ParseUint(t, 10, 64)
+		if err != nil || n > maxBlockNumber {
+			p.fail("%s must not be greater than %d", name, uint64(maxBlockNumber))
+			return 0, false
+		}
+		return n, true
 	}
 	v := jsNumber(raw)
 	switch {
@@ -77,8 +94,8 @@ func (p *params) blockNumber(name string) (uint64, bool) {
 		p.fail("%s must be an integer number", name)
 	case v < 0:
 		p.fail("%s must not be less than 0", name)
-	case v >= 1<<63:
-		p.fail("%s must not be greater than %d", name, uint64(1<<63-1))
+	case v > maxBlockNumber:
+		p.fail("%s must not be greater than %d", name, uint64(maxBlockNumber))
 	default:
 		return uint64(v), true
 	}
