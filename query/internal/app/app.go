@@ -10,6 +10,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -31,6 +32,7 @@ import (
 	"github.com/moraine-data/moraine/query/internal/data/api"
 	"github.com/moraine-data/moraine/query/internal/data/store"
 	"github.com/moraine-data/moraine/query/internal/server"
+	"github.com/moraine-data/moraine/query/internal/server/apierr"
 	"github.com/moraine-data/moraine/query/internal/server/pagetoken"
 	"github.com/moraine-data/moraine/query/internal/webhooks"
 )
@@ -81,6 +83,9 @@ func New(cfg Config, deps Deps) (*App, error) {
 		return nil, err
 	}
 	cfg.Webhooks.Kafka.Metrics = deps.Registry // franz-go's client metrics (kafkautil.ClientMetrics)
+	// What net/http answers by itself (431, 414, malformed requests) in the
+	// API's error body too.
+	cfg.HTTP.ErrorBody = errorBody
 	a := &App{cfg: cfg, logger: deps.Logger, reg: deps.Registry, resolver: deps.Resolver, chains: cc, health: obs.NewHealth()}
 	if err := a.build(); err != nil {
 		return nil, err
@@ -196,6 +201,13 @@ func (a *App) Run(ctx context.Context) error {
 		err = errors.Join(err, a.conn.Close())
 	}
 	return err
+}
+
+// errorBody renders an answer of net/http's (obs.HTTPConfig.ErrorBody) as
+// the API's error body.
+func errorBody(status int, message string) (string, []byte) {
+	b, _ := json.Marshal(apierr.BodyOf(apierr.New(status, message)))
+	return "application/json; charset=utf-8", b
 }
 
 // APIAddr is the API server's address once Run has bound it ("" before).
