@@ -22,6 +22,7 @@ import (
 	"github.com/moraine-data/moraine/pkg/process"
 	"github.com/moraine-data/moraine/processor/internal/matcher"
 	"github.com/moraine-data/moraine/processor/internal/sink"
+	"github.com/moraine-data/moraine/processor/internal/usagesink"
 )
 
 // Config is the processor's configuration.
@@ -38,6 +39,8 @@ type Config struct {
 	// ChainsFile names the chains file (RPC URLs for token metadata, native
 	// tokens); only the matcher reads it.
 	ChainsFile string
+	// Usage is the request-log sink (package usagesink).
+	Usage usagesink.Config
 }
 
 // DefaultConfig mirrors the flag defaults.
@@ -56,6 +59,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.Matcher.RegisterFlags(fs)
 	chains.RegisterFlag(fs, &c.ChainsFile)
 	c.Sink.RegisterFlags(fs)
+	c.Usage.RegisterFlags(fs)
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown.timeout", 30*time.Second, "time to finish the in-flight batch on shutdown")
 }
 
@@ -63,14 +67,17 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 func (c Config) Validate() error {
 	var errs []error
 	errs = append(errs, c.Kafka.Validate())
-	if !c.Sink.Enabled && !c.Matcher.Enabled {
-		errs = append(errs, errors.New("processor: nothing to run: --processor.sink-enabled and --matcher.enabled are both false"))
+	if !c.Sink.Enabled && !c.Matcher.Enabled && !c.Usage.Enabled {
+		errs = append(errs, errors.New("processor: nothing to run: --processor.sink-enabled, --matcher.enabled and --usage.enabled are all false"))
 	}
 	if c.Matcher.Enabled {
 		errs = append(errs, c.Matcher.Validate())
 	}
 	if c.Sink.Enabled {
 		errs = append(errs, c.ClickHouse.Validate(), c.Sink.Validate())
+	}
+	if c.Usage.Enabled {
+		errs = append(errs, c.ClickHouse.Validate(), c.Usage.Validate())
 	}
 	return errors.Join(errs...)
 }
@@ -89,6 +96,7 @@ type App struct {
 	// matcher, which both read every one (64 MiB of recent batches kept).
 	blocks kgo.Decompressor
 	sink   *sink.Consumer // nil when --processor.sink-enabled=false
+	usage  *usagesink.Sink // nil when --usage.enabled=false
 
 	ops atomic.Pointer[obs.Server]
 }
@@ -130,6 +138,13 @@ func New(cfg Config, deps Deps) (*App, error) {
 		var err error
 		if a.sink, err = sink.New(cfg.Sink, sink.Deps{Logger: a.logger, Registerer: a.reg, Kafka: cfg.Kafka, ClickHouse: cfg.ClickHouse,
 			Health: a.health, Decompressor: a.blocks}); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Usage.Enabled {
+		var err error
+		if a.usage, err = usagesink.New(cfg.Usage, usagesink.Deps{Logger: a.logger, Registerer: a.reg, Kafka: cfg.Kafka,
+			ClickHouse: cfg.ClickHouse, Health: a.health}); err != nil {
 			return nil, err
 		}
 	}
@@ -190,6 +205,9 @@ func (a *App) Run(ctx context.Context) error {
 		if cfg.Matcher.Enabled {
 			groups = append(groups, cfg.Kafka.TopicPrefix+cfg.Matcher.Group)
 		}
+		if a.usage != nil {
+			groups = append(groups, a.usage.Group())
+		}
 		g.Go(func() error {
 			defer admCl.Close()
 			kafkautil.ExportLag(gctx, kadm.NewClient(admCl), reg, logger, kafkautil.LagInterval, groups...)
@@ -206,6 +224,9 @@ func (a *App) Run(ctx context.Context) error {
 		}
 		if sk != nil {
 			g.Go(func() error { return sk.Run(gctx) })
+		}
+		if a.usage != nil {
+			g.Go(func() error { return a.usage.Run(gctx) })
 		}
 		return nil
 	})

@@ -522,7 +522,7 @@ func TestConfig(t *testing.T) {
 		t.Fatalf("default config invalid: %v", err)
 	}
 	for name, mut := range map[string]func(*Config){
-		"nothing enabled":  func(c *Config) { c.Sink.Enabled, c.Matcher.Enabled = false, false },
+		"nothing enabled":  func(c *Config) { c.Sink.Enabled, c.Matcher.Enabled, c.Usage.Enabled = false, false, false },
 		"no txn id":        func(c *Config) { c.Matcher.TransactionalID = "" },
 		"bad start offset": func(c *Config) { c.Matcher.StartOffset = "middle" },
 		"zero cache":       func(c *Config) { c.Matcher.TokenCacheSize = 0 },
@@ -536,9 +536,20 @@ func TestConfig(t *testing.T) {
 	}
 	// The sink alone needs no matcher settings, the matcher alone no ClickHouse.
 	c := DefaultConfig()
-	c.Sink.Enabled, c.ClickHouse.Addr = false, ""
+	c.Sink.Enabled, c.Usage.Enabled, c.ClickHouse.Addr = false, false, ""
 	if err := c.Validate(); err != nil {
 		t.Errorf("matcher only: %v", err)
+	}
+	// The usage sink needs ClickHouse, and its retentions in order.
+	c = DefaultConfig()
+	c.Sink.Enabled, c.ClickHouse.Addr = false, ""
+	if c.Validate() == nil {
+		t.Error("usage sink without ClickHouse: accepted")
+	}
+	c = DefaultConfig()
+	c.Usage.MetricsRetention = c.Usage.LogRetention / 2
+	if c.Validate() == nil {
+		t.Error("metrics kept shorter than logs: accepted")
 	}
 }
 
