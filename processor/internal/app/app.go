@@ -95,7 +95,7 @@ type App struct {
 	// blocks decompresses each block batch once for the sink and the
 	// matcher, which both read every one (64 MiB of recent batches kept).
 	blocks kgo.Decompressor
-	sink   *sink.Consumer // nil when --processor.sink-enabled=false
+	sink   *sink.Consumer  // nil when --processor.sink-enabled=false
 	usage  *usagesink.Sink // nil when --usage.enabled=false
 
 	ops atomic.Pointer[obs.Server]
