@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/moraine-data/moraine/query/internal/data/store"
+	"github.com/moraine-data/moraine/query/internal/server/queryparam"
 )
 
 var (
@@ -88,7 +89,7 @@ func (p *params) blockNumber(name string) (uint64, bool) {
 		}
 		return n, true
 	}
-	v := jsNumber(raw)
+	v := queryparam.Number(raw)
 	switch {
 	case math.IsNaN(v) || math.IsInf(v, 0) || v != math.Trunc(v):
 		p.fail("%s must be an integer number", name)
