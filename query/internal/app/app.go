@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 
@@ -29,6 +30,8 @@ import (
 	"github.com/moraine-data/moraine/pkg/process"
 	"github.com/moraine-data/moraine/pkg/tokenmeta"
 	"github.com/moraine-data/moraine/query/internal/access"
+	"github.com/moraine-data/moraine/query/internal/access/usage"
+	"github.com/moraine-data/moraine/query/internal/access/usage/usageapi"
 	"github.com/moraine-data/moraine/query/internal/data/api"
 	"github.com/moraine-data/moraine/query/internal/data/store"
 	"github.com/moraine-data/moraine/query/internal/server"
@@ -57,7 +60,14 @@ type App struct {
 	accounts *accountdb.DB
 	access   *access.Access
 	webhooks *webhooks.Webhooks
-	health   *obs.Health
+	// usage records requests; usageAPI serves getApiUsageMetrics and
+	// getApiLogs from what was recorded.
+	usage    *usage.Recorder
+	usageAPI *usageapi.API
+	// ch is the ClickHouse connection of the families that read it
+	// directly (usage), set once ClickHouse answers.
+	ch     chclient.Lazy
+	health *obs.Health
 	// routes is the route table: every route of every family, each
 	// declared once by the package that serves it.
 	routes []server.Route
@@ -130,6 +140,26 @@ func (a *App) build() error {
 	}); err != nil {
 		return err
 	}
+	// chainID is the decimal EVM chain id of a configured chain named by
+	// its EVM or blockchain id, "" for any other value.
+	chainID := func(p string) string {
+		if ch, ok := a.chains.Find(p); ok {
+			return ch.EVMChainID
+		}
+		return ""
+	}
+	if a.usage, err = usage.New(a.cfg.Usage, usage.Deps{
+		Logger: a.logger.With("component", "usage"), Registerer: a.reg, Kafka: a.cfg.Webhooks.Kafka, ChainID: chainID,
+	}); err != nil {
+		return err
+	}
+	if a.usageAPI, err = usageapi.New(usageapi.Deps{
+		Logger: a.logger.With("component", "usage"), Registerer: a.reg, Conn: &a.ch, Timeout: a.cfg.Store.QueryTimeout,
+		Operators: a.accounts, OperatorTTL: a.cfg.Access.Auth.CacheTTL, ChainID: chainID,
+		PageTokenKey: key, PageTokenTTL: a.cfg.PageToken.TTL,
+	}); err != nil {
+		return err
+	}
 	rpc := make(map[uint64][]string, len(a.chains.Chains))
 	for _, c := range a.chains.Chains {
 		rpc[c.ID()] = c.RPCURLs
@@ -143,9 +173,16 @@ func (a *App) build() error {
 		return err
 	}
 	a.routes = append(data.Routes(), a.webhooks.Routes()...)
+	a.routes = append(a.routes, a.usageAPI.Routes()...)
+	// Requests are recorded around access control, so refused ones are too.
+	var middleware []gin.HandlerFunc
+	if a.cfg.Usage.Enabled {
+		middleware = append(middleware, a.usage.Middleware())
+	}
+	middleware = append(middleware, a.access.Middleware()...)
 	router, err := server.New(a.routes, server.Deps{
 		Logger: a.logger.With("component", "api"), Registerer: a.reg, TrustedProxies: a.cfg.TrustedProxyList,
-		Middleware: a.access.Middleware(),
+		Middleware: middleware,
 	})
 	if err != nil {
 		return err
@@ -190,11 +227,16 @@ func (a *App) Run(ctx context.Context) error {
 		a.mu.Unlock()
 		a.store.SetConn(conn)
 		a.accounts.SetConn(conn)
+		a.ch.Set(conn)
 		a.logger.Info("clickhouse connected", "addr", a.cfg.ClickHouse.Addr, "database", a.cfg.ClickHouse.Database)
 		return nil
 	})
 	a.logger.Info("query service listening", "api", api.Addr(), "ops", ops.Addr(), "chains", len(a.chains.Chains))
 	err = g.Wait()
+	// The API has drained: send the last request records.
+	flush, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.ShutdownTimeout)
+	a.usage.Close(flush)
+	cancel()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.conn != nil {

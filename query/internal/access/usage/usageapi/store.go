@@ -1,0 +1,208 @@
+package usageapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/moraine-data/moraine/pkg/chclient"
+)
+
+// ErrUnavailable: ClickHouse cannot answer right now.
+var ErrUnavailable = errors.New("usageapi: clickhouse unavailable")
+
+// Store reads the request log and its rollups.
+type Store struct {
+	conn     *chclient.Lazy
+	timeout  time.Duration
+	duration *prometheus.HistogramVec
+}
+
+// scope is the accounts a read covers.
+type scope struct {
+	all     bool   // every account (an operator without orgId)
+	account string // else this one
+}
+
+// where builds the WHERE clause of a read over time column col in [from,
+// to) and the filters, with its arguments.
+func where(col string, from, to uint64, s scope, f filters) (string, []any) {
+	conds := []string{col + " >= ?", col + " < ?"}
+	args := []any{from, to}
+	if !s.all {
+		conds = append(conds, "account_id = ?")
+		args = append(args, s.account)
+	}
+	add := func(cond string, v any) {
+		conds = append(conds, cond)
+		args = append(args, v)
+	}
+	if f.chainID != "" {
+		add("chain_id = ?", f.chainID)
+	}
+	if f.status != 0 {
+		add("status = ?", uint16(f.status))
+	}
+	if f.keyID != "" {
+		add("key_id = ?", f.keyID)
+	}
+	if f.route != "" {
+		add("route = ?", f.route)
+	}
+	if f.requestType == "rpc" {
+		conds = append(conds, "0") // moraine serves no RPC
+	}
+	return strings.Join(conds, " AND "), args
+}
+
+// rollups are the tables of each interval, and the bucket each groups by
+// (weeks start on Monday: 1970-01-01 was a Thursday; months as YYYYMM).
+var rollups = map[string]struct{ table, bucket string }{
+	"minute":  {"api_usage_minutes", "bucket"},
+	"hourly":  {"api_usage_hours", "bucket"},
+	"daily":   {"api_usage_days", "bucket"},
+	"weekly":  {"api_usage_days", "toUInt32(bucket - ((intDiv(bucket, 86400) + 3) % 7) * 86400)"},
+	"monthly": {"api_usage_days", "toUInt32(toYYYYMM(toDateTime(bucket, 'UTC')))"},
+}
+
+// groupColumns is the group of each groupBy.
+var groupColumns = map[string]string{
+	"":             "''",
+	"requestPath":  "route",
+	"responseCode": "toString(status)",
+	"chainId":      "chain_id",
+	"apiKeyId":     "key_id",
+	"requestType":  "'data'",
+}
+
+// metricsQuery is the SELECT of one metrics read.
+func metricsQuery(interval, groupBy, cond string) string {
+	r := rollups[interval]
+	return `SELECT ` + r.bucket + ` AS b, ` + groupColumns[groupBy] + ` AS g,
+    countMerge(requests), countMergeIf(requests, status < 400), countMergeIf(requests, status >= 400 AND status < 500),
+    sumMerge(compute_units), sumMergeIf(compute_units, status >= 400 AND status < 500),
+    quantileTDigestMerge(0.5)(duration_ms)
+FROM ` + r.table + `
+WHERE ` + cond + `
+GROUP BY b, g ORDER BY b, g`
+}
+
+// metricRow is one (bucket, group) of a metrics read.
+type metricRow struct {
+	bucket         uint32
+	group          string
+	total, ok, bad uint64
+	units, wasted  uint64
+	median         float32
+}
+
+// Metrics reads the rollup of interval over f.
+func (s *Store) Metrics(ctx context.Context, sc scope, f filters, interval, groupBy string) ([]metricRow, error) {
+	cond, args := where("bucket", uint64(f.from.Unix()), uint64(f.to.Unix()), sc, f)
+	var out []metricRow
+	err := s.read(ctx, "metrics_"+strings.TrimPrefix(rollups[interval].table, "api_usage_"), metricsQuery(interval, groupBy, cond), args, func(r driver.Rows) error {
+		var m metricRow
+		if err := r.Scan(&m.bucket, &m.group, &m.total, &m.ok, &m.bad, &m.units, &m.wasted, &m.median); err != nil {
+			return err
+		}
+		out = append(out, m)
+		return nil
+	})
+	return out, err
+}
+
+// logColumns are the columns of a log row.
+const logColumns = `account_id, at, request_id, key_id, key_alias, route, status, duration_us, compute_units, chain_id,
+    client_ip, host, user_agent, region`
+
+// logRow is one request of the log.
+type logRow struct {
+	account, keyID, keyAlias, route, chain, ip, host, agent, region string
+	at                                                              uint64
+	id                                                              string // 16 bytes
+	status                                                          uint16
+	durationUS                                                      uint64
+	units                                                           uint32
+}
+
+// logCursor is the position after a page's last row: the next page holds
+// rows strictly before it in (at DESC, request_id DESC) order.
+type logCursor struct {
+	at uint64
+	id string
+}
+
+// logsFirstSpan is the time range the first read of a page covers; it
+// grows eightfold until the page is full or reaches the start of the range.
+const logsFirstSpan = uint64(time.Hour / time.Millisecond)
+
+// Logs returns up to limit requests of f before cursor (nil: from the
+// newest), newest first. ClickHouse 18.16 cannot stop an ORDER BY ...
+// LIMIT early, so it reads a bounded time range below the cursor (an hour
+// first), widening it until the page is full or the range is exhausted.
+func (s *Store) Logs(ctx context.Context, sc scope, f filters, after *logCursor, limit int) ([]logRow, error) {
+	lo, hi := uint64(f.from.UnixMilli()), uint64(f.to.UnixMilli())
+	top := hi
+	if after != nil {
+		top = min(hi, after.at+1)
+	}
+	var out []logRow
+	for span := logsFirstSpan; ; span *= 8 {
+		from := lo
+		if top > lo+span {
+			from = top - span
+		}
+		cond, args := where("at", from, top, sc, f)
+		if after != nil {
+			cond += " AND (at < ? OR (at = ? AND request_id < ?))"
+			args = append(args, after.at, after.at, after.id)
+		}
+		q := `SELECT ` + logColumns + ` FROM api_requests WHERE ` + cond + ` ORDER BY at DESC, request_id DESC LIMIT ?`
+		out = out[:0]
+		err := s.read(ctx, "logs", q, append(args, uint64(limit)), func(r driver.Rows) error {
+			var l logRow
+			if err := r.Scan(&l.account, &l.at, &l.id, &l.keyID, &l.keyAlias, &l.route, &l.status, &l.durationUS, &l.units,
+				&l.chain, &l.ip, &l.host, &l.agent, &l.region); err != nil {
+				return err
+			}
+			out = append(out, l)
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+		if len(out) >= limit || from == lo {
+			return out, nil
+		}
+	}
+}
+
+// read runs q under the read timeout and calls row for every row.
+func (s *Store) read(ctx context.Context, name, q string, args []any, row func(driver.Rows) error) error {
+	conn, err := s.conn.Get(ErrUnavailable)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := chclient.WithTimeout(ctx, s.timeout, nil)
+	defer cancel()
+	defer func(start time.Time) { s.duration.WithLabelValues(name).Observe(time.Since(start).Seconds()) }(time.Now())
+	rows, err := conn.Query(ctx, q, args...)
+	if err != nil {
+		return chclient.Classify(err, ErrUnavailable, "usageapi", name)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := row(rows); err != nil {
+			return fmt.Errorf("usageapi: %s: scan: %w", name, err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return chclient.Classify(err, ErrUnavailable, "usageapi", name)
+	}
+	return nil
+}
