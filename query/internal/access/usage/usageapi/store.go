@@ -206,3 +206,44 @@ func (s *Store) read(ctx context.Context, name, q string, args []any, row func(d
 	}
 	return nil
 }
+
+// Bucket is one (time bucket, group) of a usage read, for readers outside
+// HTTP (moraine-admin usage).
+type Bucket struct {
+	// Start is the bucket's start (UTC); Group its group value ("" without
+	// a groupBy).
+	Start time.Time
+	Group string
+	// Requests, of which OK answered below 400 and Invalid 4xx; Units
+	// charged, of which Wasted on invalid requests.
+	Requests, OK, Invalid, Units, Wasted uint64
+	MedianMs                              float64
+}
+
+// ReadMetrics reads usage as getApiUsageMetrics does: of account (every
+// account when all), in [from, to) (whole UTC days), per interval
+// ("minute", "hourly", "daily", "weekly", "monthly") and groupBy ("" or a
+// UsageMetricsGroupByEnum value).
+func ReadMetrics(ctx context.Context, conn driver.Conn, timeout time.Duration, account string, all bool,
+	from, to time.Time, interval, groupBy string) ([]Bucket, error) {
+	if _, ok := rollups[interval]; !ok {
+		return nil, fmt.Errorf("usageapi: interval %q is none of minute, hourly, daily, weekly, monthly", interval)
+	}
+	if _, ok := groupColumns[groupBy]; !ok {
+		return nil, fmt.Errorf("usageapi: groupBy %q is none of requestPath, responseCode, chainId, apiKeyId, requestType", groupBy)
+	}
+	var lazy chclient.Lazy
+	lazy.Set(conn)
+	s := &Store{conn: &lazy, timeout: timeout, duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "unused"}, []string{"read"})}
+	rows, err := s.Metrics(ctx, scope{all: all, account: account}, filters{from: from, to: to}, interval, groupBy)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Bucket, len(rows))
+	for i, r := range rows {
+		start, _ := bucketTime(r.bucket, interval)
+		out[i] = Bucket{Start: time.Unix(start, 0).UTC(), Group: r.group, Requests: r.total, OK: r.ok, Invalid: r.bad,
+			Units: r.units, Wasted: r.wasted, MedianMs: round(float64(r.median))}
+	}
+	return out, nil
+}
