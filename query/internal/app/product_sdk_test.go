@@ -1,0 +1,75 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/moraine-data/moraine/pkg/accountdb"
+	"github.com/moraine-data/moraine/pkg/testenv"
+	"github.com/moraine-data/moraine/query/internal/access/plan"
+	"github.com/moraine-data/moraine/query/internal/ops/admin"
+)
+
+// TestSDKProduct runs sdktest/product.mjs: the official SDK's usage-metrics
+// methods against the whole query service, over a request log written
+// here (the recording path to it is package usage's and the processor's
+// usagesink's tests, and e2e's).
+func TestSDKProduct(t *testing.T) {
+	chCfg, conn := testenv.ClickHouse(t)
+	dir := sdkDir(t)
+	_, url := startApp(t, func(c *Config) { c.ClickHouse = chCfg })
+	db, err := accountdb.Open(conn, accountdb.DefaultConfig(), nil)
+	require.NoError(t, err)
+	adm := &admin.Admin{DB: db, Clock: accountdb.NewClock(nil)}
+	ctx := context.Background()
+	newKey := func(name string) (string, string, string) {
+		acc, err := adm.CreateAccount(ctx, name, plan.Enterprise)
+		require.NoError(t, err)
+		nk, err := adm.CreateKey(ctx, acc.ID)
+		require.NoError(t, err)
+		return acc.ID, nk.ID, nk.Key
+	}
+	account, keyID, key := newKey("sdk-usage")
+	_, opID, opKey := newKey("sdk-operator")
+	require.NoError(t, adm.SetOperator(ctx, opID, true))
+
+	// Yesterday: 7 requests of the account (2 of them 404s), 1 of another.
+	day := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, -1)
+	b, err := conn.PrepareBatch(ctx, `INSERT INTO api_requests (account_id, at, request_id, key_id, key_alias, route, operation,
+    method, chain_id, status, duration_us, compute_units, client_ip, user_agent, host, region)`)
+	require.NoError(t, err)
+	for i := range 8 {
+		acc, status := account, uint16(200)
+		if i%3 == 2 {
+			status = 404
+		}
+		if i == 7 {
+			acc = "another"
+		}
+		require.NoError(t, b.Append(acc, uint64(day.Add(time.Duration(i)*time.Hour).UnixMilli()), fmt.Sprintf("%016d", i), keyID,
+			"mk_x", "/v1/chains/:chainId/blocks", "getLatestBlocks", "GET", "43114", status, uint64(1000+500*i), uint32(10),
+			"203.0.113.1", "node", "localhost", ""))
+	}
+	require.NoError(t, b.Send())
+	fx, err := json.Marshal(map[string]any{"account": account, "keyId": keyID, "day": day.Unix(), "logs": 7, "notFound": 2,
+		"perDay": [][2]int64{{day.Unix(), 7}}})
+	require.NoError(t, err)
+
+	nctx, ncancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer ncancel()
+	cmd := exec.CommandContext(nctx, "node", "product.mjs")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "MORAINE_SDKTEST_URL="+url, "MORAINE_SDKTEST_KEY="+key,
+		"MORAINE_SDKTEST_OPERATOR_KEY="+opKey, "MORAINE_SDKTEST_FIXTURE="+string(fx))
+	out, err := cmd.CombinedOutput()
+	t.Logf("node product.mjs:\n%s", out)
+	require.NoError(t, err, "the SDK product contract failed")
+	require.Contains(t, string(out), ", 0 failures")
+}

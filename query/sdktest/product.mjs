@@ -1,0 +1,90 @@
+// Contract test of the API's product routes: usage metrics and request logs
+// (getApiUsageMetrics, getApiLogs). The official SDK
+// (@avalanche-sdk/chainkit, pinned in package.json) calls them against a
+// running moraine query server with its response validation (zod) on,
+// telemetry off and retries off.
+//
+// Run by the Go test TestSDKProduct (query/internal/app), which starts the
+// server, writes a fixed request log and passes:
+//   MORAINE_SDKTEST_URL           the server's base URL
+//   MORAINE_SDKTEST_KEY           API key of account A (the log's)
+//   MORAINE_SDKTEST_OPERATOR_KEY  an operator key (of another account)
+//   MORAINE_SDKTEST_FIXTURE       JSON: {account, keyId, day, logs, perDay:{...}}
+import { Avalanche } from "@avalanche-sdk/chainkit";
+import * as errors from "@avalanche-sdk/chainkit/models/errors";
+import { check, eq, step, expectError, pages, finish } from "./harness.mjs";
+
+const env = (k) => {
+  const v = process.env[k];
+  if (!v) {
+    console.error(`${k} is required`);
+    process.exit(2);
+  }
+  return v;
+};
+const url = env("MORAINE_SDKTEST_URL");
+const fx = JSON.parse(env("MORAINE_SDKTEST_FIXTURE"));
+const client = (apiKey) =>
+  new Avalanche({ serverURL: url, apiKey, enableTelemetry: false, retryConfig: { strategy: "none" } });
+const sdk = client(env("MORAINE_SDKTEST_KEY"));
+const operator = client(env("MORAINE_SDKTEST_OPERATOR_KEY"));
+const anonymous = new Avalanche({ serverURL: url, enableTelemetry: false, retryConfig: { strategy: "none" } });
+const opts = { serverURL: url, retries: { strategy: "none" } };
+const range = { startTimestamp: fx.day, endTimestamp: fx.day + 86400 };
+
+await step("getUsage: daily, every groupBy", async () => {
+  const r = await sdk.data.usageMetrics.getUsage({ ...range }, opts);
+  eq(r.orgId, fx.account, "orgId");
+  eq(r.aggregateDuration, "daily", "aggregateDuration");
+  eq(r.metrics.map((m) => [m.timestamp, m.values[0].totalRequests]), fx.perDay, "requests per day");
+  const v = r.metrics[0].values[0];
+  eq(v.groupedBy, "None", "groupedBy");
+  check(v.successRatePercent > 0 && v.successRatePercent <= 100, `successRatePercent ${v.successRatePercent}`);
+  check(v.medianResponseTimeMsecs > 0, `medianResponseTimeMsecs ${v.medianResponseTimeMsecs}`);
+  check(v.apiCreditsUsed >= v.apiCreditsWasted, "credits wasted <= used");
+  for (const groupBy of ["requestPath", "responseCode", "chainId", "apiKeyId", "requestType"]) {
+    const g = await sdk.data.usageMetrics.getUsage({ ...range, groupBy }, opts);
+    const total = g.metrics.flatMap((m) => m.values).reduce((s, x) => s + x.totalRequests, 0);
+    eq(total, fx.logs, `${groupBy}: every request in some group`);
+    check(g.metrics.every((m) => m.values.every((x) => x.groupedBy === groupBy && x.groupValue !== undefined)), `${groupBy}: groups`);
+  }
+});
+
+await step("getUsage: every timeInterval, filters", async () => {
+  for (const timeInterval of ["minute", "hourly", "daily", "weekly", "monthly"]) {
+    const r = await sdk.data.usageMetrics.getUsage({ ...range, timeInterval }, opts);
+    eq(r.aggregateDuration, timeInterval, "aggregateDuration");
+    eq(r.metrics.flatMap((m) => m.values).reduce((s, x) => s + x.totalRequests, 0), fx.logs, `${timeInterval}: total`);
+  }
+  const r = await sdk.data.usageMetrics.getUsage({ ...range, responseCode: "404", apiKeyId: fx.keyId, requestType: "data",
+    requestPath: "/v1/chains/{chainId}/blocks", chainId: "43114" }, opts);
+  eq(r.metrics.flatMap((m) => m.values).reduce((s, x) => s + x.totalRequests, 0), fx.notFound, "filtered");
+});
+
+await step("getLogs: every page", async () => {
+  const all = (await pages(sdk.data.usageMetrics.getLogs({ ...range, pageSize: 3 }, opts))).flatMap((p) => p.logs);
+  eq(all.length, fx.logs, "logs");
+  check(all.every((l, i) => i === 0 || all[i - 1].eventTimestamp >= l.eventTimestamp), "newest first");
+  check(all.every((l) => l.orgId === fx.account && l.requestType === "data" && l.metadata.ipAddress !== ""), "fields");
+  const first = await sdk.data.usageMetrics.getLogs({ ...range, responseCode: "404", pageSize: 100 }, opts);
+  eq(first.result.logs.length, fx.notFound, "filtered logs");
+  eq(first.result.nextPageToken, undefined, "last page has no token");
+});
+
+await step("operator key: every account", async () => {
+  const r = await operator.data.usageMetrics.getUsage({ ...range, timeInterval: "monthly" }, opts);
+  eq(r.orgId, "all", "orgId");
+  check(r.metrics[0].values[0].totalRequests > fx.logs, "more than one account's requests");
+  const one = await operator.data.usageMetrics.getUsage({ ...range, orgId: fx.account, timeInterval: "monthly" }, opts);
+  eq(one.metrics[0].values[0].totalRequests, fx.logs, "one account");
+});
+
+await step("errors", async () => {
+  await expectError(() => sdk.data.usageMetrics.getUsage({ orgId: "someone-else" }, opts), errors.ForbiddenError, 403, "other org");
+  await expectError(() => anonymous.data.usageMetrics.getUsage({}, opts), errors.UnauthorizedError, 401, "no key");
+  await expectError(() => sdk.data.usageMetrics.getUsage({ responseCode: "ok" }, opts), errors.BadRequestError, 400,
+    "bad responseCode", ["responseCode must be an HTTP status code (100 to 599)"]);
+  await expectError(() => sdk.data.usageMetrics.getLogs({ pageToken: "nope" }, opts), errors.BadRequestError, 400, "bad token");
+});
+
+finish("product contract");
