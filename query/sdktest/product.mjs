@@ -1,5 +1,5 @@
 // Contract test of the API's product routes: usage metrics and request logs
-// (getApiUsageMetrics, getApiLogs). The official SDK
+// (getApiUsageMetrics, getApiLogs) and the health checks. The official SDK
 // (@avalanche-sdk/chainkit, pinned in package.json) calls them against a
 // running moraine query server with its response validation (zod) on,
 // telemetry off and retries off.
@@ -10,6 +10,7 @@
 //   MORAINE_SDKTEST_KEY           API key of account A (the log's)
 //   MORAINE_SDKTEST_OPERATOR_KEY  an operator key (of another account)
 //   MORAINE_SDKTEST_FIXTURE       JSON: {account, keyId, day, logs, perDay:{...}}
+//   MORAINE_SDKTEST_DOWN_URL      a second server whose Kafka is unreachable
 import { Avalanche } from "@avalanche-sdk/chainkit";
 import * as errors from "@avalanche-sdk/chainkit/models/errors";
 import { check, eq, step, expectError, pages, finish } from "./harness.mjs";
@@ -85,6 +86,20 @@ await step("errors", async () => {
   await expectError(() => sdk.data.usageMetrics.getUsage({ responseCode: "ok" }, opts), errors.BadRequestError, 400,
     "bad responseCode", ["responseCode must be an HTTP status code (100 to 599)"]);
   await expectError(() => sdk.data.usageMetrics.getLogs({ pageToken: "nope" }, opts), errors.BadRequestError, 400, "bad token");
+});
+
+await step("healthCheck, liveCheck", async () => {
+  const h = await anonymous.data.healthCheck(opts);
+  eq(h.status, "ok", "health status");
+  eq(Object.keys(h.details).sort(), ["address_watch", "clickhouse_read", "clickhouse_write", "kafka"], "indicators");
+  check(Object.values(h.info).every((i) => i.status === "up"), "all up");
+  const l = await anonymous.data.liveCheck(opts);
+  eq(l.status, "ok", "live status");
+  // Kafka down: the SDK's typed 503, saying what is down; live-check still answers.
+  const down = { serverURL: env("MORAINE_SDKTEST_DOWN_URL"), retries: { strategy: "none" } };
+  const e = await expectError(() => anonymous.data.healthCheck(down), errors.ServiceUnavailableError, 503, "health with kafka down");
+  check(e.data$.message.some((m) => m.startsWith("kafka is down")), `message ${JSON.stringify(e.data$.message)}`);
+  eq((await anonymous.data.liveCheck(down)).status, "ok", "live with kafka down");
 });
 
 finish("product contract");

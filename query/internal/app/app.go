@@ -34,6 +34,7 @@ import (
 	"github.com/moraine-data/moraine/query/internal/access/usage/usageapi"
 	"github.com/moraine-data/moraine/query/internal/data/api"
 	"github.com/moraine-data/moraine/query/internal/data/store"
+	"github.com/moraine-data/moraine/query/internal/health"
 	"github.com/moraine-data/moraine/query/internal/server"
 	"github.com/moraine-data/moraine/query/internal/server/apierr"
 	"github.com/moraine-data/moraine/query/internal/server/pagetoken"
@@ -64,6 +65,8 @@ type App struct {
 	// getApiLogs from what was recorded.
 	usage    *usage.Recorder
 	usageAPI *usageapi.API
+	// checks serves /v1/health-check and /v1/live-check.
+	checks *health.Health
 	// ch is the ClickHouse connection of the families that read it
 	// directly (usage), set once ClickHouse answers.
 	ch     chclient.Lazy
@@ -173,7 +176,14 @@ func (a *App) build() error {
 		return err
 	}
 	a.routes = append(data.Routes(), a.webhooks.Routes()...)
+	if a.checks, err = health.New(health.Deps{
+		Logger: a.logger.With("component", "health"), Registerer: a.reg, Conn: &a.ch, Kafka: a.usage.Ping,
+		AddressWatch: a.webhooks.Ready,
+	}); err != nil {
+		return err
+	}
 	a.routes = append(a.routes, a.usageAPI.Routes()...)
+	a.routes = append(a.routes, a.checks.Routes()...)
 	// Requests are recorded around access control, so refused ones are too.
 	var middleware []gin.HandlerFunc
 	if a.cfg.Usage.Enabled {
@@ -214,6 +224,11 @@ func (a *App) Run(ctx context.Context) error {
 	g.Go(func() error { return api.Serve(gctx, a.cfg.ShutdownTimeout) })
 	g.Go(func() error { return a.access.Run(gctx) })
 	g.Go(func() error { return a.webhooks.Run(gctx) })
+	g.Go(func() error {
+		<-gctx.Done()
+		a.checks.Stopping()
+		return nil
+	})
 	g.Go(func() error {
 		conn, err := chclient.Open(gctx, a.cfg.ClickHouse, a.logger.With("component", "chclient"))
 		if err != nil {

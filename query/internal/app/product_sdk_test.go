@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/moraine-data/moraine/pkg/accountdb"
+	"github.com/moraine-data/moraine/pkg/kafkautil"
 	"github.com/moraine-data/moraine/pkg/testenv"
 	"github.com/moraine-data/moraine/query/internal/access/plan"
 	"github.com/moraine-data/moraine/query/internal/ops/admin"
@@ -20,11 +21,17 @@ import (
 // TestSDKProduct runs sdktest/product.mjs: the official SDK's usage-metrics
 // methods against the whole query service, over a request log written
 // here (the recording path to it is package usage's and the processor's
-// usagesink's tests, and e2e's).
+// usagesink's tests, and e2e's), and its health checks, with a second
+// instance whose health check fails.
 func TestSDKProduct(t *testing.T) {
 	chCfg, conn := testenv.ClickHouse(t)
 	dir := sdkDir(t)
 	_, url := startApp(t, func(c *Config) { c.ClickHouse = chCfg })
+	// A second instance whose Kafka is unreachable: its health check fails.
+	_, downURL := startApp(t, func(c *Config) {
+		c.ClickHouse = chCfg
+		c.Webhooks.Kafka = kafkautil.Config{Brokers: "127.0.0.1:1"}
+	})
 	db, err := accountdb.Open(conn, accountdb.DefaultConfig(), nil)
 	require.NoError(t, err)
 	adm := &admin.Admin{DB: db, Clock: accountdb.NewClock(nil)}
@@ -67,7 +74,7 @@ func TestSDKProduct(t *testing.T) {
 	cmd := exec.CommandContext(nctx, "node", "product.mjs")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "MORAINE_SDKTEST_URL="+url, "MORAINE_SDKTEST_KEY="+key,
-		"MORAINE_SDKTEST_OPERATOR_KEY="+opKey, "MORAINE_SDKTEST_FIXTURE="+string(fx))
+		"MORAINE_SDKTEST_OPERATOR_KEY="+opKey, "MORAINE_SDKTEST_FIXTURE="+string(fx), "MORAINE_SDKTEST_DOWN_URL="+downURL)
 	out, err := cmd.CombinedOutput()
 	t.Logf("node product.mjs:\n%s", out)
 	require.NoError(t, err, "the SDK product contract failed")
