@@ -108,7 +108,9 @@ func (a *Admin) SetOperator(ctx context.Context, keyID string, operator bool) er
 }
 
 // IsOperator reports whether a key is an operator key.
-func (a *Admin) IsOperator(ctx context.Context, keyID string) (bool, error) { return a.DB.IsOperator(ctx, keyID) }
+func (a *Admin) IsOperator(ctx context.Context, keyID string) (bool, error) {
+	return a.DB.IsOperator(ctx, keyID)
+}
 
 // Keys lists an account's keys.
 func (a *Admin) Keys(ctx context.Context, accountID string) ([]accountdb.Key, error) {

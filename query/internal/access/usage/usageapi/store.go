@@ -217,7 +217,7 @@ type Bucket struct {
 	// Requests, of which OK answered below 400 and Invalid 4xx; Units
 	// charged, of which Wasted on invalid requests.
 	Requests, OK, Invalid, Units, Wasted uint64
-	MedianMs                              float64
+	MedianMs                             float64
 }
 
 // ReadMetrics reads usage as getApiUsageMetrics does: of account (every
