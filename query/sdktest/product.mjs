@@ -1,5 +1,6 @@
 // Contract test of the API's product routes: usage metrics and request logs
-// (getApiUsageMetrics, getApiLogs) and the health checks. The official SDK
+// (getApiUsageMetrics, getApiLogs), the health checks, and transaction
+// export jobs (postTransactionExportJob, getOperationResult, the file). The official SDK
 // (@avalanche-sdk/chainkit, pinned in package.json) calls them against a
 // running moraine query server with its response validation (zod) on,
 // telemetry off and retries off.
@@ -9,7 +10,8 @@
 //   MORAINE_SDKTEST_URL           the server's base URL
 //   MORAINE_SDKTEST_KEY           API key of account A (the log's)
 //   MORAINE_SDKTEST_OPERATOR_KEY  an operator key (of another account)
-//   MORAINE_SDKTEST_FIXTURE       JSON: {account, keyId, day, logs, perDay:{...}}
+//   MORAINE_SDKTEST_FIXTURE       JSON: {account, keyId, day, logs, perDay:{...},
+//                                 export: {address, firstDate, lastDate, txs: [hash...] in time order, days: [...]}}
 //   MORAINE_SDKTEST_DOWN_URL      a second server whose Kafka is unreachable
 import { Avalanche } from "@avalanche-sdk/chainkit";
 import * as errors from "@avalanche-sdk/chainkit/models/errors";
@@ -100,6 +102,41 @@ await step("healthCheck, liveCheck", async () => {
   const e = await expectError(() => anonymous.data.healthCheck(down), errors.ServiceUnavailableError, 503, "health with kafka down");
   check(e.data$.message.some((m) => m.startsWith("kafka is down")), `message ${JSON.stringify(e.data$.message)}`);
   eq((await anonymous.data.liveCheck(down)).status, "ok", "live with kafka down");
+});
+
+await step("exportTransactions, getResult, the file", async () => {
+  const ex = fx.export;
+  const req = { type: "TRANSACTION_EXPORT_EVM", firstDate: ex.firstDate, lastDate: ex.lastDate,
+    options: { addresses: [ex.address], includeChains: ["43114"] } };
+  const created = await sdk.data.operations.exportTransactions(req, opts);
+  eq(created.operationType, "TRANSACTION_EXPORT_EVM", "operationType");
+  eq(created.operationStatus, "RUNNING", "created RUNNING");
+  let r = created;
+  for (let i = 0; i < 300 && r.operationStatus === "RUNNING"; i++) {
+    await new Promise((ok) => setTimeout(ok, 100));
+    r = await sdk.data.operations.getResult({ operationId: created.operationId }, opts);
+  }
+  eq(r.operationStatus, "COMPLETED", "completed");
+  check(r.updatedAtTimestamp >= r.createdAtTimestamp, "timestamps");
+  const res = await fetch(r.metadata.downloadUrl); // no key: the link is signed
+  eq(res.status, 200, "download status");
+  const rows = (await res.text()).trim().split("\n").map((l) => l.split(","));
+  eq(rows[0].slice(0, 6), ["chainId", "blockNumber", "blockTimestamp", "blockTime", "blockHash", "txHash"], "header");
+  eq(rows.slice(1).map((x) => x[5]), ex.txs, "every transaction, in time order");
+
+  // One day fewer: the plan (this account's: exportTransactions) is not at stake, the range is.
+  const last = await sdk.data.operations.exportTransactions({ ...req, firstDate: ex.lastDate }, opts);
+  check(last.operationId !== created.operationId, "a new operation");
+  await expectError(() => sdk.data.operations.exportTransactions({ ...req, firstDate: ex.lastDate, lastDate: ex.firstDate }, opts),
+    errors.BadRequestError, 400, "backwards range", [`lastDate ${ex.firstDate} is before firstDate ${ex.lastDate}`]);
+  await expectError(() => sdk.data.operations.exportTransactions({ ...req, lastDate: "2999-01-01" }, opts),
+    errors.BadRequestError, 400, "future");
+  await expectError(() => sdk.data.operations.getResult({ operationId: "00000000-0000-0000-0000-000000000000" }, opts),
+    errors.NotFoundError, 404, "unknown operation");
+  await expectError(() => operator.data.operations.getResult({ operationId: created.operationId }, opts),
+    errors.NotFoundError, 404, "another account's operation");
+  await expectError(() => anonymous.data.operations.getResult({ operationId: created.operationId }, opts),
+    errors.UnauthorizedError, 401, "no key");
 });
 
 finish("product contract");

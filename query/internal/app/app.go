@@ -35,6 +35,7 @@ import (
 	"github.com/moraine-data/moraine/query/internal/data/api"
 	"github.com/moraine-data/moraine/query/internal/data/store"
 	"github.com/moraine-data/moraine/query/internal/health"
+	"github.com/moraine-data/moraine/query/internal/ops/export"
 	"github.com/moraine-data/moraine/query/internal/server"
 	"github.com/moraine-data/moraine/query/internal/server/apierr"
 	"github.com/moraine-data/moraine/query/internal/server/pagetoken"
@@ -67,6 +68,8 @@ type App struct {
 	usageAPI *usageapi.API
 	// checks serves /v1/health-check and /v1/live-check.
 	checks *health.Health
+	// exports serves the operations routes and runs export jobs.
+	exports *export.Export
 	// ch is the ClickHouse connection of the families that read it
 	// directly (usage), set once ClickHouse answers.
 	ch     chclient.Lazy
@@ -182,8 +185,15 @@ func (a *App) build() error {
 	}); err != nil {
 		return err
 	}
+	if a.exports, err = export.New(a.cfg.Export, export.Deps{
+		Logger: a.logger.With("component", "export"), Registerer: a.reg, Kafka: a.cfg.Webhooks.Kafka, Conn: &a.ch,
+		Timeout: a.cfg.Store.QueryTimeout, History: a.store, Chains: a.chains, Plans: plans, LinkKey: key,
+	}); err != nil {
+		return err
+	}
 	a.routes = append(a.routes, a.usageAPI.Routes()...)
 	a.routes = append(a.routes, a.checks.Routes()...)
+	a.routes = append(a.routes, a.exports.Routes()...)
 	// Requests are recorded around access control, so refused ones are too.
 	var middleware []gin.HandlerFunc
 	if a.cfg.Usage.Enabled {
@@ -224,6 +234,7 @@ func (a *App) Run(ctx context.Context) error {
 	g.Go(func() error { return api.Serve(gctx, a.cfg.ShutdownTimeout) })
 	g.Go(func() error { return a.access.Run(gctx) })
 	g.Go(func() error { return a.webhooks.Run(gctx) })
+	g.Go(func() error { return a.exports.Run(gctx) })
 	g.Go(func() error {
 		<-gctx.Done()
 		a.checks.Stopping()
@@ -252,6 +263,7 @@ func (a *App) Run(ctx context.Context) error {
 	flush, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.ShutdownTimeout)
 	a.usage.Close(flush)
 	cancel()
+	a.exports.Close()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.conn != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/moraine-data/moraine/query/internal/access/usage"
 	"github.com/moraine-data/moraine/query/internal/data/api"
 	"github.com/moraine-data/moraine/query/internal/data/store"
+	"github.com/moraine-data/moraine/query/internal/ops/export"
 	"github.com/moraine-data/moraine/query/internal/server/pagetoken"
 	"github.com/moraine-data/moraine/query/internal/webhooks"
 )
@@ -49,6 +50,8 @@ type Config struct {
 	Contracts tokenmeta.Config
 	// Usage records every /v1 request (package access/usage).
 	Usage usage.Config
+	// Export runs transaction export jobs (package ops/export).
+	Export export.Config
 }
 
 // DefaultConfig mirrors the flag defaults.
@@ -79,6 +82,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.Access.RegisterFlags(fs)
 	c.Webhooks.RegisterFlags(fs)
 	c.Usage.RegisterFlags(fs)
+	c.Export.RegisterFlags(fs)
 	c.Contracts = tokenmeta.DefaultConfig()
 	fs.IntVar(&c.Contracts.CacheSize, "contracts.cache-size", c.Contracts.CacheSize, "contracts whose metadata (name, symbol, decimals, token standard) is kept in memory, answered by their chain's node through eth_call")
 	fs.DurationVar(&c.Contracts.CallTimeout, "contracts.eth-call-timeout", c.Contracts.CallTimeout, "deadline of the eth_calls one request makes to a chain's node for contract metadata")
@@ -103,7 +107,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, errors.New("query: --contracts.cache-size and --contracts.eth-call-timeout must be positive"))
 	}
 	c.TrustedProxyList = process.SplitList(c.TrustedProxies)
-	for _, v := range []interface{ Validate() error }{c.HTTP, c.ClickHouse, c.Store, c.API, c.PageToken, c.AccountDB, c.Access, c.Webhooks, c.Usage} {
+	for _, v := range []interface{ Validate() error }{c.HTTP, c.ClickHouse, c.Store, c.API, c.PageToken, c.AccountDB, c.Access, c.Webhooks, c.Usage, c.Export} {
 		if err := v.Validate(); err != nil {
 			errs = append(errs, err)
 		}

@@ -15,7 +15,9 @@ import (
 	"github.com/moraine-data/moraine/pkg/kafkautil"
 	"github.com/moraine-data/moraine/pkg/testenv"
 	"github.com/moraine-data/moraine/query/internal/access/plan"
+	"github.com/moraine-data/moraine/query/internal/data/storetest"
 	"github.com/moraine-data/moraine/query/internal/ops/admin"
+	schema "github.com/moraine-data/moraine/schemas/clickhouse"
 )
 
 // TestSDKProduct runs sdktest/product.mjs: the official SDK's usage-metrics
@@ -65,8 +67,29 @@ func TestSDKProduct(t *testing.T) {
 			"203.0.113.1", "node", "localhost", ""))
 	}
 	require.NoError(t, b.Send())
+	// History to export: an address's transactions on the C-Chain over two
+	// days (timestamps 1_700_000_000 + 2n: 2023-11-14 and 15), some with
+	// another address too, one on another address only.
+	require.NoError(t, storetest.InsertBlocks(ctx, conn, storetest.Chain(43114, 1, 4000, 1, "export")))
+	require.NoError(t, storetest.SetHead(ctx, conn, storetest.Chain(43114, 4000, 4000, 1, "export")[0], 1))
+	who, other := storetest.Address(0xe1), storetest.Address(0xe2)
+	var rows []storetest.IndexRow
+	var txs []string
+	for _, n := range []uint64{100, 200, 3199, 3300, 3999} {
+		b := storetest.Chain(43114, n, n, 1, "export")[0]
+		h := storetest.HashOf(43114, n, "export-tx")
+		row := storetest.IndexRow{ChainID: 43114, Address: who, List: schema.ListTransactions, Block: n, BlockHash: b.Hash, TxHash: h,
+			Roles: schema.RoleSender, From: who, To: other, Value: "7", Gas: 21000, GasPrice: "25000000000", Status: 1, GasUsed: 21000,
+			TxType: 2, BlockTime: &b.Timestamp, Version: 1}
+		rows = append(rows, row)
+		txs = append(txs, h.Hex())
+	}
+	rows = append(rows, storetest.IndexRow{ChainID: 43114, Address: other, List: schema.ListTransactions, Block: 150,
+		BlockHash: storetest.HashOf(43114, 150, "export"), TxHash: storetest.HashOf(43114, 150, "other"), Version: 1})
+	require.NoError(t, storetest.InsertIndex(ctx, conn, rows))
 	fx, err := json.Marshal(map[string]any{"account": account, "keyId": keyID, "day": day.Unix(), "logs": 7, "notFound": 2,
-		"perDay": [][2]int64{{day.Unix(), 7}}})
+		"perDay": [][2]int64{{day.Unix(), 7}},
+		"export": map[string]any{"address": checksum(who), "firstDate": "2023-11-14", "lastDate": "2023-11-15", "txs": txs}})
 	require.NoError(t, err)
 
 	nctx, ncancel := context.WithTimeout(t.Context(), 2*time.Minute)
