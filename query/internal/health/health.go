@@ -38,7 +38,7 @@
 //
 // # Metrics
 //
-//	moraine_query_health_check_up{check}   1 while the check last passed, 0 after it failed
+//	moraine_query_health_check_up{check}   1 while the check last passed, 0 after it failed (set by the first health check)
 package health
 
 import (
@@ -122,10 +122,7 @@ func New(d Deps) (*Health, error) {
 	_, _ = rand.Read(r[:])
 	h := &Health{d: d, instance: fmt.Sprintf("%s/%d/%s", host, os.Getpid(), hex.EncodeToString(r[:])),
 		up: obs.NewMetrics(d.Registerer, "query").GaugeVec("health_check_up",
-			"1 while a check of GET /v1/health-check last passed, 0 after it failed.", "check")}
-	for _, c := range []string{ClickHouseRead, ClickHouseWrite, Kafka, AddressWatch} {
-		h.up.WithLabelValues(c)
-	}
+			"1 while a check of GET /v1/health-check last passed, 0 after it failed (no series before the first check).", "check")}
 	return h, nil
 }
 
