@@ -99,6 +99,10 @@ bench: build stack-up ## Run the benchmarks; results go to bench/results.md and 
 bench-history: build stack-up ## The transaction-history routes alone: 50M synthetic transactions (seeded once, ~30 min), 4 routes at 200 req/s.
 	@eval "$$(bash $(STACK) env)"; bash bench/history.sh
 
+.PHONY: bench-usage
+bench-usage: build stack-up ## Request logging on vs off at 500 req/s, a 60 s ClickHouse outage under load, usage reads over 10M logged requests (~15 min).
+	@eval "$$(bash $(STACK) env)"; bash bench/usage.sh
+
 # The benchmark corpus (make corpus, make bench-backfill): where it is written and how large.
 CORPUS              ?= $(STATE_DIR)/corpus
 CORPUS_BLOCKS       ?= 200000

@@ -6,7 +6,8 @@
 #      end (replay source -> ingest -> Kafka -> processor -> ClickHouse), blocks/s, tx/s, stage shares;
 #   3. webhooks: latency, sustained deliveries, the address join;
 #   4. processor scaling (1 vs 2 instances, four chains), the transaction-history routes on 50,000,000
-#      synthetic transactions (bench/history.sh);
+#      synthetic transactions (bench/history.sh), the API as a product (bench/usage.sh: request logging on vs
+#      off, a ClickHouse outage under load, usage reads over 10,000,000 logged requests);
 #   5. Go micro-benchmarks of the hot paths (codec).
 # Results go to bench/results.md; a summary against the goals goes into README.md between the bench markers
 # (bench/readme.py).
@@ -117,6 +118,10 @@ scaling=$( (cd e2e && go test -run '^$' -bench 'BenchmarkProcessorScaling' -benc
 # 3d. The transaction-history routes on 50M transactions (bench/history.sh; seeded once, then reused).
 bash bench/history.sh "$TMP/history.md"
 
+# 3e. The API as a product: request logging on against off, a ClickHouse outage under load, usage reads over 10M
+# logged requests (bench/usage.sh).
+bash bench/usage.sh "$TMP/usage.md"
+
 # 4. Micro-benchmarks.
 echo "bench: codec micro-benchmarks..."
 micro=$( (cd schemas && go test -run '^$' -bench . -benchmem ./codec) | grep -E '^Benchmark' || true)
@@ -193,6 +198,8 @@ micro=$( (cd schemas && go test -run '^$' -bench . -benchmem ./codec) | grep -E 
     echo '```'
     echo
     cat "$TMP/history.md"
+    echo
+    cat "$TMP/usage.md"
     echo
     echo "## Micro-benchmarks"
     echo

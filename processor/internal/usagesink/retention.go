@@ -21,8 +21,11 @@ func (s *Sink) runRetention(ctx context.Context, conn driver.Conn, logger *slog.
 	}{
 		{"api_requests", s.cfg.LogRetention},
 		{"api_usage_minutes", s.cfg.LogRetention},
+		{"api_usage_global_minutes", s.cfg.LogRetention},
 		{"api_usage_hours", s.cfg.MetricsRetention},
+		{"api_usage_global_hours", s.cfg.MetricsRetention},
 		{"api_usage_days", s.cfg.MetricsRetention},
+		{"api_usage_global_days", s.cfg.MetricsRetention},
 	}
 	for {
 		for _, t := range tables {

@@ -100,7 +100,7 @@ func TestRecordsWrittenOnceThroughAnOutage(t *testing.T) {
 	require.Equal(t, uint64(300), count(t, conn, "SELECT count() FROM api_requests"))
 	require.Equal(t, uint64(300), count(t, conn, "SELECT uniqExact(request_id) FROM api_requests"))
 	// The rollups count each request once.
-	for _, tbl := range []string{"api_usage_minutes", "api_usage_hours", "api_usage_days"} {
+	for _, tbl := range []string{"api_usage_minutes", "api_usage_hours", "api_usage_days", "api_usage_global_minutes", "api_usage_global_hours", "api_usage_global_days"} {
 		require.Eventually(t, func() bool { return count(t, conn, "SELECT countMerge(requests) FROM "+tbl) >= 300 }, 10*time.Second, 50*time.Millisecond)
 		require.Equal(t, uint64(300), count(t, conn, "SELECT countMerge(requests) FROM "+tbl), tbl)
 		require.Equal(t, uint64(3000), count(t, conn, "SELECT sumMerge(compute_units) FROM "+tbl), tbl)
@@ -149,7 +149,7 @@ func TestRetentionDropsWholeMonths(t *testing.T) {
 	require.Equal(t, uint64(6), count(t, conn, "SELECT countMerge(requests) FROM api_usage_minutes"))
 	require.Equal(t, uint64(10), count(t, conn, "SELECT countMerge(requests) FROM api_usage_hours"))
 	require.Equal(t, uint64(10), count(t, conn, "SELECT countMerge(requests) FROM api_usage_days"))
-	require.Equal(t, 8.0, testutil.ToFloat64(s.m.dropped), "3 months of the log and of the minute rollup, 1 of the hour and day rollups")
+	require.Equal(t, 13.0, testutil.ToFloat64(s.m.dropped), "3 months of the log and of the minute rollups, 1 of the hour and day rollups")
 }
 
 // TestTopAccounts: the gauges name the accounts with the most requests

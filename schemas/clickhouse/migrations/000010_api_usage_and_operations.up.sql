@@ -106,6 +106,68 @@ SELECT account_id, toUInt32(intDiv(at, 86400000) * 86400) AS bucket, route, stat
 FROM api_requests
 GROUP BY account_id, bucket, route, status, chain_id, key_id;
 
+-- The same rollups over every account (no account or key): what an operator's
+-- usage query reads unless it groups or filters by key. Per account, the
+-- rollups above hardly shrink a sparse account's requests (most of its
+-- (bucket, route, status, chain, key) hold one or two requests), so a read
+-- over every account of them would read about as many rows as the log.
+CREATE TABLE IF NOT EXISTS api_usage_global_minutes (
+    bucket UInt32,
+    route String,
+    status UInt16,
+    chain_id String,
+    requests AggregateFunction(count),
+    compute_units AggregateFunction(sum, UInt64),
+    duration_ms AggregateFunction(quantileTDigest(0.5), Float32)
+) ENGINE = AggregatingMergeTree
+PARTITION BY toYYYYMM(toDateTime(bucket, 'UTC'))
+ORDER BY (bucket, route, status, chain_id);
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS api_usage_global_minutes_mv TO api_usage_global_minutes AS
+SELECT toUInt32(intDiv(at, 60000) * 60) AS bucket, route, status, chain_id,
+       countState() AS requests, sumState(toUInt64(compute_units)) AS compute_units,
+       quantileTDigestState(0.5)(toFloat32(duration_us / 1000)) AS duration_ms
+FROM api_requests
+GROUP BY bucket, route, status, chain_id;
+
+CREATE TABLE IF NOT EXISTS api_usage_global_hours (
+    bucket UInt32,
+    route String,
+    status UInt16,
+    chain_id String,
+    requests AggregateFunction(count),
+    compute_units AggregateFunction(sum, UInt64),
+    duration_ms AggregateFunction(quantileTDigest(0.5), Float32)
+) ENGINE = AggregatingMergeTree
+PARTITION BY toYYYYMM(toDateTime(bucket, 'UTC'))
+ORDER BY (bucket, route, status, chain_id);
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS api_usage_global_hours_mv TO api_usage_global_hours AS
+SELECT toUInt32(intDiv(at, 3600000) * 3600) AS bucket, route, status, chain_id,
+       countState() AS requests, sumState(toUInt64(compute_units)) AS compute_units,
+       quantileTDigestState(0.5)(toFloat32(duration_us / 1000)) AS duration_ms
+FROM api_requests
+GROUP BY bucket, route, status, chain_id;
+
+CREATE TABLE IF NOT EXISTS api_usage_global_days (
+    bucket UInt32,
+    route String,
+    status UInt16,
+    chain_id String,
+    requests AggregateFunction(count),
+    compute_units AggregateFunction(sum, UInt64),
+    duration_ms AggregateFunction(quantileTDigest(0.5), Float32)
+) ENGINE = AggregatingMergeTree
+PARTITION BY toYYYYMM(toDateTime(bucket, 'UTC'))
+ORDER BY (bucket, route, status, chain_id);
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS api_usage_global_days_mv TO api_usage_global_days AS
+SELECT toUInt32(intDiv(at, 86400000) * 86400) AS bucket, route, status, chain_id,
+       countState() AS requests, sumState(toUInt64(compute_units)) AS compute_units,
+       quantileTDigestState(0.5)(toFloat32(duration_us / 1000)) AS duration_ms
+FROM api_requests
+GROUP BY bucket, route, status, chain_id;
+
 -- Operator keys: an API key whose latest row has operator = 1 reads every
 -- account's usage and request log (moraine-admin key create --operator,
 -- key set-operator). A key without a row is an account's ordinary key.

@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/moraine-data/moraine/pkg/accountdb"
 	"github.com/moraine-data/moraine/pkg/chclient"
 	"github.com/moraine-data/moraine/pkg/obs"
 	"github.com/moraine-data/moraine/query/internal/access/auth"
@@ -23,9 +24,11 @@ import (
 	"github.com/moraine-data/moraine/query/internal/server/pagetoken"
 )
 
-// Operators says which keys are operator keys; *accountdb.DB implements it.
+// Operators says which keys are operator keys, and whose a key is;
+// *accountdb.DB implements it.
 type Operators interface {
 	IsOperator(ctx context.Context, keyID string) (bool, error)
+	KeyByID(ctx context.Context, id string) (accountdb.Key, error)
 }
 
 // Deps are the routes' collaborators.
@@ -114,6 +117,17 @@ func (a *API) scopeOf(c *gin.Context, f filters) (scope, string, error) {
 	switch {
 	case op && f.hasOrg:
 		return scope{account: f.orgID}, f.orgID, nil
+	case op && f.keyID != "":
+		// One key's requests are its account's: read that account's rows
+		// only (an unknown key's none: the keyless account has no key).
+		k, err := a.d.Operators.KeyByID(c.Request.Context(), f.keyID)
+		switch {
+		case errors.Is(err, accountdb.ErrNotFound):
+			return scope{account: ""}, all, nil
+		case err != nil:
+			return scope{}, "", apierr.Unavailable("Usage data is temporarily unavailable", err)
+		}
+		return scope{account: k.AccountID}, all, nil
 	case op:
 		return scope{all: true}, all, nil
 	case f.hasOrg:

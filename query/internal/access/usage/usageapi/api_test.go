@@ -291,6 +291,20 @@ func TestUsageScope(t *testing.T) {
 	require.Equal(t, e.account["a"], org)
 	n, _ = sum("op", "&orgId=")
 	require.Equal(t, uint64(1), n)
+	// A key filter reads its account's rows only; an unknown key, none.
+	n, org = sum("op", "&apiKeyId="+e.ids["ka2"])
+	require.Equal(t, uint64(2), n)
+	require.Equal(t, "all", org)
+	n, _ = sum("op", "&apiKeyId=nope")
+	require.Equal(t, uint64(0), n)
+	// Grouped by key over every account.
+	var byKey usageResponse
+	require.Equal(t, 200, e.get("op", "/v1/apiUsageMetrics?timeInterval=monthly&groupBy=apiKeyId&"+week, &byKey))
+	keys := map[string]uint64{}
+	for _, v := range totals(t, byKey) {
+		keys[fmt.Sprint(v.GroupValue)] += v.TotalRequests
+	}
+	require.Equal(t, map[string]uint64{e.ids["ka"]: 6, e.ids["ka2"]: 2, e.ids["kb"]: 1, "": 1}, keys)
 	// No key: 401.
 	require.Equal(t, 401, e.get("", monthly, nil))
 	require.Equal(t, 401, e.get("", "/v1/apiLogs", nil))

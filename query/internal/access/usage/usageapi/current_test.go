@@ -35,13 +35,21 @@ func TestQueriesRunOnCurrentClickHouse(t *testing.T) {
 		return q
 	}
 	f := filters{from: d0, to: d0.AddDate(0, 0, 7), chainID: "43114", status: 404, keyID: "k", route: "/v1/chains"}
-	for interval := range rollups {
+	for interval, r := range rollups {
 		for group := range groupColumns {
-			cond, args := where("bucket", uint64(f.from.Unix()), uint64(f.to.Unix()), scope{account: "a"}, f)
-			stmts = append(stmts, bind(metricsQuery(interval, group, cond), args))
+			for _, sc := range []scope{{account: "a"}, {all: true}} {
+				ff := f
+				if sc.all {
+					ff.keyID = ""
+				}
+				cond, args := where("bucket", uint64(f.from.Unix()), uint64(f.to.Unix()), sc, ff)
+				stmts = append(stmts, bind(metricsQuery(table(r.table, sc, ff, group), interval, group, cond), args))
+			}
 		}
 	}
-	cond, args := where("at", uint64(f.from.UnixMilli()), uint64(f.to.UnixMilli()), scope{all: true}, filters{requestType: "rpc"})
+	cond, args := where("bucket", 0, 1, scope{all: true}, filters{})
+	stmts = append(stmts, bind(`SELECT countMerge(requests) FROM api_usage_global_hours WHERE `+cond, args))
+	cond, args = where("at", uint64(f.from.UnixMilli()), uint64(f.to.UnixMilli()), scope{all: true}, filters{requestType: "rpc"})
 	stmts = append(stmts, bind(`SELECT `+logColumns+` FROM api_requests WHERE `+cond+
 		` AND (at < ? OR (at = ? AND request_id < ?)) ORDER BY at DESC, request_id DESC LIMIT 11`, append(args, 5, 5, "x")))
 	testenv.OnCurrentClickHouse(t, stmts)

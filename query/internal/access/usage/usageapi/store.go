@@ -60,14 +60,26 @@ func where(col string, from, to uint64, s scope, f filters) (string, []any) {
 	return strings.Join(conds, " AND "), args
 }
 
-// rollups are the tables of each interval, and the bucket each groups by
-// (weeks start on Monday: 1970-01-01 was a Thursday; months as YYYYMM).
+// rollups are the rollup of each interval ("minutes": api_usage_minutes
+// per account, api_usage_global_minutes over every account), and the
+// bucket each groups by (weeks start on Monday: 1970-01-01 was a Thursday;
+// months as YYYYMM).
 var rollups = map[string]struct{ table, bucket string }{
-	"minute":  {"api_usage_minutes", "bucket"},
-	"hourly":  {"api_usage_hours", "bucket"},
-	"daily":   {"api_usage_days", "bucket"},
-	"weekly":  {"api_usage_days", "toUInt32(bucket - ((intDiv(bucket, 86400) + 3) % 7) * 86400)"},
-	"monthly": {"api_usage_days", "toUInt32(toYYYYMM(toDateTime(bucket, 'UTC')))"},
+	"minute":  {"minutes", "bucket"},
+	"hourly":  {"hours", "bucket"},
+	"daily":   {"days", "bucket"},
+	"weekly":  {"days", "toUInt32(bucket - ((intDiv(bucket, 86400) + 3) % 7) * 86400)"},
+	"monthly": {"days", "toUInt32(toYYYYMM(toDateTime(bucket, 'UTC')))"},
+}
+
+// table is the rollup a read of sc uses: over every account without a key
+// in its groups or filters, the global one (a few rows per bucket instead
+// of about one per request of the sparse accounts).
+func table(rollup string, sc scope, f filters, groupBy string) string {
+	if sc.all && f.keyID == "" && groupBy != "apiKeyId" {
+		return "api_usage_global_" + rollup
+	}
+	return "api_usage_" + rollup
 }
 
 // groupColumns is the group of each groupBy.
@@ -80,14 +92,13 @@ var groupColumns = map[string]string{
 	"requestType":  "'data'",
 }
 
-// metricsQuery is the SELECT of one metrics read.
-func metricsQuery(interval, groupBy, cond string) string {
-	r := rollups[interval]
-	return `SELECT ` + r.bucket + ` AS b, ` + groupColumns[groupBy] + ` AS g,
+// metricsQuery is the SELECT of one metrics read of tbl.
+func metricsQuery(tbl, interval, groupBy, cond string) string {
+	return `SELECT ` + rollups[interval].bucket + ` AS b, ` + groupColumns[groupBy] + ` AS g,
     countMerge(requests), countMergeIf(requests, status < 400), countMergeIf(requests, status >= 400 AND status < 500),
     sumMerge(compute_units), sumMergeIf(compute_units, status >= 400 AND status < 500),
     quantileTDigestMerge(0.5)(duration_ms)
-FROM ` + r.table + `
+FROM ` + tbl + `
 WHERE ` + cond + `
 GROUP BY b, g ORDER BY b, g`
 }
@@ -103,9 +114,10 @@ type metricRow struct {
 
 // Metrics reads the rollup of interval over f.
 func (s *Store) Metrics(ctx context.Context, sc scope, f filters, interval, groupBy string) ([]metricRow, error) {
+	tbl := table(rollups[interval].table, sc, f, groupBy)
 	cond, args := where("bucket", uint64(f.from.Unix()), uint64(f.to.Unix()), sc, f)
 	var out []metricRow
-	err := s.read(ctx, "metrics_"+strings.TrimPrefix(rollups[interval].table, "api_usage_"), metricsQuery(interval, groupBy, cond), args, func(r driver.Rows) error {
+	err := s.read(ctx, "metrics_"+strings.TrimPrefix(tbl, "api_usage_"), metricsQuery(tbl, interval, groupBy, cond), args, func(r driver.Rows) error {
 		var m metricRow
 		if err := r.Scan(&m.bucket, &m.group, &m.total, &m.ok, &m.bad, &m.units, &m.wasted, &m.median); err != nil {
 			return err
@@ -137,22 +149,32 @@ type logCursor struct {
 	id string
 }
 
-// logsFirstSpan is the time range the first read of a page covers; it
-// grows eightfold until the page is full or reaches the start of the range.
-const logsFirstSpan = uint64(time.Hour / time.Millisecond)
+// logsFirstSpan is the shortest time range the first read of a page
+// covers; the range grows eightfold until the page is full or reaches the
+// start of the filter's range.
+const logsFirstSpan = uint64(time.Minute / time.Millisecond)
 
 // Logs returns up to limit requests of f before cursor (nil: from the
 // newest), newest first. ClickHouse 18.16 cannot stop an ORDER BY ...
-// LIMIT early, so it reads a bounded time range below the cursor (an hour
-// first), widening it until the page is full or the range is exhausted.
+// LIMIT early, so it reads a bounded time range below the cursor, sized
+// from the hour rollup's count of such requests, widening it until the
+// page is full or the range is exhausted.
 func (s *Store) Logs(ctx context.Context, sc scope, f filters, after *logCursor, limit int) ([]logRow, error) {
 	lo, hi := uint64(f.from.UnixMilli()), uint64(f.to.UnixMilli())
 	top := hi
 	if after != nil {
 		top = min(hi, after.at+1)
 	}
+	// The first window: as long as the hour rollup says holds twice a page
+	// of these requests on average (at least a minute); none at all, no
+	// read of the log.
+	n, err := s.count(ctx, sc, f)
+	if err != nil || n == 0 {
+		return nil, err
+	}
+	first := max(logsFirstSpan, (hi-lo)/n*uint64(2*limit))
 	var out []logRow
-	for span := logsFirstSpan; ; span *= 8 {
+	for span := first; ; span *= 8 {
 		from := lo
 		if top > lo+span {
 			from = top - span
@@ -180,6 +202,18 @@ func (s *Store) Logs(ctx context.Context, sc scope, f filters, after *logCursor,
 			return out, nil
 		}
 	}
+}
+
+// count is how many requests of f the hour rollup holds, for sizing log
+// reads (whole hours: a little more than f's range).
+func (s *Store) count(ctx context.Context, sc scope, f filters) (uint64, error) {
+	tbl := table("hours", sc, f, "")
+	cond, args := where("bucket", uint64(f.from.Truncate(time.Hour).Unix()), uint64(f.to.Unix()), sc, f)
+	var n uint64
+	err := s.read(ctx, "logs_count", `SELECT countMerge(requests) FROM `+tbl+` WHERE `+cond, args, func(r driver.Rows) error {
+		return r.Scan(&n)
+	})
+	return n, err
 }
 
 // read runs q under the read timeout and calls row for every row.
