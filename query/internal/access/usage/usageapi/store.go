@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -97,7 +98,7 @@ func metricsQuery(tbl, interval, groupBy, cond string) string {
 	return `SELECT ` + rollups[interval].bucket + ` AS b, ` + groupColumns[groupBy] + ` AS g,
     countMerge(requests), countMergeIf(requests, status < 400), countMergeIf(requests, status >= 400 AND status < 500),
     sumMerge(compute_units), sumMergeIf(compute_units, status >= 400 AND status < 500),
-    quantileTDigestMerge(0.5)(duration_ms)
+    tupleElement(sumMapMerge(durations) AS d, 1), tupleElement(d, 2)
 FROM ` + tbl + `
 WHERE ` + cond + `
 GROUP BY b, g ORDER BY b, g`
@@ -109,7 +110,8 @@ type metricRow struct {
 	group          string
 	total, ok, bad uint64
 	units, wasted  uint64
-	median         float32
+	// median is in milliseconds, from the durations histogram.
+	median float64
 }
 
 // Metrics reads the rollup of interval over f.
@@ -119,13 +121,40 @@ func (s *Store) Metrics(ctx context.Context, sc scope, f filters, interval, grou
 	var out []metricRow
 	err := s.read(ctx, "metrics_"+strings.TrimPrefix(tbl, "api_usage_"), metricsQuery(tbl, interval, groupBy, cond), args, func(r driver.Rows) error {
 		var m metricRow
-		if err := r.Scan(&m.bucket, &m.group, &m.total, &m.ok, &m.bad, &m.units, &m.wasted, &m.median); err != nil {
+		var buckets []uint8
+		var counts []uint64
+		if err := r.Scan(&m.bucket, &m.group, &m.total, &m.ok, &m.bad, &m.units, &m.wasted, &buckets, &counts); err != nil {
 			return err
 		}
+		m.median = medianMs(buckets, counts)
 		out = append(out, m)
 		return nil
 	})
 	return out, err
+}
+
+// medianMs reads the median duration, in milliseconds, from a durations
+// histogram (buckets in ascending order, as sumMap returns them): bucket b
+// holds durations from 0.1 ms x 2^(b/4) to the next bucket's start, and the
+// median is interpolated geometrically within its bucket.
+func medianMs(buckets []uint8, counts []uint64) float64 {
+	var total uint64
+	for _, c := range counts {
+		total += c
+	}
+	if total == 0 || len(buckets) != len(counts) {
+		return 0
+	}
+	half := float64(total) / 2
+	var seen float64
+	for i, c := range counts {
+		if seen+float64(c) >= half {
+			f := (half - seen) / float64(c)
+			return 0.1 * math.Pow(2, (float64(buckets[i])+f)/4)
+		}
+		seen += float64(c)
+	}
+	return 0.1 * math.Pow(2, float64(buckets[len(buckets)-1]+1)/4)
 }
 
 // logColumns are the columns of a log row.
@@ -277,7 +306,7 @@ func ReadMetrics(ctx context.Context, conn driver.Conn, timeout time.Duration, a
 	for i, r := range rows {
 		start, _ := bucketTime(r.bucket, interval)
 		out[i] = Bucket{Start: time.Unix(start, 0).UTC(), Group: r.group, Requests: r.total, OK: r.ok, Invalid: r.bad,
-			Units: r.units, Wasted: r.wasted, MedianMs: round(float64(r.median))}
+			Units: r.units, Wasted: r.wasted, MedianMs: round(r.median)}
 	}
 	return out, nil
 }
