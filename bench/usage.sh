@@ -118,7 +118,7 @@ echo "$outage"
 DB=moraine_bench_usage
 have=$(chq "SELECT count() FROM $DB.api_requests" 2>/dev/null || echo 0)
 age=$(chq "SELECT toUInt64(now()) - intDiv(max(at), 1000) FROM $DB.api_requests" 2>/dev/null || echo 999999)
-KEYS=${MORAINE_STATE_DIR:-.moraine}/bench-usage-keys
+KEYS=${MORAINE_BENCH_USAGE_KEYS:-${MORAINE_STATE_DIR:-.moraine}/bench-usage-keys}
 if [ "${have:-0}" -lt "$REQUESTS" ] || [ "${age:-999999}" -gt 86400 ] || [ ! -s "$KEYS" ]; then
     echo "usage: seeding $REQUESTS logged requests (database $DB)..."
     chq "DROP DATABASE IF EXISTS $DB" >/dev/null

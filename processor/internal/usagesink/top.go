@@ -28,7 +28,7 @@ FROM api_usage_minutes WHERE bucket >= ? GROUP BY account_id, failed`
 )
 
 type accountUsage struct {
-	id, name         string
+	id               string
 	requests, errors uint64
 	units            uint64
 }

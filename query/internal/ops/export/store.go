@@ -13,7 +13,7 @@ import (
 	"github.com/moraine-data/moraine/pkg/chclient"
 )
 
-// ErrUnavailable: ClickHouse cannot answer right now.
+// ErrUnavailable means ClickHouse cannot answer right now.
 var ErrUnavailable = errors.New("export: clickhouse unavailable")
 
 // errNotFound: no such operation (or another account's).

@@ -14,7 +14,7 @@ import (
 	"github.com/moraine-data/moraine/pkg/chclient"
 )
 
-// ErrUnavailable: ClickHouse cannot answer right now.
+// ErrUnavailable means ClickHouse cannot answer right now.
 var ErrUnavailable = errors.New("usageapi: clickhouse unavailable")
 
 // Store reads the request log and its rollups.
