@@ -1,8 +1,9 @@
 // Package usagesink writes the query service's request records (the
 // API-requests topic, schemas/proto/moraine/v1/usage.proto) to ClickHouse's
 // request log, api_requests, whose materialized views fill the usage
-// rollups (api_usage_minutes, _hours, _days per account, and
-// api_usage_global_* over every account) that getApiUsageMetrics reads;
+// rollups (api_usage_minutes, _hours, _days per account,
+// api_usage_global_* over every account, api_usage_key_* per key) that
+// getApiUsageMetrics reads;
 // and drops the log's and rollups' old months (--usage.log-retention,
 // --usage.metrics-retention). It is its own consumer group
 // (--usage.group), beside the blocks sink and the matcher.

@@ -24,8 +24,10 @@ func (s *Sink) runRetention(ctx context.Context, conn driver.Conn, logger *slog.
 		{"api_usage_global_minutes", s.cfg.LogRetention},
 		{"api_usage_hours", s.cfg.MetricsRetention},
 		{"api_usage_global_hours", s.cfg.MetricsRetention},
+		{"api_usage_key_hours", s.cfg.MetricsRetention},
 		{"api_usage_days", s.cfg.MetricsRetention},
 		{"api_usage_global_days", s.cfg.MetricsRetention},
+		{"api_usage_key_days", s.cfg.MetricsRetention},
 	}
 	for {
 		for _, t := range tables {

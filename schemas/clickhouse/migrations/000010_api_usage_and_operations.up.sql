@@ -175,6 +175,57 @@ SELECT toUInt32(intDiv(at, 86400000) * 86400) AS bucket, route, status, chain_id
 FROM api_requests
 GROUP BY bucket, route, status, chain_id;
 
+-- Per key, over hours and days, without route, status or chain (the
+-- answers' classes summed instead): what an operator's usage query grouped by
+-- key over every account reads when it filters on nothing else. Over 10
+-- million requests of 1,000 accounts the daily per-account rollup holds 2
+-- million rows, this one 60,000.
+CREATE TABLE IF NOT EXISTS api_usage_key_hours (
+    bucket UInt32,
+    account_id String,
+    key_id String,
+    requests AggregateFunction(count),
+    succeeded AggregateFunction(sum, UInt64),
+    invalid AggregateFunction(sum, UInt64),
+    units AggregateFunction(sum, UInt64),
+    wasted_units AggregateFunction(sum, UInt64),
+    durations AggregateFunction(sumMap, Array(UInt8), Array(UInt64))
+) ENGINE = AggregatingMergeTree
+PARTITION BY toYYYYMM(toDateTime(bucket, 'UTC'))
+ORDER BY (bucket, account_id, key_id);
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS api_usage_key_hours_mv TO api_usage_key_hours AS
+SELECT toUInt32(intDiv(at, 3600000) * 3600) AS bucket, account_id, key_id,
+       countState() AS requests, sumState(toUInt64(status < 400)) AS succeeded,
+       sumState(toUInt64(status >= 400 AND status < 500)) AS invalid, sumState(toUInt64(compute_units)) AS units,
+       sumState(toUInt64(if(status >= 400 AND status < 500, compute_units, 0))) AS wasted_units,
+       sumMapState([toUInt8(least(63, greatest(0, floor(4 * log2(duration_us / 100)))))], [toUInt64(1)]) AS durations
+FROM api_requests
+GROUP BY bucket, account_id, key_id;
+
+CREATE TABLE IF NOT EXISTS api_usage_key_days (
+    bucket UInt32,
+    account_id String,
+    key_id String,
+    requests AggregateFunction(count),
+    succeeded AggregateFunction(sum, UInt64),
+    invalid AggregateFunction(sum, UInt64),
+    units AggregateFunction(sum, UInt64),
+    wasted_units AggregateFunction(sum, UInt64),
+    durations AggregateFunction(sumMap, Array(UInt8), Array(UInt64))
+) ENGINE = AggregatingMergeTree
+PARTITION BY toYYYYMM(toDateTime(bucket, 'UTC'))
+ORDER BY (bucket, account_id, key_id);
+
+CREATE MATERIALIZED VIEW IF NOT EXISTS api_usage_key_days_mv TO api_usage_key_days AS
+SELECT toUInt32(intDiv(at, 86400000) * 86400) AS bucket, account_id, key_id,
+       countState() AS requests, sumState(toUInt64(status < 400)) AS succeeded,
+       sumState(toUInt64(status >= 400 AND status < 500)) AS invalid, sumState(toUInt64(compute_units)) AS units,
+       sumState(toUInt64(if(status >= 400 AND status < 500, compute_units, 0))) AS wasted_units,
+       sumMapState([toUInt8(least(63, greatest(0, floor(4 * log2(duration_us / 100)))))], [toUInt64(1)]) AS durations
+FROM api_requests
+GROUP BY bucket, account_id, key_id;
+
 -- Operator keys: an API key whose latest row has operator = 1 reads every
 -- account's usage and request log (moraine-admin key create --operator,
 -- key set-operator). A key without a row is an account's ordinary key.

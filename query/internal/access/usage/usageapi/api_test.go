@@ -305,6 +305,19 @@ func TestUsageScope(t *testing.T) {
 		keys[fmt.Sprint(v.GroupValue)] += v.TotalRequests
 	}
 	require.Equal(t, map[string]uint64{e.ids["ka"]: 6, e.ids["ka2"]: 2, e.ids["kb"]: 1, "": 1}, keys)
+	// The per-key rollup (an operator's read by key) and the per-account
+	// one (the account's own) agree on every number.
+	var own usageResponse
+	require.Equal(t, 200, e.get("ka", "/v1/apiUsageMetrics?groupBy=apiKeyId&"+week, &own))
+	require.Equal(t, 200, e.get("op", "/v1/apiUsageMetrics?groupBy=apiKeyId&"+week, &byKey))
+	mine := totals(t, own)
+	for k, v := range totals(t, byKey) {
+		if w, ok := mine[k]; ok {
+			require.Equal(t, w, v, k)
+			delete(mine, k)
+		}
+	}
+	require.Empty(t, mine)
 	// No key: 401.
 	require.Equal(t, 401, e.get("", monthly, nil))
 	require.Equal(t, 401, e.get("", "/v1/apiLogs", nil))

@@ -47,6 +47,14 @@ func TestQueriesRunOnCurrentClickHouse(t *testing.T) {
 			}
 		}
 	}
+	for _, r := range []string{"hours", "days"} {
+		tbl := table(r, scope{all: true}, filters{}, "apiKeyId")
+		if !perKey(tbl) {
+			t.Fatalf("%s: not the per-key rollup", tbl)
+		}
+		cond, args := where("bucket", 0, 1, scope{all: true}, filters{})
+		stmts = append(stmts, bind(metricsQuery(tbl, "daily", "apiKeyId", cond), args))
+	}
 	cond, args := where("bucket", 0, 1, scope{all: true}, filters{})
 	stmts = append(stmts, bind(`SELECT countMerge(requests) FROM api_usage_global_hours WHERE `+cond, args))
 	cond, args = where("at", uint64(f.from.UnixMilli()), uint64(f.to.UnixMilli()), scope{all: true}, filters{requestType: "rpc"})

@@ -75,13 +75,21 @@ var rollups = map[string]struct{ table, bucket string }{
 
 // table is the rollup a read of sc uses: over every account without a key
 // in its groups or filters, the global one (a few rows per bucket instead
-// of about one per request of the sparse accounts).
+// of about one per request of the sparse accounts); over every account by
+// key with no other filter, hours or longer, the per-key one.
 func table(rollup string, sc scope, f filters, groupBy string) string {
-	if sc.all && f.keyID == "" && groupBy != "apiKeyId" {
+	switch {
+	case sc.all && f.keyID == "" && groupBy != "apiKeyId":
 		return "api_usage_global_" + rollup
+	case sc.all && groupBy == "apiKeyId" && rollup != "minutes" && f.chainID == "" && f.status == 0 && f.route == "":
+		return "api_usage_key_" + rollup
 	}
 	return "api_usage_" + rollup
 }
+
+// perKey reports whether tbl is a per-key rollup, whose answer classes are
+// sums of their own rather than a status column.
+func perKey(tbl string) bool { return strings.HasPrefix(tbl, "api_usage_key_") }
 
 // groupColumns is the group of each groupBy.
 var groupColumns = map[string]string{
@@ -95,9 +103,13 @@ var groupColumns = map[string]string{
 
 // metricsQuery is the SELECT of one metrics read of tbl.
 func metricsQuery(tbl, interval, groupBy, cond string) string {
-	return `SELECT ` + rollups[interval].bucket + ` AS b, ` + groupColumns[groupBy] + ` AS g,
-    countMerge(requests), countMergeIf(requests, status < 400), countMergeIf(requests, status >= 400 AND status < 500),
-    sumMerge(compute_units), sumMergeIf(compute_units, status >= 400 AND status < 500),
+	classes := `countMergeIf(requests, status < 400), countMergeIf(requests, status >= 400 AND status < 500),
+    sumMerge(compute_units), sumMergeIf(compute_units, status >= 400 AND status < 500)`
+	if perKey(tbl) {
+		classes = `sumMerge(succeeded), sumMerge(invalid), sumMerge(units), sumMerge(wasted_units)`
+	}
+	return `SELECT ` + rollups[interval].bucket + ` AS b, ` + groupColumns[groupBy] + ` AS g, countMerge(requests),
+    ` + classes + `,
     tupleElement(sumMapMerge(durations) AS d, 1), tupleElement(d, 2)
 FROM ` + tbl + `
 WHERE ` + cond + `
