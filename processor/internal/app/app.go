@@ -176,7 +176,15 @@ func (a *App) Run(ctx context.Context) error {
 			default:
 			}
 		}
-		if !sinkUp || cfg.Matcher.Enabled && !matcherUp.Load() {
+		usageUp := a.usage == nil
+		if a.usage != nil {
+			select {
+			case <-a.usage.Connected():
+				usageUp = true
+			default:
+			}
+		}
+		if !sinkUp || !usageUp || cfg.Matcher.Enabled && !matcherUp.Load() {
 			return errors.New("connecting to kafka and clickhouse")
 		}
 		return nil

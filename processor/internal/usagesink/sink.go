@@ -89,6 +89,7 @@ type Sink struct {
 	cfg  Config
 	deps Deps
 	m    *metrics
+	up   chan struct{}
 }
 
 // New validates and registers the metrics; no I/O.
@@ -108,8 +109,12 @@ func New(cfg Config, d Deps) (*Sink, error) {
 	if cfg.TopInterval <= 0 {
 		cfg.TopInterval = time.Minute
 	}
-	return &Sink{cfg: cfg, deps: d, m: newMetrics(d.Registerer)}, nil
+	return &Sink{cfg: cfg, deps: d, m: newMetrics(d.Registerer), up: make(chan struct{})}, nil
 }
+
+// Connected is closed once the sink has its ClickHouse connection and
+// Kafka client.
+func (s *Sink) Connected() <-chan struct{} { return s.up }
 
 // Group is the consumer group's full name.
 func (s *Sink) Group() string { return s.deps.Kafka.TopicPrefix + s.cfg.Group }
@@ -148,6 +153,7 @@ func (s *Sink) Run(ctx context.Context) error {
 	s.deps.Health.Add("usage", func(ctx context.Context) error {
 		return errors.Join(ping(ctx), kafkautil.Ping(cl)(ctx))
 	})
+	close(s.up)
 	logger.Info("usage sink consuming", "topic", topic, "group", s.Group())
 	var wg sync.WaitGroup
 	bg, stop := context.WithCancel(ctx)
