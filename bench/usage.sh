@@ -23,7 +23,17 @@ ROUNDS=${MORAINE_BENCH_USAGE_ROUNDS:-2}
 BLOCKS=${MORAINE_BENCH_BLOCKS:-10000000}
 REQUESTS=${MORAINE_BENCH_USAGE_REQUESTS:-10000000}
 READ_RATE=${MORAINE_BENCH_USAGE_READ_RATE:-20}
+# An operator's reads (every account's usage: a dashboard, a support tool) are fewer and heavier.
+OPERATOR_RATE=${MORAINE_BENCH_USAGE_OPERATOR_RATE:-5}
 READ_DURATION=${MORAINE_BENCH_USAGE_READ_DURATION:-60s}
+# Which parts to run (1 2 3); the others' sections say "not run".
+PARTS=${MORAINE_BENCH_USAGE_PARTS:-1 2 3}
+part() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
+onoff="not run"
+outage="not run"
+reads="not run"
+size=""
+written=0
 CH="http://127.0.0.1:${MORAINE_CLICKHOUSE_HTTP_PORT:-8123}/"
 chq() { curl -fsS "$CH" --data-binary "$1"; }
 commas() { echo "$1" | sed ':a;s/\B[0-9]\{3\}\>/,&/;ta'; }
@@ -31,17 +41,19 @@ wait_ready() { for _ in $(seq 1 240); do curl -fsS -m 1 "$1" >/dev/null 2>&1 && 
 # cpu_ms PID: the process's user+system CPU time so far, in ms.
 cpu_ms() { awk -v hz="$(getconf CLK_TCK)" '{ print int(($14 + $15) * 1000 / hz) }' "/proc/$1/stat"; }
 
+cat >"$TMP/chains.json" <<JSON
+{"chains":[{"evmChainId":"99999","name":"Synthetic benchmark chain","network":"mainnet","rpcUrls":["http://127.0.0.1:1"],
+ "networkToken":{"name":"Bench","symbol":"BNC","decimals":18},"traces":false,"webhooks":false}]}
+JSON
+
 # 1. Logging on against off.
+if part 1; then
 have=$(chq "SELECT count() FROM moraine_bench.blocks WHERE chain_id = 99999" 2>/dev/null || echo 0)
 if [ "${have:-0}" -lt "$BLOCKS" ]; then
     echo "usage: seeding $BLOCKS synthetic blocks (database moraine_bench, chain 99999)..."
     chq "DROP DATABASE IF EXISTS moraine_bench" >/dev/null
     bin/querybench seed --clickhouse.database moraine_bench --chain 99999 --blocks "$BLOCKS"
 fi
-cat >"$TMP/chains.json" <<JSON
-{"chains":[{"evmChainId":"99999","name":"Synthetic benchmark chain","network":"mainnet","rpcUrls":["http://127.0.0.1:1"],
- "networkToken":{"name":"Bench","symbol":"BNC","decimals":18},"traces":false,"webhooks":false}]}
-JSON
 # The processor runs only its usage sink here: the request log is what is measured.
 bin/processor --chains.file "$TMP/chains.json" --clickhouse.database moraine_bench --kafka.topic-prefix bench-usage. \
     --processor.sink-enabled=false --matcher.enabled=false --ops.listen-address 127.0.0.1:18105 --log.level warn \
@@ -108,13 +120,17 @@ for path in sorted({p for p, _ in rows}):
 PY
 )
 echo "$onoff"
+fi
 
 # 2. ClickHouse outage under load.
+if part 2; then
 echo "usage: a ${MORAINE_BENCH_OUTAGE:-60s} outage of ClickHouse under load (e2e BenchmarkUsageOutage)..."
 outage=$( (cd e2e && go test -run '^$' -bench 'BenchmarkUsageOutage' -benchtime 1x -timeout 20m . 2>&1) | tee "$TMP/outage.txt" | grep -E '^usage-outage' || true)
 echo "$outage"
+fi
 
 # 3. Usage reads over REQUESTS logged requests.
+if part 3; then
 DB=moraine_bench_usage
 have=$(chq "SELECT count() FROM $DB.api_requests" 2>/dev/null || echo 0)
 age=$(chq "SELECT toUInt64(now()) - intDiv(max(at), 1000) FROM $DB.api_requests" 2>/dev/null || echo 999999)
@@ -125,6 +141,11 @@ if [ "${have:-0}" -lt "$REQUESTS" ] || [ "${age:-999999}" -gt 86400 ] || [ ! -s 
     mkdir -p "$(dirname "$KEYS")"
     bin/querybench seed-usage --clickhouse.database "$DB" --requests "$REQUESTS" --accounts 1000 --days 30 \
         --keys-out "$KEYS" | tee "$TMP/seed.txt"
+    # Merged, as a steady stream of small inserts leaves them once ClickHouse's background merges catch up
+    # (the seed's ten large inserts would otherwise be merging during the reads).
+    for t in $(chq "SELECT name FROM system.tables WHERE database = '$DB' AND name LIKE 'api_%' AND engine NOT LIKE '%View' FORMAT TSV"); do
+        chq "OPTIMIZE TABLE $DB.$t FINAL"
+    done
 else
     echo "usage: reusing the $have logged requests already seeded"
 fi
@@ -148,7 +169,8 @@ account_paths=(
     "/v1/apiLogs?pageSize=100&responseCode=404&startTimestamp=$d30&endTimestamp=$today"
 )
 operator_paths=(
-    "/v1/apiUsageMetrics?startTimestamp=$d30&endTimestamp=$today&groupBy=apiKeyId"
+    "/v1/apiUsageMetrics?timeInterval=monthly&startTimestamp=$d30&endTimestamp=$today&groupBy=apiKeyId"
+    "/v1/apiUsageMetrics?startTimestamp=$d30&endTimestamp=$today&groupBy=responseCode"
     "/v1/apiUsageMetrics?timeInterval=hourly&startTimestamp=$d7&endTimestamp=$today&groupBy=requestPath"
     "/v1/apiUsageMetrics?timeInterval=weekly&startTimestamp=$d30&endTimestamp=$today&chainId=43114"
     "/v1/apiLogs?pageSize=100"
@@ -156,14 +178,16 @@ operator_paths=(
 : >"$TMP/reads.txt"
 for who in heavy median operator; do
     args=()
-    if [ "$who" = operator ]; then ps=("${operator_paths[@]}"); else ps=("${account_paths[@]}"); fi
+    rate=$READ_RATE
+    if [ "$who" = operator ]; then ps=("${operator_paths[@]}"); rate=$OPERATOR_RATE; else ps=("${account_paths[@]}"); fi
     for p in "${ps[@]}"; do args+=(--path "$p"); done
-    echo "usage: reads as the $who key, $READ_RATE req/s for $READ_DURATION"
-    bin/querybench load --url http://127.0.0.1:18082 --rate "$READ_RATE" --duration "$READ_DURATION" \
+    echo "usage: reads as the $who key, $rate req/s for $READ_DURATION"
+    bin/querybench load --url http://127.0.0.1:18082 --rate "$rate" --duration "$READ_DURATION" \
         --header "x-glacier-api-key: $(key "$who")" "${args[@]}" | sed "s|^|$who |" | tee -a "$TMP/reads.txt"
 done
 kill "$USAGE_PID" 2>/dev/null || true
 reads=$(cat "$TMP/reads.txt")
+fi
 
 
 {
@@ -186,7 +210,8 @@ reads=$(cat "$TMP/reads.txt")
     echo '```'
     echo
     echo "Usage reads over $(commas "$REQUESTS") logged requests (\`querybench seed-usage\`: 1,000 accounts, 30 days, the heaviest"
-    echo "account a fifth of them), open-loop $READ_RATE req/s for $READ_DURATION per key, round-robin over the paths:"
+    echo "account a fifth of them; merged), open-loop $READ_RATE req/s for $READ_DURATION per account key ($OPERATOR_RATE req/s for the"
+    echo "operator key), round-robin over the paths:"
     echo
     echo '```'
     echo "$size"

@@ -20,6 +20,7 @@ func (s *Sink) runRetention(ctx context.Context, conn driver.Conn, logger *slog.
 		retention time.Duration
 	}{
 		{"api_requests", s.cfg.LogRetention},
+		{"api_requests_by_time", s.cfg.LogRetention},
 		{"api_usage_minutes", s.cfg.LogRetention},
 		{"api_usage_global_minutes", s.cfg.LogRetention},
 		{"api_usage_hours", s.cfg.MetricsRetention},

@@ -225,7 +225,7 @@ func (a *API) logs(c *gin.Context) {
 		}
 		after = &cur
 	}
-	rows, err := a.store.Logs(c.Request.Context(), sc, f, after, size+1)
+	rows, err := a.store.Logs(c.Request.Context(), sc, f, after, size+1, a.d.Now())
 	if err != nil {
 		apierr.Write(c, storeError(err))
 		return

@@ -58,7 +58,7 @@ func TestQueriesRunOnCurrentClickHouse(t *testing.T) {
 	cond, args := where("bucket", 0, 1, scope{all: true}, filters{})
 	stmts = append(stmts, bind(`SELECT countMerge(requests) FROM api_usage_global_hours WHERE `+cond, args))
 	cond, args = where("at", uint64(f.from.UnixMilli()), uint64(f.to.UnixMilli()), scope{all: true}, filters{requestType: "rpc"})
-	stmts = append(stmts, bind(`SELECT `+logColumns+` FROM api_requests WHERE `+cond+
+	stmts = append(stmts, bind(`SELECT `+logColumns+` FROM api_requests_by_time WHERE `+cond+
 		` AND (at < ? OR (at = ? AND request_id < ?)) ORDER BY at DESC, request_id DESC LIMIT 11`, append(args, 5, 5, "x")))
 	testenv.OnCurrentClickHouse(t, stmts)
 }
