@@ -2,7 +2,7 @@
 // accounts, API keys (SHA-256 only), webhooks, watched addresses and shared
 // secrets (migration 000003_webhooks; tables described there), and
 // delivery's delivery log and failure strikes (migration 000004_deliveries),
-// and which keys are operator keys (migration 10, operators.go).
+// and which keys are operator keys (migration *_api_usage_and_operations, operators.go).
 // The query service (API, moraine-admin) and delivery (deactivation, the
 // log) share it.
 //

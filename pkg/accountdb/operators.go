@@ -6,8 +6,8 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 )
 
-// Operator keys (table operator_keys, migration 10): an API key marked
-// operator reads every account's usage and request log through
+// Operator keys (table operator_keys, migration *_api_usage_and_operations):
+// an API key marked operator reads every account's usage and request log through
 // getApiUsageMetrics and getApiLogs, where an ordinary key reads its own
 // account's. The mark belongs to the key, not the account, so an operator
 // hands out one dedicated key (for a dashboard, say) and revokes it alone;

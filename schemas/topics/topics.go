@@ -28,6 +28,11 @@ const (
 	AddressWatch = "moraine.address-watch"
 	// Activity carries one matched (webhook, transaction) message, keyed by webhook id.
 	Activity = "moraine.activity"
+	// WebhookStreams is the matcher's compacted state of every webhook's
+	// message stream (sequence numbers, messages awaiting confirmations,
+	// messages to retract on a reorg), written in the matcher's
+	// transactions (proto/moraine/v1/stream.proto).
+	WebhookStreams = "moraine.webhook-streams"
 	// IngestLeases carries no records: ingest instances join a consumer
 	// group on it, and the instance assigned a partition writes the chains
 	// whose ids hash to it (ingest/internal/lease).
@@ -41,7 +46,23 @@ const (
 	// Operations carries one record.OperationTask per export job to run,
 	// keyed by operation id; the query service's export workers consume it.
 	Operations = "moraine.operations"
+	// NftMetadata carries record.NftMetadataRequest values (codec) keyed by
+	// codec.NftMetadataKey: NFTs whose metadata the processor's metadata
+	// worker is asked to fetch (discovered in blocks, or reindexNft).
+	NftMetadata = "moraine.nft-metadata"
 )
+
+// NftMetadataRetryLevels is the number of NFT metadata retry topics: one
+// per delay of the metadata worker's retry schedule (--nft.retry-schedule).
+const NftMetadataRetryLevels = 4
+
+// NftMetadataRetry returns the name of retry level l
+// (1..NftMetadataRetryLevels): requests waiting out the l-th delay after a
+// transient failure (throttled, unreachable, node unavailable), with the
+// attempt to make next and its due time in the record. As for delivery's
+// levels, every record of a level waits the same delay, so a partition is
+// in due order.
+func NftMetadataRetry(l int) string { return fmt.Sprintf("moraine.nft-metadata-retry-%d", l) }
 
 // DeliveryRetryLevels is the number of delivery retry topics: one per
 // delay of the hosted service's retry schedule (the waits before attempts
@@ -105,6 +126,15 @@ var All = []Spec{
 		"cleanup.policy": "delete",
 		"retention.ms":   "604800000",
 	}},
+	{Name: WebhookStreams, Partitions: 4, Configs: map[string]string{
+		"cleanup.policy":            "compact",
+		"min.cleanable.dirty.ratio": "0.1",
+		"segment.ms":                "3600000", // roll hourly so compaction can run.
+		// Tombstones of blocks that left the retraction window must
+		// outlive a reader's full read; a day is plenty.
+		"delete.retention.ms": "86400000",
+		"max.message.bytes":   maxRecordBytes,
+	}},
 	// 16 leases: enough for the chains of a deployment to spread over its
 	// ingest instances; chains sharing a lease move together.
 	{Name: IngestLeases, Partitions: 16, Configs: map[string]string{
@@ -114,6 +144,18 @@ var All = []Spec{
 }
 
 func init() {
+	// 8 partitions: the metadata worker's unit of scale-out (a partition's
+	// requests go to one instance at a time).
+	All = append(All, Spec{Name: NftMetadata, Partitions: 8, Configs: map[string]string{
+		"cleanup.policy": "delete",
+		"retention.ms":   "604800000", // 7 days, as the blocks it comes from.
+	}})
+	for l := 1; l <= NftMetadataRetryLevels; l++ {
+		All = append(All, Spec{Name: NftMetadataRetry(l), Partitions: 8, Configs: map[string]string{
+			"cleanup.policy": "delete",
+			"retention.ms":   "604800000", // 7 days: far above the longest delay.
+		}})
+	}
 	for l := 1; l <= DeliveryRetryLevels; l++ {
 		All = append(All, Spec{Name: DeliveryRetry(l), Partitions: 4, Configs: map[string]string{
 			"cleanup.policy":    "delete",

@@ -28,11 +28,13 @@ import (
 	"github.com/moraine-data/moraine/pkg/guard"
 	"github.com/moraine-data/moraine/pkg/obs"
 	"github.com/moraine-data/moraine/pkg/process"
+	"github.com/moraine-data/moraine/pkg/rpc"
 	"github.com/moraine-data/moraine/pkg/tokenmeta"
 	"github.com/moraine-data/moraine/query/internal/access"
 	"github.com/moraine-data/moraine/query/internal/access/usage"
 	"github.com/moraine-data/moraine/query/internal/access/usage/usageapi"
 	"github.com/moraine-data/moraine/query/internal/data/api"
+	"github.com/moraine-data/moraine/query/internal/data/nftreindex"
 	"github.com/moraine-data/moraine/query/internal/data/store"
 	"github.com/moraine-data/moraine/query/internal/health"
 	"github.com/moraine-data/moraine/query/internal/ops/export"
@@ -72,8 +74,9 @@ type App struct {
 	exports *export.Export
 	// ch is the ClickHouse connection of the families that read it
 	// directly (usage), set once ClickHouse answers.
-	ch     chclient.Lazy
-	health *obs.Health
+	ch      chclient.Lazy
+	reindex *nftreindex.Service
+	health  *obs.Health
 	// routes is the route table: every route of every family, each
 	// declared once by the package that serves it.
 	routes []server.Route
@@ -166,14 +169,28 @@ func (a *App) build() error {
 	}); err != nil {
 		return err
 	}
-	rpc := make(map[uint64][]string, len(a.chains.Chains))
+	// Contract metadata reads go through a pool per chain: every node of
+	// the chains file, with failover and the nodes' limits.
+	pools := make(map[uint64]*rpc.Pool, len(a.chains.Chains))
 	for _, c := range a.chains.Chains {
-		rpc[c.ID()] = c.RPCURLs
+		pc := rpc.ForChain(c)
+		pc.WSURL, pc.Logger = "", a.logger
+		pool, err := rpc.NewPool(pc, rpc.NewMetrics(a.reg))
+		if err != nil {
+			return err
+		}
+		pools[c.ID()] = pool
 	}
-	contracts := tokenmeta.New(a.cfg.Contracts, rpc, tokenmeta.Deps{Logger: a.logger, Registerer: a.reg, Subsystem: "query"})
+	contracts := tokenmeta.NewWithPools(a.cfg.Contracts, pools, tokenmeta.Deps{Logger: a.logger, Registerer: a.reg, Subsystem: "query"})
+	// reindexNft requests go to the processor's NFT metadata worker over
+	// the same brokers as the webhook changes.
+	if a.reindex, err = nftreindex.New(nftreindex.Deps{Logger: a.logger, Registerer: a.reg, Kafka: a.cfg.Webhooks.Kafka}); err != nil {
+		return err
+	}
+	a.health.Add("nft_reindex", a.reindex.Ready)
 	data, err := api.New(api.Deps{
 		Logger: a.logger.With("component", "api"), Chains: a.chains, History: a.store, Contracts: contracts,
-		Store: a.store, Tokens: tokens, Config: a.cfg.API,
+		Store: a.store, Tokens: tokens, Config: a.cfg.API, Reindex: a.reindex,
 	})
 	if err != nil {
 		return err
@@ -240,6 +257,7 @@ func (a *App) Run(ctx context.Context) error {
 		a.checks.Stopping()
 		return nil
 	})
+	g.Go(func() error { return a.reindex.Run(gctx) })
 	g.Go(func() error {
 		conn, err := chclient.Open(gctx, a.cfg.ClickHouse, a.logger.With("component", "chclient"))
 		if err != nil {
@@ -254,6 +272,7 @@ func (a *App) Run(ctx context.Context) error {
 		a.store.SetConn(conn)
 		a.accounts.SetConn(conn)
 		a.ch.Set(conn)
+		a.reindex.SetConn(conn)
 		a.logger.Info("clickhouse connected", "addr", a.cfg.ClickHouse.Addr, "database", a.cfg.ClickHouse.Database)
 		return nil
 	})

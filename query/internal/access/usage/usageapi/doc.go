@@ -32,9 +32,9 @@
 // Per bucket (and group): totalRequests; requestsPerSecond, the requests
 // over the bucket's length; successRatePercent, the share answered below
 // 400; medianResponseTimeMsecs, from a histogram of the durations (within
-// 9%: migration 10); invalidRequests, the requests answered 4xx (429 included);
-// apiCreditsUsed, the compute units charged; apiCreditsWasted, those charged
-// for invalid requests. requestPath is the route's template
+// 9%: migration *_api_usage_and_operations); invalidRequests, the requests
+// answered 4xx (429 included); apiCreditsUsed, the compute units charged;
+// apiCreditsWasted, those charged for invalid requests. requestPath is the route's template
 // ("/v1/chains/:chainId/blocks"; "unmatched" for paths no route serves);
 // requestType is always "data" (moraine serves no RPC), so filtering on
 // "rpc" finds nothing.

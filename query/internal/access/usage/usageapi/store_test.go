@@ -10,7 +10,7 @@ import (
 )
 
 // TestMedianFromHistogram: the median read from the durations histogram
-// (migration 10's buckets) is within 9% of the true one.
+// (migration *_api_usage_and_operations' buckets) is within 9% of the true one.
 func TestMedianFromHistogram(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for range 50 {
