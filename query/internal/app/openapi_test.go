@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"regexp"
-	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -58,9 +57,7 @@ func TestOpenAPIListsEveryRoute(t *testing.T) {
 	var documented, webhookOps, extensions []string
 	for p, ms := range doc.Paths {
 		for m, op := range ms {
-			// gin serves a custom method after a parameter as the
-			// parameter's route ("/operations/:operationId").
-			documented = append(documented, strings.ToUpper(m)+" "+customAfterParam.ReplaceAllString(param.ReplaceAllString(p, ":$1"), "$1"))
+			documented = append(documented, strings.ToUpper(m)+" "+param.ReplaceAllString(p, ":$1"))
 			if op.Extension {
 				extensions = append(extensions, op.OperationID)
 			}
@@ -77,9 +74,13 @@ func TestOpenAPIListsEveryRoute(t *testing.T) {
 	// parameter ("/tokens/{tokenId}:reindex") is one gin route ending in the
 	// parameter, whose suffix the server checks (server.Route), so the
 	// table's templates are compared, and their number with gin's routes.
+	// Custom methods of one parameter's path share its gin route
+	// ("/operations/{operationId}" and "/operations/{operationId}:download").
 	var served []string
+	ginPaths := map[string]bool{}
 	for _, r := range a.routes {
 		served = append(served, r.Method+" "+r.Template())
+		ginPaths[r.Method+" "+customAfterParam.ReplaceAllString(r.Template(), "$1")] = true
 	}
 	gin := 0
 	for _, r := range a.router.Routes() {
@@ -87,10 +88,10 @@ func TestOpenAPIListsEveryRoute(t *testing.T) {
 			gin++
 		}
 	}
-	require.Equal(t, len(a.routes), gin, "every route of the table is a route of the router")
+	require.Equal(t, len(ginPaths), gin, "every route of the table is a route of the router")
 	served = append(served, "GET /api-json")
 	documented = append(documented, "GET /api-json")
-	documented = slices.Compact(slices.Sorted(slices.Values(documented)))
+	sort.Strings(documented)
 	sort.Strings(served)
 	require.Equal(t, served, documented)
 	sort.Strings(webhookOps)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"testing"
@@ -30,10 +31,21 @@ func TestSDKProduct(t *testing.T) {
 	dir := sdkDir(t)
 	_, url := startApp(t, func(c *Config) { c.ClickHouse = chCfg })
 	// A second instance whose Kafka is unreachable: its health check fails.
-	_, downURL := startApp(t, func(c *Config) {
+	// Not ready either (/readyz waits for the reindexNft producer at
+	// start-up): it is up once its live check answers.
+	down := launchApp(t, func(c *Config) {
 		c.ClickHouse = chCfg
 		c.Webhooks.Kafka = kafkautil.Config{Brokers: "127.0.0.1:1"}
 	})
+	downURL := "http://" + down.APIAddr()
+	require.Eventually(t, func() bool {
+		resp, err := http.Get(downURL + "/v1/live-check")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, 30*time.Second, 50*time.Millisecond, "the second instance never answered its live check")
 	db, err := accountdb.Open(conn, accountdb.DefaultConfig(), nil)
 	require.NoError(t, err)
 	adm := &admin.Admin{DB: db, Clock: accountdb.NewClock(nil)}
