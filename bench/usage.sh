@@ -56,7 +56,7 @@ if [ "${have:-0}" -lt "$BLOCKS" ]; then
 fi
 # The processor runs only its usage sink here: the request log is what is measured.
 bin/processor --chains.file "$TMP/chains.json" --clickhouse.database moraine_bench --kafka.topic-prefix bench-usage. \
-    --processor.sink-enabled=false --matcher.enabled=false --ops.listen-address 127.0.0.1:18105 --log.level warn \
+    --processor.sink-enabled=false --matcher.enabled=false --nft.enabled=false --ops.listen-address 127.0.0.1:18105 --log.level warn \
     >"$TMP/processor.log" 2>&1 &
 PROC_PID=$!
 wait_ready http://127.0.0.1:18105/readyz
