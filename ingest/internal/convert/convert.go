@@ -31,7 +31,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/moraine-data/moraine/ingest/internal/jsonx"
+	"github.com/moraine-data/moraine/pkg/jsonx"
 	"github.com/moraine-data/moraine/schemas/record"
 )
 

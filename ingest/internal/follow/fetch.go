@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/moraine-data/moraine/ingest/internal/convert"
-	"github.com/moraine-data/moraine/ingest/internal/rpc"
 	"github.com/moraine-data/moraine/pkg/obs"
+	"github.com/moraine-data/moraine/pkg/rpc"
 	"github.com/moraine-data/moraine/schemas/record"
 )
 

@@ -15,9 +15,9 @@ import (
 
 	"github.com/moraine-data/moraine/ingest/internal/convert"
 	"github.com/moraine-data/moraine/ingest/internal/lease"
-	"github.com/moraine-data/moraine/ingest/internal/rpc"
 	"github.com/moraine-data/moraine/pkg/chains"
 	"github.com/moraine-data/moraine/pkg/obs"
+	"github.com/moraine-data/moraine/pkg/rpc"
 	"github.com/moraine-data/moraine/schemas/codec"
 	"github.com/moraine-data/moraine/schemas/record"
 )
@@ -75,9 +75,9 @@ type Deps struct {
 	// which the follower builds the reader of its checkpoint (committed
 	// records only).
 	KafkaOpts []kgo.Opt
-	RPC       *rpc.Client
-	// Heads tracks the chain head; the follower runs it.
-	Heads   *rpc.Heads
+	// RPC is the pool of the chain's nodes; the follower runs it (Run
+	// tracks each node's head).
+	RPC     *rpc.Pool
 	Metrics *Metrics
 	// Now is the clock (default time.Now).
 	Now func() time.Time
@@ -122,8 +122,8 @@ func New(cfg Config, deps Deps) (*Follower, error) {
 		return nil, errors.New("follow: Deps.Logger is required")
 	case deps.Kafka == nil:
 		return nil, errors.New("follow: Deps.Kafka is required")
-	case deps.RPC == nil || deps.Heads == nil:
-		return nil, errors.New("follow: Deps.RPC and Deps.Heads are required")
+	case deps.RPC == nil:
+		return nil, errors.New("follow: Deps.RPC is required")
 	case cfg.Topic == "":
 		return nil, errors.New("follow: Config.Topic is required")
 	case cfg.Window < 128:
@@ -158,7 +158,7 @@ func (f *Follower) Ready(context.Context) error {
 	if !f.recovered.Load() {
 		return errors.New("checkpoint not recovered from Kafka yet")
 	}
-	head, ok := f.deps.Heads.Head()
+	head, ok := f.deps.RPC.Head()
 	if !ok {
 		return errors.New("no head from the node yet")
 	}
@@ -177,7 +177,7 @@ func (f *Follower) Run(ctx context.Context) error {
 	hwg.Add(2)
 	go func() {
 		defer hwg.Done()
-		_ = f.deps.Heads.Run(hctx)
+		_ = f.deps.RPC.Run(hctx)
 	}()
 	go func() {
 		defer hwg.Done()
@@ -350,8 +350,8 @@ func (f *Follower) pipeline(ctx context.Context, p *producer, st *state) (*state
 	dispatchNext := st.next
 	inflight := 0
 	for {
-		headCh := f.deps.Heads.Changed()
-		head, known := f.deps.Heads.Head()
+		headCh := f.deps.RPC.Changed()
+		head, known := f.deps.RPC.Head()
 		if known {
 			f.deps.Metrics.head.WithLabelValues(f.chain).Set(float64(head))
 		}

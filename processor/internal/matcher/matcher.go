@@ -17,6 +17,7 @@ import (
 	"github.com/moraine-data/moraine/pkg/evm"
 	"github.com/moraine-data/moraine/pkg/kafkautil"
 	"github.com/moraine-data/moraine/pkg/obs"
+	"github.com/moraine-data/moraine/pkg/rpc"
 	"github.com/moraine-data/moraine/pkg/tokenmeta"
 	"github.com/moraine-data/moraine/processor/internal/match"
 	"github.com/moraine-data/moraine/processor/internal/payload"
@@ -212,16 +213,22 @@ func New(cfg Config, deps Deps) (*Consumer, error) {
 	reg := deps.Registerer
 	table := watchlist.New(watchlist.Deps{Logger: logger, Registerer: reg})
 	reader := kafkautil.NewTableReader(deps.Kafka, deps.Kafka.Topic(topics.AddressWatch), table.ApplyRecord, logger)
-	rpc := map[uint64][]string{}
+	pools := map[uint64]*rpc.Pool{}
 	natives := map[uint64]*chains.Token{}
 	if deps.Chains != nil {
 		for _, ch := range deps.Chains.Chains {
-			rpc[ch.ID()] = ch.RPCURLs
+			pc := rpc.ForChain(ch)
+			pc.Logger = logger
+			pool, err := rpc.NewPool(pc, rpc.NewMetrics(reg))
+			if err != nil {
+				return nil, err
+			}
+			pools[ch.ID()] = pool
 			tok := ch.NativeToken
 			natives[ch.ID()] = &tok
 		}
 	}
-	tokens := tokenmeta.New(tokenmeta.Config{CacheSize: cfg.TokenCacheSize, CallTimeout: cfg.EthCallTimeout}, rpc,
+	tokens := tokenmeta.NewWithPools(tokenmeta.Config{CacheSize: cfg.TokenCacheSize, CallTimeout: cfg.EthCallTimeout}, pools,
 		tokenmeta.Deps{Logger: logger, Registerer: reg})
 	deps.Health.Add("watchlist", reader.ReadyCheck)
 	m := newMetrics(reg, reader)
