@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// The bal_key of balances (migration 10): the level of a row, where it
+// The bal_key of balances (migration 11): the level of a row, where it
 // stands in the block order, whose balance of which token it changes, and
 // the block it comes from, as bytes that sort in the order reads need. The
 // levels and their parents and buckets are described by the migration and
@@ -186,7 +186,7 @@ func SQLBalanceKey(chainID, level, parent, holder, bucket, kind, token, tokenID,
 		"), " + fmt.Sprint(BalanceKeyLen) + ")"
 }
 
-// The nft_key of nft_transfers (migration 10): one NFT transfer, ordered by
+// The nft_key of nft_transfers (migration 11): one NFT transfer, ordered by
 // token, token id and position in the chain.
 const (
 	// NFTPrefixLen is the length of the prefix shared by one NFT's rows:
@@ -289,7 +289,7 @@ func SQLNFTKey(chainID, token, tokenID, kind, block, logIndex, sub, blockHash st
 		"), " + fmt.Sprint(NFTKeyLen) + ")"
 }
 
-// Kinds of balance_progress rows (migration 10).
+// Kinds of balance_progress rows (migration 11).
 const (
 	// ProgressFirstBlock: the first block whose deltas were written
 	// (version 2^64-1 - block: the lowest wins).
