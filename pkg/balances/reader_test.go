@@ -78,6 +78,9 @@ func (c *testChain) write(b *record.Block) {
 	if len(deltas) > 0 {
 		c.exec("INSERT INTO balances ("+BalanceColumns+")", deltas)
 	}
+	for _, n := range rows.NFTs {
+		c.exec("INSERT INTO nft_transfers (nft_key, entry, version)", [][]any{{string(n.Key[:]), string(n.Entry), c.version}})
+	}
 	c.exec("INSERT INTO balance_progress ("+ProgressColumns+")",
 		[][]any{{c.chainID, schema.ProgressFirstBlock, b.Number, ProgressVersion(schema.ProgressFirstBlock, b.Number)}})
 	c.exec("INSERT INTO blocks (chain_id, number, hash, removed, version)", [][]any{{c.chainID, b.Number, string(b.Hash), uint8(0), c.version}})
@@ -139,6 +142,8 @@ func describeResult(r Result) []string {
 	slices.Sort(out)
 	return out
 }
+
+func newRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 2)) }
 
 // sim makes blocks of random transfers among a few holders.
 type sim struct {

@@ -35,9 +35,9 @@ type Config struct {
 	Balances       bool
 	BalancesSettle uint64
 	Group          string
-	BatchRows     int
-	FlushInterval time.Duration
-	InsertTimeout time.Duration
+	BatchRows      int
+	FlushInterval  time.Duration
+	InsertTimeout  time.Duration
 	// ShutdownTimeout (the processor's --shutdown.timeout, not a sink flag)
 	// is how long past the insert timeout a batch already polled may take
 	// to finish on shutdown.
