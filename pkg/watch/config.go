@@ -15,7 +15,7 @@ import (
 )
 
 // Config tunes publishing. The query service's reconciler
-// (query/internal/reconcile) adds its own settings to it.
+// (query/internal/webhooks/reconcile) adds its own settings to it.
 type Config struct {
 	// ProduceTimeout bounds the synchronous produce of a change; past it
 	// the change is acknowledged anyway and the reconciler publishes it.

@@ -17,7 +17,7 @@
 // # Design: ClickHouse is the source of truth
 //
 // A change runs in this order, holding the webhook's (or account's) lock
-// from Locks throughout. The query service's API (query/internal/webhookapi)
+// from Locks throughout. The query service's API (query/internal/webhooks/webhookapi)
 // makes every kind of change; delivery deactivates failing webhooks. Both
 // go through Writer (CreateWebhook, UpdateWebhook, UpdateAddresses,
 // PutSecret), the one implementation of these steps:
@@ -31,7 +31,7 @@
 // A failed produce in step 3 (or a row that cannot be turned into a record:
 // Update.PublishErr reports both) does not fail the request: the change is
 // durable in ClickHouse, so it is acknowledged, and the query service's
-// reconciler (query/internal/reconcile) publishes it: it reads the topic
+// reconciler (query/internal/webhooks/reconcile) publishes it: it reads the topic
 // (kafkautil.TableReader) and ClickHouse, and republishes every key whose
 // last record differs from ClickHouse's latest row.
 //
@@ -86,7 +86,7 @@
 // insert once the part is written (it does not fsync by default), and
 // records are produced with acks=all and idempotence (franz-go defaults).
 //
-// TestCrashAtEveryStep (query/internal/webhookapi) kills a process at each step of each
+// TestCrashAtEveryStep (query/internal/webhooks/webhookapi) kills a process at each step of each
 // change and checks, after a restart, that topic and ClickHouse agree
 // exactly, that acknowledged changes are present, and that a retried create
 // does not make a second webhook.
@@ -96,5 +96,5 @@
 //	moraine_<service>_watch_records_produced_total{result}  ok, error (service: query, delivery)
 //	moraine_<service>_watch_produce_duration_seconds
 //
-// The reconciler's metrics are listed in query/internal/reconcile.
+// The reconciler's metrics are listed in query/internal/webhooks/reconcile.
 package watch

@@ -29,7 +29,7 @@ type PublisherDeps struct {
 }
 
 // Publisher produces address-watch records synchronously. The query
-// service's reconciler (query/internal/reconcile) uses one; a service that only
+// service's reconciler (query/internal/webhooks/reconcile) uses one; a service that only
 // changes webhooks (delivery deactivating one) uses a Publisher alone and
 // relies on the query service's reconciler for anything it fails to
 // publish: its incremental pass compares every webhook and account row

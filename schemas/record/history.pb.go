@@ -62,7 +62,7 @@ type TxDetail struct {
 	// The block's timestamps, on the rows of the address lists and of
 	// transactions_by_hash (never on the transfers and calls nested in a
 	// TxDetail): a list page or a transaction of a block deeper than the reorg
-	// window renders without reading the block (query/internal/store
+	// window renders without reading the block (query/internal/data/store
 	// settled.go). Absent on rows written before they existed.
 	BlockTimestamp             *uint64 `protobuf:"varint,20,opt,name=block_timestamp,json=blockTimestamp,proto3,oneof" json:"block_timestamp,omitempty"`
 	BlockTimestampMilliseconds *uint64 `protobuf:"varint,21,opt,name=block_timestamp_milliseconds,json=blockTimestampMilliseconds,proto3,oneof" json:"block_timestamp_milliseconds,omitempty"`

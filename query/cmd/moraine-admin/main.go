@@ -40,9 +40,9 @@ import (
 	"github.com/moraine-data/moraine/pkg/kafkautil"
 	"github.com/moraine-data/moraine/pkg/obs"
 	"github.com/moraine-data/moraine/pkg/process"
-	"github.com/moraine-data/moraine/query/internal/admin"
-	"github.com/moraine-data/moraine/query/internal/plan"
-	"github.com/moraine-data/moraine/query/internal/status"
+	"github.com/moraine-data/moraine/query/internal/access/plan"
+	"github.com/moraine-data/moraine/query/internal/ops/admin"
+	"github.com/moraine-data/moraine/query/internal/ops/status"
 )
 
 const usage = `usage: moraine-admin <command> [flags]

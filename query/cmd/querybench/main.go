@@ -39,7 +39,7 @@ import (
 	"github.com/moraine-data/moraine/pkg/chclient"
 	"github.com/moraine-data/moraine/pkg/obs"
 	"github.com/moraine-data/moraine/pkg/process"
-	"github.com/moraine-data/moraine/query/internal/bench"
+	"github.com/moraine-data/moraine/query/internal/ops/bench"
 )
 
 type paths []string

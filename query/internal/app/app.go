@@ -17,20 +17,22 @@ import (
 	"sync/atomic"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
-	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/moraine-data/moraine/pkg/accountdb"
 	"github.com/moraine-data/moraine/pkg/chains"
 	"github.com/moraine-data/moraine/pkg/chclient"
 	"github.com/moraine-data/moraine/pkg/guard"
 	"github.com/moraine-data/moraine/pkg/obs"
 	"github.com/moraine-data/moraine/pkg/process"
 	"github.com/moraine-data/moraine/pkg/tokenmeta"
-	"github.com/moraine-data/moraine/query/internal/api"
-	"github.com/moraine-data/moraine/query/internal/mgmt"
-	"github.com/moraine-data/moraine/query/internal/pagetoken"
-	"github.com/moraine-data/moraine/query/internal/store"
+	"github.com/moraine-data/moraine/query/internal/access"
+	"github.com/moraine-data/moraine/query/internal/data/api"
+	"github.com/moraine-data/moraine/query/internal/data/store"
+	"github.com/moraine-data/moraine/query/internal/server"
+	"github.com/moraine-data/moraine/query/internal/server/pagetoken"
+	"github.com/moraine-data/moraine/query/internal/webhooks"
 )
 
 // Deps are injected by main (or a test).
@@ -48,12 +50,17 @@ type App struct {
 	reg      *prometheus.Registry
 	resolver guard.Resolver
 
-	chains *chains.Config
-	store  *store.ClickHouse
-	mgmt   *mgmt.Mgmt
-	health *obs.Health
-	// router is the API's handler (tests list its routes).
-	router *gin.Engine
+	chains   *chains.Config
+	store    *store.ClickHouse
+	accounts *accountdb.DB
+	access   *access.Access
+	webhooks *webhooks.Webhooks
+	health   *obs.Health
+	// routes is the route table: every route of every family, each
+	// declared once by the package that serves it.
+	routes []server.Route
+	// router is the API's handler, built from routes.
+	router *server.Engine
 
 	api, ops atomic.Pointer[obs.Server]
 	mu       sync.Mutex
@@ -73,7 +80,7 @@ func New(cfg Config, deps Deps) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg.Mgmt.Kafka.Metrics = deps.Registry // franz-go's client metrics (kafkautil.ClientMetrics)
+	cfg.Webhooks.Kafka.Metrics = deps.Registry // franz-go's client metrics (kafkautil.ClientMetrics)
 	a := &App{cfg: cfg, logger: deps.Logger, reg: deps.Registry, resolver: deps.Resolver, chains: cc, health: obs.NewHealth()}
 	if err := a.build(); err != nil {
 		return nil, err
@@ -81,7 +88,8 @@ func New(cfg Config, deps Deps) (*App, error) {
 	return a, nil
 }
 
-// build makes the store, the account and webhook management and the router.
+// build makes the store, the account store, access control, the webhook
+// half, the data API, and the router from their routes.
 func (a *App) build() error {
 	key, err := a.cfg.PageToken.Key()
 	if err != nil {
@@ -102,8 +110,19 @@ func (a *App) build() error {
 		return err
 	}
 	a.health.Add("clickhouse", a.store.Ready)
-	a.mgmt, err = mgmt.New(a.cfg.Mgmt, mgmt.Deps{Logger: a.logger, Registerer: a.reg, Chains: a.chains, PageTokenKey: key, Resolver: a.resolver})
+	plans, err := a.cfg.Plans.Load()
 	if err != nil {
+		return err
+	}
+	if a.accounts, err = accountdb.New(a.cfg.AccountDB, a.reg); err != nil {
+		return err
+	}
+	if a.access, err = access.New(a.cfg.Access, access.Deps{Logger: a.logger, Registerer: a.reg, Keys: a.accounts, Plans: plans}); err != nil {
+		return err
+	}
+	if a.webhooks, err = webhooks.New(a.cfg.Webhooks, webhooks.Deps{
+		Logger: a.logger, Registerer: a.reg, Chains: a.chains, DB: a.accounts, Plans: plans, PageTokenKey: key, Resolver: a.resolver,
+	}); err != nil {
 		return err
 	}
 	rpc := make(map[uint64][]string, len(a.chains.Chains))
@@ -111,11 +130,17 @@ func (a *App) build() error {
 		rpc[c.ID()] = c.RPCURLs
 	}
 	contracts := tokenmeta.New(a.cfg.Contracts, rpc, tokenmeta.Deps{Logger: a.logger, Registerer: a.reg, Subsystem: "query"})
-	router, err := api.Router(api.Deps{
-		Logger: a.logger.With("component", "api"), Registerer: a.reg, Chains: a.chains,
-		History: a.store, Contracts: contracts,
-		Store: a.store, Tokens: tokens, Config: a.cfg.API, Middleware: a.mgmt.Middleware(),
-		Register: []func(*gin.Engine) error{a.mgmt.Register},
+	data, err := api.New(api.Deps{
+		Logger: a.logger.With("component", "api"), Chains: a.chains, History: a.store, Contracts: contracts,
+		Store: a.store, Tokens: tokens, Config: a.cfg.API,
+	})
+	if err != nil {
+		return err
+	}
+	a.routes = append(data.Routes(), a.webhooks.Routes()...)
+	router, err := server.New(a.routes, server.Deps{
+		Logger: a.logger.With("component", "api"), Registerer: a.reg, TrustedProxies: a.cfg.TrustedProxyList,
+		Middleware: a.access.Middleware(),
 	})
 	if err != nil {
 		return err
@@ -145,7 +170,8 @@ func (a *App) Run(ctx context.Context) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return ops.Serve(gctx, a.cfg.ShutdownTimeout) })
 	g.Go(func() error { return api.Serve(gctx, a.cfg.ShutdownTimeout) })
-	g.Go(func() error { return a.mgmt.Run(gctx) })
+	g.Go(func() error { return a.access.Run(gctx) })
+	g.Go(func() error { return a.webhooks.Run(gctx) })
 	g.Go(func() error {
 		conn, err := chclient.Open(gctx, a.cfg.ClickHouse, a.logger.With("component", "chclient"))
 		if err != nil {
@@ -158,7 +184,7 @@ func (a *App) Run(ctx context.Context) error {
 		a.conn = conn
 		a.mu.Unlock()
 		a.store.SetConn(conn)
-		a.mgmt.SetConn(conn)
+		a.accounts.SetConn(conn)
 		a.logger.Info("clickhouse connected", "addr", a.cfg.ClickHouse.Addr, "database", a.cfg.ClickHouse.Database)
 		return nil
 	})

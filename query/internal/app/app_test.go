@@ -110,12 +110,12 @@ func TestFlags(t *testing.T) {
 	require.Equal(t, ":9999", cfg.HTTPListenAddress)
 	require.Equal(t, "127.0.0.1:9103", cfg.Ops.ListenAddress)
 	require.Equal(t, time.Minute, cfg.API.ChainStaleAfter)
-	require.Equal(t, []string{"10.0.0.1", "10.0.0.0/8"}, cfg.API.TrustedProxies)
+	require.Equal(t, []string{"10.0.0.1", "10.0.0.0/8"}, cfg.TrustedProxyList)
 	require.Equal(t, "0123456789abcdef0123456789abcdef", cfg.PageToken.Secret)
 	require.Equal(t, 24*time.Hour, cfg.PageToken.TTL)
 	require.Equal(t, 5*time.Second, cfg.Store.QueryTimeout)
 	require.Equal(t, obs.DefaultHTTPConfig(), cfg.HTTP)
-	require.False(t, cfg.Mgmt.Webhooks.AllowPrivateTargets)
+	require.False(t, cfg.Webhooks.Webhooks.AllowPrivateTargets)
 	for _, name := range []string{"http.listen-address", "ops.listen-address", "admin.listen-address", "chains.file", "clickhouse.addr",
 		"shutdown.timeout", "log.level", "log.format", "api.page-token-secret", "api.page-token-secret-file",
 		"api.page-token-ttl", "query.timeout", "query.head-cache-ttl", "chains.stale-after",

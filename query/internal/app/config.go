@@ -5,21 +5,26 @@ import (
 	"flag"
 	"time"
 
+	"github.com/moraine-data/moraine/pkg/accountdb"
 	"github.com/moraine-data/moraine/pkg/chains"
 	"github.com/moraine-data/moraine/pkg/chclient"
 	"github.com/moraine-data/moraine/pkg/obs"
 	"github.com/moraine-data/moraine/pkg/process"
 	"github.com/moraine-data/moraine/pkg/tokenmeta"
-	"github.com/moraine-data/moraine/query/internal/api"
-	"github.com/moraine-data/moraine/query/internal/mgmt"
-	"github.com/moraine-data/moraine/query/internal/pagetoken"
-	"github.com/moraine-data/moraine/query/internal/store"
+	"github.com/moraine-data/moraine/query/internal/access"
+	"github.com/moraine-data/moraine/query/internal/access/plan"
+	"github.com/moraine-data/moraine/query/internal/data/api"
+	"github.com/moraine-data/moraine/query/internal/data/store"
+	"github.com/moraine-data/moraine/query/internal/server/pagetoken"
+	"github.com/moraine-data/moraine/query/internal/webhooks"
 )
 
 // Config is every setting of the query service; the fields mirror the flags.
 type Config struct {
 	HTTPListenAddress string
 	TrustedProxies    string
+	// TrustedProxyList is TrustedProxies split (by Validate).
+	TrustedProxyList []string
 	// HTTP bounds what one client can hold of the API server.
 	HTTP            obs.HTTPConfig
 	Ops             obs.OpsConfig
@@ -30,8 +35,14 @@ type Config struct {
 	Store           store.Config
 	API             api.Config
 	PageToken       pagetoken.Config
-	// Mgmt: accounts, keys, rate limits, webhooks, the address-watch topic.
-	Mgmt mgmt.Config
+	// AccountDB is the account store: accounts, keys, webhooks, secrets.
+	AccountDB accountdb.Config
+	// Plans are the budgets and limits of each plan.
+	Plans plan.Config
+	// Access: API keys and rate limits on every request.
+	Access access.Config
+	// Webhooks: the Webhooks API and the address-watch topic.
+	Webhooks webhooks.Config
 	// Contracts bounds the eth_calls of contract metadata (token names and
 	// decimals of transfers, GET /v1/chains/{chainId}/addresses/{address}).
 	Contracts tokenmeta.Config
@@ -60,7 +71,10 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.API.ChainStaleAfter, "chains.stale-after", c.API.ChainStaleAfter,
 		"list a chain as UNAVAILABLE when this process has not seen its indexed head advance for this long (0: never)")
 	c.PageToken.RegisterFlags(fs)
-	c.Mgmt.RegisterFlags(fs)
+	c.AccountDB.RegisterFlags(fs)
+	c.Plans.RegisterFlags(fs)
+	c.Access.RegisterFlags(fs)
+	c.Webhooks.RegisterFlags(fs)
 	c.Contracts = tokenmeta.DefaultConfig()
 	fs.IntVar(&c.Contracts.CacheSize, "contracts.cache-size", c.Contracts.CacheSize, "contracts whose metadata (name, symbol, decimals, token standard) is kept in memory, answered by their chain's node through eth_call")
 	fs.DurationVar(&c.Contracts.CallTimeout, "contracts.eth-call-timeout", c.Contracts.CallTimeout, "deadline of the eth_calls one request makes to a chain's node for contract metadata")
@@ -84,8 +98,8 @@ func (c *Config) Validate() error {
 	if c.Contracts.CacheSize <= 0 || c.Contracts.CallTimeout <= 0 {
 		errs = append(errs, errors.New("query: --contracts.cache-size and --contracts.eth-call-timeout must be positive"))
 	}
-	c.API.TrustedProxies = process.SplitList(c.TrustedProxies)
-	for _, v := range []interface{ Validate() error }{c.HTTP, c.ClickHouse, c.Store, c.API, c.PageToken, c.Mgmt} {
+	c.TrustedProxyList = process.SplitList(c.TrustedProxies)
+	for _, v := range []interface{ Validate() error }{c.HTTP, c.ClickHouse, c.Store, c.API, c.PageToken, c.AccountDB, c.Access, c.Webhooks} {
 		if err := v.Validate(); err != nil {
 			errs = append(errs, err)
 		}

@@ -25,6 +25,19 @@ func TestOpenAPIListsEveryRoute(t *testing.T) {
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	var doc struct {
+		// The payload moraine POSTs to webhook URLs (issue 27: missing).
+		Webhooks map[string]map[string]struct {
+			RequestBody struct {
+				Content map[string]struct {
+					Schema struct {
+						Ref string `json:"$ref"`
+					} `json:"schema"`
+				} `json:"content"`
+			} `json:"requestBody"`
+		} `json:"webhooks"`
+		Components struct {
+			Schemas map[string]any `json:"schemas"`
+		} `json:"components"`
 		Paths map[string]map[string]struct {
 			OperationID string           `json:"operationId"`
 			Extension   bool             `json:"x-moraine-extension"`
@@ -62,4 +75,7 @@ func TestOpenAPIListsEveryRoute(t *testing.T) {
 	require.Equal(t, []string{"addAddressesToWebhook", "createWebhook", "deactivateWebhook", "generateOrRotateSharedSecret",
 		"getAddressesFromWebhook", "getSharedSecret", "getWebhook", "listWebhooks", "removeAddressesFromWebhook", "updateWebhook"}, webhookOps)
 	require.Equal(t, []string{"listWebhookDeliveries"}, extensions)
+	payload := doc.Webhooks["address_activity"]["post"].RequestBody.Content["application/json"].Schema.Ref
+	require.Equal(t, "#/components/schemas/WebhookAddressActivityResponse", payload)
+	require.Contains(t, doc.Components.Schemas, "WebhookAddressActivityResponse")
 }

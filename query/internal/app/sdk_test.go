@@ -21,7 +21,7 @@ import (
 
 	"github.com/moraine-data/moraine/pkg/guard/guardtest"
 	"github.com/moraine-data/moraine/pkg/testenv"
-	"github.com/moraine-data/moraine/query/internal/storetest"
+	"github.com/moraine-data/moraine/query/internal/data/storetest"
 )
 
 const (
@@ -174,7 +174,7 @@ func startApp(t *testing.T, chCfg func(*Config)) (*App, string) {
 	cfg.PageToken.SecretFile = filepath.Join(dir, "page-token.key")
 	cfg.ShutdownTimeout = 2 * time.Second
 	// Own topics: the address-watch reconciler must not touch a shared one.
-	cfg.Mgmt.Kafka = testenv.Kafka(t)
+	cfg.Webhooks.Kafka = testenv.Kafka(t)
 	chCfg(&cfg)
 	a, err := New(cfg, Deps{Logger: testenv.Logger(t), Registry: prometheus.NewRegistry(), Resolver: guardtest.Resolver{}})
 	require.NoError(t, err)

@@ -16,9 +16,9 @@ import (
 
 	"github.com/moraine-data/moraine/pkg/accountdb"
 	"github.com/moraine-data/moraine/pkg/testenv"
-	"github.com/moraine-data/moraine/query/internal/admin"
-	"github.com/moraine-data/moraine/query/internal/plan"
-	"github.com/moraine-data/moraine/query/internal/webhookapi/webhookapitest"
+	"github.com/moraine-data/moraine/query/internal/access/plan"
+	"github.com/moraine-data/moraine/query/internal/ops/admin"
+	"github.com/moraine-data/moraine/query/internal/webhooks/webhookapi/webhookapitest"
 )
 
 // TestSlowClientsAreCutOff is the audit's first finding against the whole

@@ -13,9 +13,9 @@ import (
 
 	"github.com/moraine-data/moraine/pkg/accountdb"
 	"github.com/moraine-data/moraine/pkg/testenv"
-	"github.com/moraine-data/moraine/query/internal/admin"
-	"github.com/moraine-data/moraine/query/internal/plan"
-	"github.com/moraine-data/moraine/query/internal/webhookapi/webhookapitest"
+	"github.com/moraine-data/moraine/query/internal/access/plan"
+	"github.com/moraine-data/moraine/query/internal/ops/admin"
+	"github.com/moraine-data/moraine/query/internal/webhooks/webhookapi/webhookapitest"
 )
 
 // TestSDKWebhooks runs sdktest/webhooks.mjs: the official SDK calls every
@@ -35,9 +35,9 @@ func TestSDKWebhooks(t *testing.T) {
 	_, url := startApp(t, func(c *Config) {
 		c.ClickHouse = chCfg
 		c.ChainsFile = chainsFile
-		c.Mgmt.Kafka = k
-		c.Mgmt.Plans.File = plansFile
-		c.Mgmt.Watch = webhookapitest.TestWatchConfig()
+		c.Webhooks.Kafka = k
+		c.Plans.File = plansFile
+		c.Webhooks.Watch = webhookapitest.TestWatchConfig()
 	})
 	db, err := accountdb.Open(conn, accountdb.DefaultConfig(), nil)
 	require.NoError(t, err)

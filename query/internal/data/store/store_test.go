@@ -1,0 +1,352 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/require"
+
+	"github.com/moraine-data/moraine/pkg/testenv"
+	"github.com/moraine-data/moraine/query/internal/data/store"
+	"github.com/moraine-data/moraine/query/internal/data/storetest"
+)
+
+const chain = 43112
+
+func newStore(t *testing.T, conn driver.Conn, reg prometheus.Registerer) *store.ClickHouse {
+	t.Helper()
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
+	cfg := store.DefaultConfig()
+	cfg.HeadCacheTTL = 0
+	s, err := store.New(cfg, store.Deps{Logger: testenv.Logger(t), Registerer: reg, ChainIDs: []uint64{chain, 4337}})
+	require.NoError(t, err)
+	s.SetConn(conn)
+	return s
+}
+
+func ctx(t *testing.T) context.Context {
+	c, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+func numbers(bs []store.Block) []uint64 {
+	out := make([]uint64, len(bs))
+	for i, b := range bs {
+		out[i] = b.Number
+	}
+	return out
+}
+
+func TestBlocksRangeAndFields(t *testing.T) {
+	_, conn := testenv.ClickHouse(t)
+	reg := prometheus.NewRegistry()
+	s := newStore(t, conn, reg)
+	c := ctx(t)
+	rows := storetest.Chain(chain, 0, 50, 1, "a")
+	ms, q := uint64(1_700_000_100_123), uint64(7477290)
+	rows[50].TimestampMs, rows[50].MinDelayExcess = &ms, &q
+	require.NoError(t, storetest.InsertBlocks(c, conn, rows))
+
+	got, err := s.Blocks(c, chain, 50, 5)
+	require.NoError(t, err)
+	require.Equal(t, []uint64{50, 49, 48, 47, 46}, numbers(got))
+	b := got[0]
+	require.Equal(t, rows[50].Hash, b.Hash)
+	require.Equal(t, rows[50].Parent, b.ParentHash)
+	require.Equal(t, ms, *b.TimestampMs)
+	require.Equal(t, q, *b.MinDelayExcess)
+	require.Nil(t, got[1].TimestampMs)
+	require.Nil(t, got[1].MinDelayExcess)
+	require.Equal(t, "25000000000", b.BaseFee)
+	require.Equal(t, rows[50].CumulativeTransactions, b.CumulativeTransactions)
+
+	// The cursor is inclusive and the chain start ends the list.
+	got, err = s.Blocks(c, chain, 2, 10)
+	require.NoError(t, err)
+	require.Equal(t, []uint64{2, 1, 0}, numbers(got))
+	// Other chains are not mixed in.
+	got, err = s.Blocks(c, 4337, 50, 10)
+	require.NoError(t, err)
+	require.Empty(t, got)
+	require.Greater(t, testutil.CollectAndCount(reg, "moraine_query_clickhouse_query_duration_seconds"), 0)
+}
+
+func TestBlocksGaps(t *testing.T) {
+	// A replayed chain: only every 100th block exists.
+	_, conn := testenv.ClickHouse(t)
+	reg := prometheus.NewRegistry()
+	s := newStore(t, conn, reg)
+	c := ctx(t)
+	require.NoError(t, storetest.InsertBlocks(c, conn, storetest.Chain(chain, 100, 100_000, 100, "a")))
+	rangeQueries := func() float64 {
+		mfs, err := reg.Gather()
+		require.NoError(t, err)
+		for _, mf := range mfs {
+			for _, m := range mf.GetMetric() {
+				if mf.GetName() == "moraine_query_clickhouse_query_duration_seconds" && m.GetLabel()[0].GetValue() == "blocks_range" {
+					return float64(m.GetHistogram().GetSampleCount())
+				}
+			}
+		}
+		return 0
+	}
+
+	got, err := s.Blocks(c, chain, 100_000, 10)
+	require.NoError(t, err)
+	require.Equal(t, []uint64{100_000, 99_900, 99_800, 99_700, 99_600, 99_500, 99_400, 99_300, 99_200, 99_100}, numbers(got))
+	// The chain's spacing is learnt: the next page is one query.
+	before := rangeQueries()
+	got, err = s.Blocks(c, chain, 99_000, 10)
+	require.NoError(t, err)
+	require.Equal(t, uint64(98_100), got[9].Number)
+	require.Equal(t, before+1, rangeQueries())
+	// A cursor inside a gap.
+	got, err = s.Blocks(c, chain, 99_999, 2)
+	require.NoError(t, err)
+	require.Equal(t, []uint64{99_900, 99_800}, numbers(got))
+	// The tail: fewer rows than asked, down to the first block.
+	got, err = s.Blocks(c, chain, 450, 100)
+	require.NoError(t, err)
+	require.Equal(t, []uint64{400, 300, 200, 100}, numbers(got))
+	// A huge gap above the data.
+	got, err = s.Blocks(c, chain, 1<<62, 3)
+	require.NoError(t, err)
+	require.Equal(t, []uint64{100_000, 99_900, 99_800}, numbers(got))
+}
+
+func TestReorgRowsAreNotServed(t *testing.T) {
+	_, conn := testenv.ClickHouse(t)
+	s := newStore(t, conn, nil)
+	c := ctx(t)
+	old := storetest.Chain(chain, 0, 20, 1, "old")
+	require.NoError(t, storetest.InsertBlocks(c, conn, old))
+
+	// Reorg: blocks 15..18 replaced by a new branch (higher version), and
+	// 19..20 orphaned with no replacement (removed rows), in separate parts
+	// so FINAL has to collapse them at read time.
+	var repl []storetest.Block
+	for _, b := range storetest.Chain(chain, 15, 18, 1, "new") {
+		b.Version = 3
+		repl = append(repl, b)
+	}
+	var removed []storetest.Block
+	for _, b := range old[15:] {
+		b.Removed, b.Version = true, 2
+		removed = append(removed, b)
+	}
+	// The orphaned hashes are marked removed in block_hashes too (15..20);
+	// the blocks rows of 19..20 only carry removed.
+	require.NoError(t, storetest.InsertBlocks(c, conn, removed))
+	require.NoError(t, storetest.InsertBlocks(c, conn, repl))
+
+	got, err := s.Blocks(c, chain, 20, 10)
+	require.NoError(t, err)
+	require.Equal(t, []uint64{18, 17, 16, 15, 14, 13, 12, 11, 10, 9}, numbers(got))
+	for _, b := range got[:4] {
+		require.Equal(t, storetest.HashOf(chain, b.Number, "new"), b.Hash, "block %d", b.Number)
+	}
+
+	// By number: the replacement; removed numbers are gone.
+	b, err := s.BlockByNumber(c, chain, 16)
+	require.NoError(t, err)
+	require.Equal(t, storetest.HashOf(chain, 16, "new"), b.Hash)
+	_, err = s.BlockByNumber(c, chain, 19)
+	require.ErrorIs(t, err, store.ErrNotFound)
+
+	// By hash: the orphaned hash is not served, the new one is.
+	_, err = s.BlockByHash(c, chain, storetest.HashOf(chain, 16, "old"))
+	require.ErrorIs(t, err, store.ErrNotFound)
+	b, err = s.BlockByHash(c, chain, storetest.HashOf(chain, 16, "new"))
+	require.NoError(t, err)
+	require.Equal(t, uint64(16), b.Number)
+	b, err = s.BlockByHash(c, chain, storetest.HashOf(chain, 3, "old"))
+	require.NoError(t, err)
+	require.Equal(t, uint64(3), b.Number)
+
+	// A hash whose block_hashes row is still live but whose number now
+	// holds another block (the writer has not marked it yet) is not served.
+	stale := storetest.Chain(chain, 14, 14, 1, "stale")
+	stale[0].Version = 0 // loses to the canonical row in blocks
+	require.NoError(t, storetest.InsertBlocks(c, conn, stale))
+	_, err = s.BlockByHash(c, chain, storetest.HashOf(chain, 14, "stale"))
+	require.ErrorIs(t, err, store.ErrNotFound)
+
+	// A removed block that comes back (reorg back) with a higher version.
+	back := old[19:20]
+	back[0].Version = 4
+	require.NoError(t, storetest.InsertBlocks(c, conn, back))
+	b, err = s.BlockByNumber(c, chain, 19)
+	require.NoError(t, err)
+	require.Equal(t, storetest.HashOf(chain, 19, "old"), b.Hash)
+}
+
+func TestBlockTransactions(t *testing.T) {
+	_, conn := testenv.ClickHouse(t)
+	s := newStore(t, conn, nil)
+	c := ctx(t)
+	blocks := storetest.Chain(chain, 1, 2, 1, "a")
+	require.NoError(t, storetest.InsertBlocks(c, conn, blocks))
+	b := blocks[1]
+	var txs []storetest.Tx
+	for i := range 5 {
+		txs = append(txs, storetest.Tx{
+			ChainID: chain, BlockNumber: b.Number, BlockHash: b.Hash, BlockTimestamp: b.Timestamp,
+			Index: uint32(4 - i), Hash: storetest.HashOf(chain, uint64(100+i), "tx"), Type: 2,
+			From: storetest.Address(1), To: storetest.Address(2), Value: "1", Gas: 21000,
+			GasPrice: "25000000000", Nonce: uint64(i), Input: []byte{0xa9, 0x05, 0x9c, 0xbb, 1, 2, 3},
+			Status: 1, GasUsed: 21000, Version: 1,
+		})
+	}
+	// A transaction of an orphaned block at the same number is never mixed in.
+	orphan := txs[0]
+	orphan.BlockHash, orphan.Index = storetest.HashOf(chain, b.Number, "orphan"), 9
+	require.NoError(t, storetest.InsertTxs(c, conn, append(txs, orphan)))
+
+	got, err := s.BlockTransactions(c, store.Block{ChainID: chain, Number: b.Number, Hash: b.Hash}, 0, 0)
+	require.NoError(t, err)
+	require.Len(t, got, 5)
+	for i, tx := range got {
+		require.Equal(t, uint32(i), tx.BlockIndex)
+		require.Equal(t, []byte{0xa9, 0x05, 0x9c, 0xbb}, tx.Selector)
+		require.Equal(t, uint64(7), tx.InputLen)
+		require.Equal(t, storetest.Address(1), tx.From)
+		require.Empty(t, tx.ContractAddress)
+	}
+	got, err = s.BlockTransactions(c, store.Block{ChainID: chain, Number: b.Number, Hash: b.Hash}, 2, 2)
+	require.NoError(t, err)
+	require.Equal(t, []uint32{2, 3}, []uint32{got[0].BlockIndex, got[1].BlockIndex})
+}
+
+func TestHeads(t *testing.T) {
+	_, conn := testenv.ClickHouse(t)
+	now := time.Unix(1000, 0)
+	clock := func() time.Time { return now }
+	cfg := store.DefaultConfig()
+	cfg.HeadCacheTTL = time.Minute
+	s, err := store.New(cfg, store.Deps{Logger: testenv.Logger(t), Registerer: prometheus.NewRegistry(),
+		ChainIDs: []uint64{chain, 4337}, Now: clock})
+	require.NoError(t, err)
+	c := ctx(t)
+
+	// Not connected: unavailable.
+	_, err = s.Heads(c)
+	require.ErrorIs(t, err, store.ErrUnavailable)
+	require.ErrorIs(t, s.Ready(c), store.ErrUnavailable)
+	s.SetConn(conn)
+	require.NoError(t, s.Ready(c))
+
+	heads, err := s.Heads(c)
+	require.NoError(t, err)
+	require.False(t, heads[chain].Exists)
+	require.False(t, heads[4337].Exists)
+
+	blocks := storetest.Chain(chain, 0, 9, 1, "a")
+	require.NoError(t, storetest.SetHead(c, conn, blocks[8], 1))
+	require.NoError(t, storetest.SetHead(c, conn, blocks[9], 2))
+	// Cached for the TTL.
+	heads, err = s.Heads(c)
+	require.NoError(t, err)
+	require.False(t, heads[chain].Exists)
+
+	now = now.Add(2 * time.Minute)
+	heads, err = s.Heads(c)
+	require.NoError(t, err)
+	h := heads[chain]
+	require.True(t, h.Exists)
+	require.Equal(t, uint64(9), h.Number)
+	require.Equal(t, blocks[9].Hash, h.Hash)
+	require.Equal(t, now, h.AdvancedAt)
+	require.False(t, heads[4337].Exists)
+	require.Equal(t, time.Unix(1000, 0), heads[4337].AdvancedAt)
+
+	// Unchanged head: AdvancedAt stays.
+	now = now.Add(2 * time.Minute)
+	heads, err = s.Heads(c)
+	require.NoError(t, err)
+	require.Equal(t, now.Add(-2*time.Minute), heads[chain].AdvancedAt)
+}
+
+func TestUnavailable(t *testing.T) {
+	// A server that does not listen: every read is ErrUnavailable, never a
+	// bug or a hang.
+	cfg := store.DefaultConfig()
+	cfg.QueryTimeout = 2 * time.Second
+	s, err := store.New(cfg, store.Deps{Logger: testenv.Logger(t), Registerer: prometheus.NewRegistry(), ChainIDs: []uint64{chain}})
+	require.NoError(t, err)
+	conn := deadConn(t)
+	s.SetConn(conn)
+	c := ctx(t)
+	_, err = s.Blocks(c, chain, 10, 10)
+	require.True(t, errors.Is(err, store.ErrUnavailable), "%v", err)
+	_, err = s.BlockByNumber(c, chain, 1)
+	require.ErrorIs(t, err, store.ErrUnavailable)
+	_, err = s.Heads(c)
+	require.ErrorIs(t, err, store.ErrUnavailable)
+}
+
+func TestBlocksCache(t *testing.T) {
+	_, conn := testenv.ClickHouse(t)
+	now := time.Unix(1000, 0)
+	reg := prometheus.NewRegistry()
+	cfg := store.DefaultConfig()
+	cfg.HeadCacheTTL = time.Second
+	s, err := store.New(cfg, store.Deps{Logger: testenv.Logger(t), Registerer: reg, ChainIDs: []uint64{chain},
+		Now: func() time.Time { return now }})
+	require.NoError(t, err)
+	s.SetConn(conn)
+	c := ctx(t)
+	require.NoError(t, storetest.InsertBlocks(c, conn, storetest.Chain(chain, 0, 30, 1, "a")))
+	queries := func() int {
+		mfs, err := reg.Gather()
+		require.NoError(t, err)
+		for _, mf := range mfs {
+			for _, m := range mf.GetMetric() {
+				if mf.GetName() == "moraine_query_clickhouse_query_duration_seconds" && m.GetLabel()[0].GetValue() == "blocks_range" {
+					return int(m.GetHistogram().GetSampleCount())
+				}
+			}
+		}
+		return 0
+	}
+
+	// Concurrent identical reads share one query.
+	errs := make(chan error, 20)
+	for range 20 {
+		go func() {
+			bs, err := s.Blocks(c, chain, 30, 11)
+			if err == nil && len(bs) != 11 {
+				err = errors.New("short page")
+			}
+			errs <- err
+		}()
+	}
+	for range 20 {
+		require.NoError(t, <-errs)
+	}
+	require.Equal(t, 1, queries())
+
+	// Within the TTL a reorg is not seen yet; after it, it is.
+	r := storetest.Chain(chain, 30, 30, 1, "b")
+	r[0].Version = 2
+	require.NoError(t, storetest.InsertBlocks(c, conn, r))
+	bs, err := s.Blocks(c, chain, 30, 11)
+	require.NoError(t, err)
+	require.Equal(t, storetest.HashOf(chain, 30, "a"), bs[0].Hash)
+	now = now.Add(2 * time.Second)
+	bs, err = s.Blocks(c, chain, 30, 11)
+	require.NoError(t, err)
+	require.Equal(t, storetest.HashOf(chain, 30, "b"), bs[0].Hash)
+	require.Equal(t, 2, queries())
+	// Another cursor or size is another entry.
+	_, err = s.Blocks(c, chain, 29, 11)
+	require.NoError(t, err)
+	require.Equal(t, 3, queries())
+}
