@@ -6,14 +6,20 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2"
 )
 
-// Canonical says which block is canonical at a number. Deltas are keyed by
-// their block's hash, so the rows of an orphaned block stay in balances and
+// BlockRef names one block.
+type BlockRef struct {
+	Number uint64
+	Hash   [32]byte
+}
+
+// Canonical says which blocks are canonical. Deltas and NFT transfers are
+// keyed by their block's hash, so the rows of an orphaned block stay and
 // are dropped by every read that is not of settled, summed buckets.
 type Canonical interface {
-	// CanonicalHashes returns the canonical block hash of each number that
-	// has a canonical block (a number whose block a reorg removed and whose
-	// replacement is not written yet has none).
-	CanonicalHashes(ctx context.Context, chainID uint64, numbers []uint64) (map[uint64][32]byte, error)
+	// AreCanonical returns the blocks, of those given, that are canonical
+	// now (a number whose block a reorg removed and whose replacement is
+	// not written yet has none).
+	AreCanonical(ctx context.Context, chainID uint64, blocks []BlockRef) (map[BlockRef]bool, error)
 }
 
 // BlockTable reads canonical hashes from the blocks table: the newest row
@@ -33,17 +39,30 @@ WHERE chain_id = ? AND number >= ? AND number <= ?
 GROUP BY number`
 )
 
-// CanonicalHashes implements Canonical.
-func (t BlockTable) CanonicalHashes(ctx context.Context, chainID uint64, numbers []uint64) (map[uint64][32]byte, error) {
-	out := make(map[uint64][32]byte, len(numbers))
-	if len(numbers) == 0 {
+// AreCanonical implements Canonical.
+func (t BlockTable) AreCanonical(ctx context.Context, chainID uint64, blocks []BlockRef) (map[BlockRef]bool, error) {
+	out := make(map[BlockRef]bool, len(blocks))
+	if len(blocks) == 0 {
 		return out, nil
 	}
-	set := make([]any, len(numbers))
-	for i, n := range numbers {
-		set[i] = n
+	seen := map[uint64]bool{}
+	var set []any
+	for _, b := range blocks {
+		if !seen[b.Number] {
+			seen[b.Number] = true
+			set = append(set, b.Number)
+		}
 	}
-	return out, t.read(ctx, out, "canonical_blocks", qCanonicalIn, chainID, clickhouse.GroupSet{Value: set})
+	hashes := map[uint64][32]byte{}
+	if err := t.read(ctx, hashes, "canonical_blocks", qCanonicalIn, chainID, clickhouse.GroupSet{Value: set}); err != nil {
+		return nil, err
+	}
+	for _, b := range blocks {
+		if h, ok := hashes[b.Number]; ok && h == b.Hash {
+			out[b] = true
+		}
+	}
+	return out, nil
 }
 
 // CanonicalRange returns the canonical hashes of the blocks in [first, last].

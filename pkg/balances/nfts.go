@@ -86,19 +86,23 @@ func (n *NFTs) read(ctx context.Context, from, to schema.NFTKey, budget int) ([]
 // canonicalNFTs folds rows (sorted by byPosition) into one NFT per token
 // id, from the transfers of canonical blocks; ids with none are dropped.
 func (n *NFTs) canonicalNFTs(ctx context.Context, chainID uint64, token evm.Address, rows []nftRow) ([]NFT, error) {
-	numbers := make([]uint64, 0, len(rows))
+	seen := map[BlockRef]bool{}
+	var blocks []BlockRef
 	for i := range rows {
-		numbers = append(numbers, rows[i].key.Position().Block)
+		p := rows[i].key.Position()
+		if b := (BlockRef{p.Block, p.BlockHash}); !seen[b] {
+			seen[b] = true
+			blocks = append(blocks, b)
+		}
 	}
-	slices.Sort(numbers)
-	canon, err := n.canonical.CanonicalHashes(ctx, chainID, slices.Compact(numbers))
+	canon, err := n.canonical.AreCanonical(ctx, chainID, blocks)
 	if err != nil {
 		return nil, err
 	}
 	var out []NFT
 	for _, r := range rows {
 		p := r.key.Position()
-		if h, ok := canon[p.Block]; !ok || h != p.BlockHash {
+		if !canon[BlockRef{p.Block, p.BlockHash}] {
 			continue
 		}
 		_, to, _, err := schema.ParseNFTEntry(r.entry)

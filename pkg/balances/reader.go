@@ -256,7 +256,7 @@ func (r *Reader) At(ctx context.Context, q Query) (Result, error) {
 		k := &rw.key
 		switch k.Level() {
 		case schema.BalanceLevelDelta:
-			if h, ok := canon[k.Bucket()]; !ok || h != k.BlockHash() {
+			if !canon[BlockRef{k.Bucket(), k.BlockHash()}] {
 				continue // an orphaned block's delta
 			}
 		case schema.BalanceLevelOpening:
@@ -295,7 +295,7 @@ func (r *Reader) At(ctx context.Context, q Query) (Result, error) {
 				}
 			}
 		}
-		slices.SortFunc(unopened, comparePairs)
+		slices.SortFunc(unopened, ComparePairs)
 		got := map[schema.BalancePair]*big.Int{}
 		if r.opener != nil && len(unopened) > 0 {
 			if got, err = r.opener.Open(ctx, q.ChainID, q.Holder, p.OpeningBlock(), unopened); err != nil {
@@ -316,13 +316,13 @@ func (r *Reader) At(ctx context.Context, q Query) (Result, error) {
 			res.Holdings = append(res.Holdings, Holding{BalancePair: pair, Balance: v, Partial: partial[pair]})
 		}
 	}
-	slices.SortFunc(res.Holdings, func(a, b Holding) int { return comparePairs(a.BalancePair, b.BalancePair) })
+	slices.SortFunc(res.Holdings, func(a, b Holding) int { return ComparePairs(a.BalancePair, b.BalancePair) })
 	return res, nil
 }
 
-// comparePairs orders pairs by token, token id, then kind: an NFT
+// ComparePairs orders pairs by token, token id, then kind: an NFT
 // collection's ids in numeric order.
-func comparePairs(a, b schema.BalancePair) int {
+func ComparePairs(a, b schema.BalancePair) int {
 	if c := bytes.Compare(a.Token[:], b.Token[:]); c != 0 {
 		return c
 	}
@@ -332,16 +332,19 @@ func comparePairs(a, b schema.BalancePair) int {
 	return int(a.Kind) - int(b.Kind)
 }
 
-// canonicalOf returns the canonical hash of every block number that has
-// deltas among rows.
-func (r *Reader) canonicalOf(ctx context.Context, chainID uint64, rows []row) (map[uint64][32]byte, error) {
-	var numbers []uint64
+// canonicalOf says which of the blocks of rows' deltas are canonical.
+func (r *Reader) canonicalOf(ctx context.Context, chainID uint64, rows []row) (map[BlockRef]bool, error) {
+	seen := map[BlockRef]bool{}
+	var blocks []BlockRef
 	for i := range rows {
-		if rows[i].key.Level() == schema.BalanceLevelDelta {
-			numbers = append(numbers, rows[i].key.Bucket())
+		if k := &rows[i].key; k.Level() == schema.BalanceLevelDelta {
+			b := BlockRef{k.Bucket(), k.BlockHash()}
+			if !seen[b] {
+				seen[b] = true
+				blocks = append(blocks, b)
+			}
 		}
 	}
-	slices.Sort(numbers)
-	numbers = slices.Compact(numbers)
-	return r.canonical.CanonicalHashes(ctx, chainID, numbers)
+	slices.SortFunc(blocks, func(a, b BlockRef) int { return cmpU64(a.Number, b.Number) })
+	return r.canonical.AreCanonical(ctx, chainID, blocks)
 }

@@ -21,11 +21,14 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/moraine-data/moraine/pkg/accountdb"
+	"github.com/moraine-data/moraine/pkg/balances"
 	"github.com/moraine-data/moraine/pkg/chains"
 	"github.com/moraine-data/moraine/pkg/chclient"
 	"github.com/moraine-data/moraine/pkg/guard"
+	"github.com/moraine-data/moraine/pkg/nftmeta"
 	"github.com/moraine-data/moraine/pkg/obs"
 	"github.com/moraine-data/moraine/pkg/process"
+	"github.com/moraine-data/moraine/pkg/rpc"
 	"github.com/moraine-data/moraine/pkg/tokenmeta"
 	"github.com/moraine-data/moraine/query/internal/access"
 	"github.com/moraine-data/moraine/query/internal/data/api"
@@ -56,6 +59,12 @@ type App struct {
 	access   *access.Access
 	webhooks *webhooks.Webhooks
 	health   *obs.Health
+	// pools are the chains' JSON-RPC node pools (chains with rpcUrls);
+	// nftMeta reads NFT metadata; verifier checks served balances against
+	// the nodes.
+	pools    map[uint64]*rpc.Pool
+	nftMeta  *nftmeta.Reader
+	verifier *balances.Verifier
 	// routes is the route table: every route of every family, each
 	// declared once by the package that serves it.
 	routes []server.Route
@@ -130,9 +139,14 @@ func (a *App) build() error {
 		rpc[c.ID()] = c.RPCURLs
 	}
 	contracts := tokenmeta.New(a.cfg.Contracts, rpc, tokenmeta.Deps{Logger: a.logger, Registerer: a.reg, Subsystem: "query"})
+	bal, err := a.buildBalances()
+	if err != nil {
+		return err
+	}
 	data, err := api.New(api.Deps{
 		Logger: a.logger.With("component", "api"), Chains: a.chains, History: a.store, Contracts: contracts,
 		Store: a.store, Tokens: tokens, Config: a.cfg.API,
+		Balances: bal, NFTMetadata: a.nftMeta, BalanceSettle: uint64(a.cfg.Store.ReorgWindow),
 	})
 	if err != nil {
 		return err
@@ -147,6 +161,53 @@ func (a *App) build() error {
 	}
 	a.router = router
 	return nil
+}
+
+// buildBalances assembles the balance routes' reads (pkg/balances): on the
+// store's connection, node reads through each chain's pool, and the
+// verifier.
+func (a *App) buildBalances() (balances.Service, error) {
+	a.pools = map[uint64]*rpc.Pool{}
+	metrics := rpc.NewMetrics(a.reg)
+	for _, c := range a.chains.Chains {
+		if len(c.RPCURLs) == 0 {
+			continue
+		}
+		pc := rpc.ForChain(c)
+		pc.Logger = a.logger.With("component", "rpc", "chain_id", c.ID())
+		pool, err := rpc.NewPool(pc, metrics)
+		if err != nil {
+			return balances.Service{}, fmt.Errorf("query: chain %s: %w", c.EVMChainID, err)
+		}
+		a.pools[c.ID()] = pool
+	}
+	cfg := a.cfg.Balances
+	logger := a.logger.With("component", "balances")
+	db, node := a.store.BalanceDB(), balances.NewRPCNode(a.pools)
+	svc := balances.Service{
+		Reader: balances.NewReader(db, a.store, balances.NewOpener(db, node, cfg.NodeTimeout, logger)),
+		Native: balances.NewNative(node, cfg.NodeTimeout, cfg.NativeCacheSize, a.reg, "query"),
+		NFTs:   balances.NewNFTs(db, a.store),
+	}
+	a.nftMeta = nftmeta.NewReader(a.cfg.Store.QueryTimeout)
+	a.verifier = balances.NewVerifier(cfg.Verify, balances.VerifierDeps{
+		DB: db, Reader: svc.Reader, Node: node, Native: svc.Native, NativeNode: node, Logger: logger,
+		Registerer: a.reg, Subsystem: "query",
+		Heads: func(ctx context.Context) (map[uint64]uint64, error) {
+			heads, err := a.store.Heads(ctx)
+			if err != nil {
+				return nil, err
+			}
+			out := make(map[uint64]uint64, len(heads))
+			for id, h := range heads {
+				if h.Exists {
+					out[id] = h.Number
+				}
+			}
+			return out, nil
+		},
+	})
+	return svc, nil
 }
 
 // Run binds both servers, serves, and connects to ClickHouse in the
@@ -172,6 +233,10 @@ func (a *App) Run(ctx context.Context) error {
 	g.Go(func() error { return api.Serve(gctx, a.cfg.ShutdownTimeout) })
 	g.Go(func() error { return a.access.Run(gctx) })
 	g.Go(func() error { return a.webhooks.Run(gctx) })
+	for _, p := range a.pools {
+		g.Go(func() error { _ = p.Run(gctx); return nil })
+	}
+	g.Go(func() error { return a.verifier.Run(gctx) })
 	g.Go(func() error {
 		conn, err := chclient.Open(gctx, a.cfg.ClickHouse, a.logger.With("component", "chclient"))
 		if err != nil {
@@ -185,6 +250,7 @@ func (a *App) Run(ctx context.Context) error {
 		a.mu.Unlock()
 		a.store.SetConn(conn)
 		a.accounts.SetConn(conn)
+		a.nftMeta.SetConn(conn)
 		a.logger.Info("clickhouse connected", "addr", a.cfg.ClickHouse.Addr, "database", a.cfg.ClickHouse.Database)
 		return nil
 	})

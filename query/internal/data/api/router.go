@@ -43,6 +43,13 @@ type Deps struct {
 	Contracts Contracts
 	Tokens    *pagetoken.Codec
 	Config    Config
+	// Balances serves the balance and NFT routes, with NFTMetadata (both
+	// nil: those routes are not served). BalanceSettle is how far below
+	// the indexed head a block is settled (--query.reorg-window): native
+	// balances of settled blocks are remembered.
+	Balances      BalanceService
+	NFTMetadata   NFTMetadata
+	BalanceSettle uint64
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 }
@@ -66,6 +73,8 @@ func New(d Deps) (*API, error) {
 		return nil, errors.New("api: Deps.History is required")
 	case d.Contracts == nil:
 		return nil, errors.New("api: Deps.Contracts is required")
+	case (d.Balances == nil) != (d.NFTMetadata == nil):
+		return nil, errors.New("api: Deps.Balances and Deps.NFTMetadata go together")
 	}
 	if err := d.Config.Validate(); err != nil {
 		return nil, err
@@ -77,6 +86,7 @@ func New(d Deps) (*API, error) {
 		logger: d.Logger, store: d.Store, tokens: d.Tokens, cfg: d.Config, now: d.Now,
 		chains:  newChainIndex(d.Chains),
 		history: historyDeps{store: d.History, contracts: d.Contracts, tokens: newHistoryTokens(d.Tokens)},
+		balance: balanceDeps{service: d.Balances, metadata: d.NFTMetadata, tokens: newBalanceTokens(d.Tokens), settle: d.BalanceSettle},
 	}}, nil
 }
 
@@ -88,7 +98,7 @@ func (a *API) Routes() []server.Route {
 	get := func(path, op string, w server.Weight, fn gin.HandlerFunc) server.Route {
 		return server.Route{Method: http.MethodGet, Path: path, Operation: op, Weight: w, Access: server.Public, Handler: fn}
 	}
-	return []server.Route{
+	routes := []server.Route{
 		// EVM chains.
 		get("/v1/chains", "supportedChains", server.WeightFree, h.listChains),
 		get("/v1/chains/{chainId}", "getChainInfo", server.WeightFree, h.getChain),
@@ -121,6 +131,21 @@ func (a *API) Routes() []server.Route {
 		get("/v1/chains/{chainId}/contracts/{address}/transactions:getDeployment", "getDeploymentTransaction", server.WeightMedium, h.getDeployment),
 		get("/v1/chains/{chainId}/contracts/{address}/deployments", "listContractDeployments", server.WeightMedium, h.listDeployments),
 	}
+	if h.balance.service == nil {
+		return routes
+	}
+	// EVM balances and NFTs (docs/balances.md). blockNumber on
+	// listErc721Balances and listCollectibleBalances is moraine's.
+	nftBlock := func(r server.Route) server.Route { r.ExtraParameters = blockNumberExtension; return r }
+	return append(routes,
+		get("/v1/chains/{chainId}/addresses/{address}/balances:getNative", "getNativeBalance", server.WeightMedium, h.getNativeBalance),
+		get("/v1/chains/{chainId}/addresses/{address}/balances:listErc20", "listErc20Balances", server.WeightMedium, h.listErc20Balances),
+		nftBlock(get("/v1/chains/{chainId}/addresses/{address}/balances:listErc721", "listErc721Balances", server.WeightMedium, h.listErc721Balances)),
+		get("/v1/chains/{chainId}/addresses/{address}/balances:listErc1155", "listErc1155Balances", server.WeightMedium, h.listErc1155Balances),
+		nftBlock(get("/v1/chains/{chainId}/addresses/{address}/balances:listCollectibles", "listCollectibleBalances", server.WeightMedium, h.listCollectibleBalances)),
+		get("/v1/chains/{chainId}/nfts/collections/{address}/tokens", "listTokens", server.WeightMedium, h.listTokens),
+		get("/v1/chains/{chainId}/nfts/collections/{address}/tokens/{tokenId}", "getTokenDetails", server.WeightMedium, h.getTokenDetails),
+	)
 }
 
 // Config is the API's own settings.
@@ -158,6 +183,7 @@ type handlers struct {
 	now     func() time.Time
 	chains  *chainIndex
 	history historyDeps
+	balance balanceDeps
 }
 
 // historyDeps are what the transaction, address and contract handlers add.
