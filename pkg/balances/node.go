@@ -26,10 +26,10 @@ var (
 
 // Function selectors.
 const (
-	selBalanceOf     = "70a08231" // balanceOf(address)
-	selBalanceOfID   = "00fdd58e" // balanceOf(address,uint256), ERC-1155
-	selOwnerOf       = "6352211e" // ownerOf(uint256), ERC-721
-	maxCallsPerBatch = 100
+	selBalanceOf      = "70a08231" // balanceOf(address)
+	selBalanceOfBatch = "4e1273f4" // balanceOfBatch(address[],uint256[]), ERC-1155
+	selOwnerOf        = "6352211e" // ownerOf(uint256), ERC-721
+	maxCallsPerBatch  = 100
 )
 
 // RPCNode reads balances from the chains' nodes through their pools
@@ -77,33 +77,130 @@ func (n *RPCNode) NativeBalance(ctx context.Context, chainID uint64, addr evm.Ad
 	return v, nil
 }
 
-// BalancesAt implements Node: one eth_call per pair, in batches.
+// BalancesAt implements Node: an eth_call per ERC-20 or ERC-721 pair, and
+// one balanceOfBatch per ERC-1155 token (whose standard getter is that, and
+// balanceOf(account, id); some contracts get balanceOf's argument order
+// wrong, none balanceOfBatch's), in JSON-RPC batches.
 func (n *RPCNode) BalancesAt(ctx context.Context, chainID uint64, holder evm.Address, block uint64, pairs []schema.BalancePair) ([]*big.Int, error) {
 	p, err := n.pool(chainID)
 	if err != nil {
 		return nil, err
 	}
+	// One call answers the pairs at idx.
+	type call struct {
+		to   evm.Address
+		data string
+		idx  []int
+	}
+	var calls []call
+	batches := map[evm.Address]int{} // ERC-1155 token -> its open call
+	for i, pair := range pairs {
+		if evm.Kind(pair.Kind) != evm.ERC1155 {
+			calls = append(calls, call{to: pair.Token, data: balanceCall(holder, pair), idx: []int{i}})
+			continue
+		}
+		c, ok := batches[pair.Token]
+		if !ok || len(calls[c].idx) == maxIDsPerCall {
+			c = len(calls)
+			batches[pair.Token] = c
+			calls = append(calls, call{to: pair.Token})
+		}
+		calls[c].idx = append(calls[c].idx, i)
+	}
+	for i := range calls {
+		if calls[i].data == "" {
+			ids := make([][32]byte, len(calls[i].idx))
+			for j, k := range calls[i].idx {
+				ids[j] = pairs[k].TokenID
+			}
+			calls[i].data = balanceOfBatchCall(holder, ids)
+		}
+	}
 	out := make([]*big.Int, len(pairs))
-	for lo := 0; lo < len(pairs); lo += maxCallsPerBatch {
-		part := pairs[lo:min(lo+maxCallsPerBatch, len(pairs))]
+	for lo := 0; lo < len(calls); lo += maxCallsPerBatch {
+		part := calls[lo:min(lo+maxCallsPerBatch, len(calls))]
 		reqs := make([]*rpc.Request, len(part))
-		for i, pair := range part {
-			reqs[i] = &rpc.Request{Method: "eth_call", Params: []any{
-				map[string]string{"to": evm.Address(pair.Token).Hex(), "data": balanceCall(holder, pair)}, rpc.Quantity(block)}}
+		for i, c := range part {
+			reqs[i] = &rpc.Request{Method: "eth_call", Params: []any{map[string]string{"to": c.to.Hex(), "data": c.data}, rpc.Quantity(block)}}
 		}
 		if err := p.Batch(ctx, reqs, rpc.AtBlock(block)); err != nil {
 			rpc.Release(reqs)
 			return nil, nodeError(err)
 		}
 		for i, r := range reqs {
-			v, err := balanceAnswer(holder, part[i], r.Result, r.Err)
+			c := part[i]
+			if len(c.idx) > 1 || evm.Kind(pairs[c.idx[0]].Kind) == evm.ERC1155 {
+				vs, err := batchAnswer(len(c.idx), r.Result, r.Err)
+				if err != nil {
+					rpc.Release(reqs)
+					return nil, err
+				}
+				for j, k := range c.idx {
+					out[k] = vs[j]
+				}
+				continue
+			}
+			v, err := balanceAnswer(holder, pairs[c.idx[0]], r.Result, r.Err)
 			if err != nil {
 				rpc.Release(reqs)
 				return nil, err
 			}
-			out[lo+i] = v
+			out[c.idx[0]] = v
 		}
 		rpc.Release(reqs)
+	}
+	return out, nil
+}
+
+// maxIDsPerCall bounds the ids of one balanceOfBatch call.
+const maxIDsPerCall = 100
+
+// balanceOfBatchCall is balanceOfBatch(address[], uint256[]) of holder for
+// every id.
+func balanceOfBatchCall(holder evm.Address, ids [][32]byte) string {
+	n := len(ids)
+	var b strings.Builder
+	b.WriteString("0x" + selBalanceOfBatch)
+	word := func(v uint64) { fmt.Fprintf(&b, "%064x", v) }
+	word(64)                     // offset of accounts
+	word(uint64(64 + 32 + 32*n)) // offset of ids
+	word(uint64(n))
+	padded := strings.Repeat("00", 12) + hex.EncodeToString(holder[:])
+	for range n {
+		b.WriteString(padded)
+	}
+	word(uint64(n))
+	for _, id := range ids {
+		b.WriteString(hex.EncodeToString(id[:]))
+	}
+	return b.String()
+}
+
+// batchAnswer reads a balanceOfBatch answer of n balances: all nil when
+// the call reverted or answered something else.
+func batchAnswer(n int, result json.RawMessage, err error) ([]*big.Int, error) {
+	out := make([]*big.Int, n)
+	if err != nil {
+		if rpc.IsUnavailable(err) || rpc.IsNodeFailure(err) {
+			return nil, nodeError(err)
+		}
+		return out, nil
+	}
+	data, ok := hexData(result)
+	if !ok {
+		return out, nil
+	}
+	if len(data) == 0 {
+		for i := range out {
+			out[i] = new(big.Int) // no code at the address
+		}
+		return out, nil
+	}
+	if len(data) != 64+32*n {
+		return out, nil
+	}
+	for i := range out {
+		out[i] = new(big.Int).SetBytes(data[64+32*i : 96+32*i])
 	}
 	return out, nil
 }
@@ -114,8 +211,6 @@ func balanceCall(holder evm.Address, pair schema.BalancePair) string {
 	switch evm.Kind(pair.Kind) {
 	case evm.ERC721:
 		return "0x" + selOwnerOf + hex.EncodeToString(pair.TokenID[:])
-	case evm.ERC1155:
-		return "0x" + selBalanceOfID + padded + hex.EncodeToString(pair.TokenID[:])
 	}
 	return "0x" + selBalanceOf + padded
 }

@@ -2,6 +2,7 @@ package balances
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -98,11 +99,22 @@ func TestRPCNodeBalances(t *testing.T) {
 			return nil, 3, "execution reverted"
 		case sel == selBalanceOf: // no code at the address
 			return "0x", 0, ""
-		case sel == selBalanceOfID:
-			if !strings.HasSuffix(call.Data, fmt.Sprintf("%064x", 4)) || !strings.Contains(call.Data, strings.TrimPrefix(holder.Hex(), "0x")) {
-				return nil, -32602, "bad call data " + call.Data
+		case sel == selBalanceOfBatch:
+			// accounts and ids: each id's balance is 3 times the id, for
+			// the holder only.
+			data, _ := hex.DecodeString(call.Data[10:])
+			n := int(new(big.Int).SetBytes(data[64:96]).Int64())
+			out := fmt.Sprintf("%064x%064x", 32, n)
+			for i := range n {
+				acct := data[96+32*i+12 : 96+32*i+32]
+				id := new(big.Int).SetBytes(data[96+32*n+32+32*i : 96+32*n+64+32*i])
+				v := new(big.Int)
+				if string(acct) == string(holder[:]) {
+					v.Mul(id, big.NewInt(3))
+				}
+				out += fmt.Sprintf("%064x", v)
 			}
-			return "0x" + fmt.Sprintf("%064x", 12), 0, ""
+			return "0x" + out, 0, ""
 		case sel == selOwnerOf && strings.HasSuffix(call.Data, fmt.Sprintf("%064x", 1)):
 			return "0x000000000000000000000000" + strings.TrimPrefix(holder.Hex(), "0x"), 0, ""
 		case sel == selOwnerOf && strings.HasSuffix(call.Data, fmt.Sprintf("%064x", 2)):
@@ -115,7 +127,7 @@ func TestRPCNodeBalances(t *testing.T) {
 	node := NewRPCNode(testPool(t, srv.URL))
 	pairs := []schema.BalancePair{
 		{Kind: 1, Token: usd}, {Kind: 1, Token: multi}, {Kind: 1, Token: carol},
-		{Kind: 3, Token: items, TokenID: [32]byte(wordN(4))},
+		{Kind: 3, Token: items, TokenID: [32]byte(wordN(4))}, {Kind: 3, Token: items, TokenID: [32]byte(wordN(7))},
 		{Kind: 2, Token: art, TokenID: [32]byte(wordN(1))}, {Kind: 2, Token: art, TokenID: [32]byte(wordN(2))},
 		{Kind: 2, Token: art, TokenID: [32]byte(wordN(3))},
 	}
@@ -131,7 +143,7 @@ func TestRPCNodeBalances(t *testing.T) {
 			s = append(s, v.String())
 		}
 	}
-	if strings.Join(s, " ") != "1000 ? 0 12 1 0 0" {
+	if strings.Join(s, " ") != "1000 ? 0 12 21 1 0 0" {
 		t.Fatalf("balances %v", s)
 	}
 	if _, err := node.BalancesAt(t.Context(), 7, holder, 1, pairs[:1]); !errors.Is(err, ErrNoState) {
