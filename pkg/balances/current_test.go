@@ -43,6 +43,7 @@ func TestStatementsRunOnCurrentClickHouse(t *testing.T) {
 		bind(qCanonicalIn, "1", "(5, 6)"), bind(qCanonicalRange, "1", "0", "1023"),
 		bind(qRangeRows, k("00"), k("ff")),
 		bind(qNFTRows, n("00"), n("ff")),
+		bind(qNFTRowsOf, n("00"), n("ff"), "('"+strings.Repeat("02", 32)+"')"),
 		bind(qSample, k("00"), k("ff"), "10"),
 	)
 	testenv.OnCurrentClickHouse(t, stmts)

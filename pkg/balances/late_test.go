@@ -50,7 +50,8 @@ func (f *fakeNode) NativeBalance(_ context.Context, _ uint64, addr evm.Address, 
 
 // A chain indexed from block 5000: a holder's balance of a pair is the
 // node's at block 4999 plus the transfers since, read from the node once
-// and kept; a pair the node cannot say is partial (its transfers only),
+// and kept (an ERC-721 one from the token's first transfer since, without
+// the node); a pair the node cannot say is partial (its transfers only),
 // and asked again by the next read; a named ERC-20 token without any
 // transfer since is opened too.
 func TestOpeningBalancesIntegration(t *testing.T) {
@@ -61,7 +62,7 @@ func TestOpeningBalancesIntegration(t *testing.T) {
 	var zero evm.Address
 	first := &record.Block{ChainId: chainID, Number: 5000, Hash: wordN(5000), Transactions: []*record.Transaction{{Status: 1, Logs: []*record.Log{
 		erc20Log(usd, alice, bob, big.NewInt(30)),      // alice had 100 at 4999 (the node says)
-		erc721Log(art, carol, alice, 7),                // carol owned #7
+		erc721Log(art, carol, alice, 7),                // carol owned #7 (its first transfer says so)
 		single1155Log(items, alice, zero, alice, 1, 5), // minted: alice had 2 of #1 before
 		erc20Log(multi, carol, alice, big.NewInt(1)),   // the node cannot say carol's multi
 	}}}}
@@ -83,6 +84,8 @@ func TestOpeningBalancesIntegration(t *testing.T) {
 			return nil, errors.Join(ErrNoState, errors.New("missing trie node"))
 		}
 		switch {
+		case p.Kind == 2:
+			return nil, errors.New("ERC-721 openings come from the first transfers, not the node")
 		case holder == alice && p.Token == usd:
 			return big.NewInt(100), nil
 		case holder == carol && p.Token == art:
@@ -99,7 +102,7 @@ func TestOpeningBalancesIntegration(t *testing.T) {
 		return new(big.Int), nil
 	}}
 	db := Conn{Conn: conn, Timeout: time.Minute}
-	reader := NewReader(db, BlockTable{DB: db}, NewOpener(db, node, 5*time.Second, slog.New(slog.DiscardHandler)))
+	reader := NewReader(db, BlockTable{DB: db}, NewOpener(db, NewNFTs(db, BlockTable{DB: db}), node, 5*time.Second, slog.New(slog.DiscardHandler)))
 	read := func(holder evm.Address, q Query) []string {
 		t.Helper()
 		q.ChainID, q.Holder = chainID, holder

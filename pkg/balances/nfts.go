@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/big"
 	"slices"
+	"strings"
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 
@@ -50,6 +51,13 @@ FROM nft_transfers
 WHERE nft_key >= unhex(?) AND nft_key <= unhex(?)
 LIMIT 1 BY nft_key`
 
+// qNFTRowsOf reads the transfers of some ids (the set of their hex words,
+// upper case as hex() writes them) of a key range.
+const qNFTRowsOf = `SELECT nft_key, entry
+FROM nft_transfers
+WHERE nft_key >= unhex(?) AND nft_key <= unhex(?) AND hex(substring(nft_key, 29, 32)) IN ?
+LIMIT 1 BY nft_key`
+
 type nftRow struct {
 	key   schema.NFTKey
 	entry string
@@ -57,12 +65,16 @@ type nftRow struct {
 
 // read reads the rows of [from, to], within a row budget when budget > 0.
 func (n *NFTs) read(ctx context.Context, from, to schema.NFTKey, budget int) ([]nftRow, error) {
-	const name = "nft_transfers"
 	var settings clickhouse.Settings
 	if budget > 0 {
 		settings = rowBudget(budget)
 	}
-	rows, done, err := n.db.Query(ctx, name, settings, qNFTRows, hex.EncodeToString(from[:]), hex.EncodeToString(to[:]))
+	return n.query(ctx, settings, qNFTRows, hex.EncodeToString(from[:]), hex.EncodeToString(to[:]))
+}
+
+func (n *NFTs) query(ctx context.Context, settings clickhouse.Settings, q string, args ...any) ([]nftRow, error) {
+	const name = "nft_transfers"
+	rows, done, err := n.db.Query(ctx, name, settings, q, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -122,6 +134,62 @@ func (n *NFTs) canonicalNFTs(ctx context.Context, chainID uint64, token evm.Addr
 		out = append(out, nft)
 	}
 	return out, nil
+}
+
+// FirstSenders returns, for each of token's ids that has a canonical
+// ERC-721 transfer, the sender of its first one: on a chain indexed from a
+// later block, the owner of the id before the first indexed block (the
+// zero address for an id minted since).
+func (n *NFTs) FirstSenders(ctx context.Context, chainID uint64, token evm.Address, ids [][32]byte) (map[[32]byte]evm.Address, error) {
+	out := map[[32]byte]evm.Address{}
+	sorted := slices.Clone(ids)
+	slices.SortFunc(sorted, func(a, b [32]byte) int { return bytes.Compare(a[:], b[:]) })
+	// A read names at most firstSendersBatch ids: a statement is at most
+	// 256 KiB (max_query_size).
+	for lo := 0; lo < len(sorted); lo += firstSendersBatch {
+		if err := n.firstSenders(ctx, chainID, token, sorted[lo:min(lo+firstSendersBatch, len(sorted))], out); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+const firstSendersBatch = 1000
+
+// firstSenders is FirstSenders of sorted ids.
+func (n *NFTs) firstSenders(ctx context.Context, chainID uint64, token evm.Address, ids [][32]byte, out map[[32]byte]evm.Address) error {
+	set := make([]any, len(ids))
+	for i, id := range ids {
+		set[i] = strings.ToUpper(hex.EncodeToString(id[:]))
+	}
+	from, to := schema.NFTRange(chainID, token, ids[0], ids[len(ids)-1])
+	rows, err := n.query(ctx, nil, qNFTRowsOf, hex.EncodeToString(from[:]), hex.EncodeToString(to[:]), clickhouse.GroupSet{Value: set})
+	if err != nil {
+		return err
+	}
+	rows = byPosition(rows)
+	blocks := make([]BlockRef, 0, len(rows))
+	for i := range rows {
+		p := rows[i].key.Position()
+		blocks = append(blocks, BlockRef{p.Block, p.BlockHash})
+	}
+	canon, err := n.canonical.AreCanonical(ctx, chainID, blocks)
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		p := r.key.Position()
+		id := r.key.TokenID()
+		if _, done := out[id]; done || evm.Kind(p.Kind) != evm.ERC721 || !canon[BlockRef{p.Block, p.BlockHash}] {
+			continue
+		}
+		sender, _, _, err := schema.ParseNFTEntry(r.entry)
+		if err != nil {
+			return err
+		}
+		out[id] = sender
+	}
+	return nil
 }
 
 // Token returns the NFT (token, id), or false when no canonical transfer of

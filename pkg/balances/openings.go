@@ -22,26 +22,34 @@ type Node interface {
 	BalancesAt(ctx context.Context, chainID uint64, holder evm.Address, block uint64, pairs []schema.BalancePair) ([]*big.Int, error)
 }
 
-// Opener fetches opening balances: on a chain whose balances start after
+// Opener finds opening balances: on a chain whose balances start after
 // its first block (Progress.Complete is false), a holder's balance of a
-// pair is its balance at the block before the first (read from the node
-// once and kept in balances as a level-3 row) plus the deltas since.
+// pair is its balance at the block before the first (the opening) plus the
+// deltas since. Found once, an opening is kept in balances as a level-3
+// row.
 //
-// Openings are read when a read first needs them, not by the sink: a
+// An ERC-721 opening needs no node: the token's first indexed transfer
+// names its owner before it (its sender), and a token that has none since
+// the first block is not in any list. Other openings are the node's
+// balanceOf / balanceOfBatch at the opening block, which needs a node that
+// keeps that block's state (an archive node, for a start far back).
+//
+// Openings are found when a read first needs them, not by the sink: a
 // backfill would otherwise wait on one node call per new holder and token,
 // and most of them are never asked for. A pair the node cannot say stays
 // unopened (Holding.Partial) and is asked again by a later read.
 type Opener struct {
 	db      DB
-	node    Node
+	nfts    *NFTs
+	node    Node // nil: no node reads
 	timeout time.Duration
 	logger  *slog.Logger
 }
 
-// NewOpener returns an opener writing to db; every Open gives the node at
-// most timeout.
-func NewOpener(db DB, node Node, timeout time.Duration, logger *slog.Logger) *Opener {
-	return &Opener{db: db, node: node, timeout: timeout, logger: logger}
+// NewOpener returns an opener writing to db and reading ERC-721 openings
+// from nfts; every Open gives node (nil: none) at most timeout.
+func NewOpener(db DB, nfts *NFTs, node Node, timeout time.Duration, logger *slog.Logger) *Opener {
+	return &Opener{db: db, nfts: nfts, node: node, timeout: timeout, logger: logger}
 }
 
 // openBatch is how many pairs one node request asks about.
@@ -54,15 +62,43 @@ const openBatch = 100
 // failure to write the rows is an error.
 func (o *Opener) Open(ctx context.Context, chainID uint64, holder evm.Address, block uint64, pairs []schema.BalancePair) (map[schema.BalancePair]*big.Int, error) {
 	out := map[schema.BalancePair]*big.Int{}
+	// ERC-721 from the first transfers, by token.
+	nfts := map[evm.Address][][32]byte{}
+	var rest []schema.BalancePair
+	for _, p := range pairs {
+		if evm.Kind(p.Kind) == evm.ERC721 && o.nfts != nil {
+			nfts[p.Token] = append(nfts[p.Token], p.TokenID)
+		} else {
+			rest = append(rest, p)
+		}
+	}
+	for token, ids := range nfts {
+		senders, err := o.nfts.FirstSenders(ctx, chainID, token, ids)
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range ids {
+			if s, ok := senders[id]; ok {
+				v := new(big.Int)
+				if s == holder {
+					v.SetInt64(1)
+				}
+				out[schema.BalancePair{Kind: uint8(evm.ERC721), Token: token, TokenID: id}] = v
+			}
+		}
+	}
+	if o.node == nil {
+		rest = nil
+	}
 	nctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
-	for lo := 0; lo < len(pairs); lo += openBatch {
-		part := pairs[lo:min(lo+openBatch, len(pairs))]
+	for lo := 0; lo < len(rest); lo += openBatch {
+		part := rest[lo:min(lo+openBatch, len(rest))]
 		got, err := o.node.BalancesAt(nctx, chainID, holder, block, part)
 		if err != nil {
 			if ctx.Err() == nil {
 				o.logger.Warn("balances: opening balances not read from the node; answering partial balances",
-					"chain_id", chainID, "block", block, "pairs", len(pairs)-lo, "err", err)
+					"chain_id", chainID, "block", block, "pairs", len(rest)-lo, "err", err)
 			}
 			break
 		}

@@ -184,10 +184,11 @@ func (a *App) buildBalances() (balances.Service, error) {
 	cfg := a.cfg.Balances
 	logger := a.logger.With("component", "balances")
 	db, node := a.store.BalanceDB(), balances.NewRPCNode(a.pools)
+	nfts := balances.NewNFTs(db, a.store)
 	svc := balances.Service{
-		Reader: balances.NewReader(db, a.store, balances.NewOpener(db, node, cfg.NodeTimeout, logger)),
+		Reader: balances.NewReader(db, a.store, balances.NewOpener(db, nfts, node, cfg.NodeTimeout, logger)),
 		Native: balances.NewNative(node, cfg.NodeTimeout, cfg.NativeCacheSize, a.reg, "query"),
-		NFTs:   balances.NewNFTs(db, a.store),
+		NFTs:   nfts,
 	}
 	a.nftMeta = nftmeta.NewReader(a.cfg.Store.QueryTimeout)
 	a.verifier = balances.NewVerifier(cfg.Verify, balances.VerifierDeps{
