@@ -3,14 +3,20 @@ package e2e
 import (
 	"context"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"io"
 	"math/big"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/klauspost/compress/zstd"
 
 	"github.com/moraine-data/moraine/pkg/balances"
 	"github.com/moraine-data/moraine/pkg/evm"
@@ -75,16 +81,18 @@ func compareBalancesGolden(t *testing.T, d dataset, s *stackUp) {
 	balanceOf := func(got map[string]string, token, id string) string { return cmpOr(got[token+"#"+id], "0") }
 
 	type key struct {
-		kind             int
+		kind              int
 		holder, token, id string
 	}
 	sums := map[key]*big.Int{}
 	owner := map[[2]string]string{} // ERC-721 (token, id) -> its last recipient
-	var ids []string                 // ERC-721 "token#id" in first-seen order
+	var ids []string                // ERC-721 "token#id" in first-seen order
 	mm := &mismatches{t: t, where: d.name + " balances"}
 	compared := 0
 	txs := slices.Clone(m.txs)
-	sort.SliceStable(txs, func(i, j int) bool { return txs[i].block < txs[j].block || txs[i].block == txs[j].block && txs[i].index < txs[j].index })
+	sort.SliceStable(txs, func(i, j int) bool {
+		return txs[i].block < txs[j].block || txs[i].block == txs[j].block && txs[i].index < txs[j].index
+	})
 	for i := 0; i < len(txs); {
 		b := txs[i].block
 		touched := map[key]bool{}
@@ -194,4 +202,152 @@ func compareBalancesGolden(t *testing.T, d dataset, s *stackUp) {
 		t.Fatal(err)
 	}
 	t.Logf("%d ERC-721 tokens checked through the API; %d delta rows", len(ids), deltas)
+}
+
+// TestBalancesEthereumBlock: the recordings of the C-Chain and Gunzilla
+// hold no ERC-20 transfer, so the real ERC-20 data is Ethereum mainnet
+// block 18,000,000 (erigon's RPC tests: 94 transactions, two of them
+// failed, 141 ERC-20 transfers of 34 tokens). Indexed alone (a chain
+// starting at that block, without a node to open balances), every
+// holder's balance of every token is partial and is exactly its change in
+// the block: the sum of the block's transfers from successful
+// transactions, which this test computes from the receipts itself.
+func TestBalancesEthereumBlock(t *testing.T) {
+	read := func(name string) json.RawMessage {
+		raw := zstdFile(t, testenv.SharedData(t, "ethereum/erigon_rpc_tests/"+name))
+		var pairs []struct {
+			Response struct {
+				Result json.RawMessage `json:"result"`
+			} `json:"response"`
+		}
+		if err := json.Unmarshal(raw, &pairs); err != nil || len(pairs) == 0 {
+			t.Fatalf("%s: %v", name, err)
+		}
+		return pairs[0].Response.Result
+	}
+	block, receipts := read("eth_getBlockByNumber_18000000_fullTx.json.zst"), read("eth_getBlockReceipts_18000000.json.zst")
+	file := filepath.Join(t.TempDir(), "block_18000000.jsonl")
+	line, _ := json.Marshal(map[string]any{"block": block, "receipts": receipts, "traces": []any{}})
+	if err := os.WriteFile(file, append(line, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rpcAddr := freeAddr(t)
+	start(t, "replay", "--replay.file", file, "--chain.id", "1", "--replay.mode", "backfill", "--rpc.listen-address", rpcAddr)
+	eventually(t, 30*time.Second, "replay source", func() bool {
+		_, err := rpcCall("http://"+rpcAddr, "eth_blockNumber")
+		return err == nil
+	})
+	s := startServices(t, `{"evmChainId":"1","name":"Ethereum block 18,000,000","network":"mainnet","rpcUrls":["http://`+rpcAddr+`"],
+		"networkToken":{"name":"Ether","symbol":"ETH","decimals":18},"traces":false,"replay":true,"startBlock":18000000}`, pipelineOpts{})
+	eventually(t, 2*time.Minute, "block 18,000,000 in ClickHouse", func() bool {
+		var n uint64
+		_ = s.conn.QueryRow(context.Background(), "SELECT count() FROM chain_heads FINAL WHERE chain_id = 1 AND number = 18000000").Scan(&n)
+		return n == 1
+	})
+
+	var rs []struct {
+		Status string `json:"status"`
+		Logs   []struct {
+			Address string   `json:"address"`
+			Topics  []string `json:"topics"`
+			Data    string   `json:"data"`
+		} `json:"logs"`
+	}
+	if err := json.Unmarshal(receipts, &rs); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]map[string]*big.Int{} // holder -> token -> change
+	transfers, failed := 0, 0
+	for _, r := range rs {
+		for _, l := range r.Logs {
+			if len(l.Topics) != 3 || l.Topics[0] != topicTransfer || len(l.Data) != 66 {
+				continue
+			}
+			if r.Status != "0x1" {
+				failed++
+				continue
+			}
+			transfers++
+			v := hexToBig(l.Data)
+			for i, who := range []string{topicAddr(l.Topics[1]), topicAddr(l.Topics[2])} {
+				if who == zeroAddress {
+					continue
+				}
+				if want[who] == nil {
+					want[who] = map[string]*big.Int{}
+				}
+				tok := lower(l.Address)
+				if want[who][tok] == nil {
+					want[who][tok] = new(big.Int)
+				}
+				if i == 0 {
+					want[who][tok].Sub(want[who][tok], v)
+				} else {
+					want[who][tok].Add(want[who][tok], v)
+				}
+			}
+		}
+	}
+	db := balances.Conn{Conn: s.conn, Timeout: time.Minute}
+	reader := balances.NewReader(db, balances.BlockTable{DB: db}, nil)
+	mm := &mismatches{t: t, where: "block 18,000,000"}
+	compared := 0
+	for holder, toks := range want {
+		var h evm.Address
+		b, _ := hex.DecodeString(holder[2:])
+		copy(h[:], b)
+		res, err := reader.At(t.Context(), balances.Query{ChainID: 1, Holder: h, Block: 18000000, Kinds: []uint8{1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, x := range res.Holdings {
+			if !x.Partial {
+				t.Errorf("%s: a balance of a chain indexed from this block without its opening is not partial", holder)
+			}
+			got[evm.Address(x.Token).Hex()] = x.Balance.String()
+		}
+		for tok, v := range toks {
+			w := v.String()
+			if v.Sign() == 0 {
+				w = "" // a change that nets to nothing writes no row
+			}
+			mm.check(holder+" "+tok, "change", got[tok], w)
+			compared++
+		}
+	}
+	mm.done(compared)
+	if transfers != 141 || res(t, s) == 0 {
+		t.Fatalf("%d transfers of successful transactions (%d of failed ones)", transfers, failed)
+	}
+	t.Logf("%d holders' changes of %d (holder, token) pairs equal the block's %d transfers", len(want), compared, transfers)
+}
+
+// zstdFile reads a zstd-compressed file whole.
+func zstdFile(t testing.TB, path string) []byte {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := zstd.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zr.Close()
+	b, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// res is the number of delta rows written.
+func res(t *testing.T, s *stackUp) uint64 {
+	var n uint64
+	if err := s.conn.QueryRow(context.Background(), "SELECT count() FROM balances").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
