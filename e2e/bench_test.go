@@ -29,10 +29,12 @@ import (
 // reports blocks/s and tx/s from ingest start to the last block's head row
 // in ClickHouse, the CPU time each process spent, and the time each
 // pipeline stage accumulated. Run it with -benchtime Nx for N runs (make
-// bench does). Runs alternate the processor's transaction-history tables on
-// and off (--processor.address-index; odd runs on), so one invocation
-// measures what those tables cost; each run's lines follow a "stage
-// variant: address index on|off" line.
+// bench does). Runs rotate three variants of the processor's tables, so one
+// invocation measures what the optional ones cost: every table ("all"),
+// without the balance tables (--processor.balances=false: "no-balances"),
+// and without the transaction-history tables (--processor.address-index=
+// false: "no-history"); each run's lines follow a "stage variant: NAME"
+// line.
 //
 // Each run stops its services when it is measured, but its database and
 // topics are dropped only after the last run: on this machine's ext4
@@ -51,10 +53,11 @@ func BenchmarkPipelineGunzilla(b *testing.B) {
 		// collect it before the measured window, so that this process's
 		// garbage collector does not take a core from the pipeline.
 		runtime.GC()
-		index := run%2 == 1
-		fmt.Printf("\nstage variant: address index %s\n", map[bool]string{true: "on", false: "off"}[index])
+		variant := []string{"no-history", "all", "no-balances"}[run%3]
+		fmt.Printf("\nstage variant: %s\n", variant)
 		s := runPipeline(b, d, first, pipelineOpts{noWaitIngest: true, ingestArgs: strings.Fields(os.Getenv("MORAINE_BENCH_INGEST_ARGS")),
-			processorArgs: []string{fmt.Sprintf("--processor.address-index=%v", index)}})
+			processorArgs: []string{fmt.Sprintf("--processor.address-index=%v", variant != "no-history"),
+				fmt.Sprintf("--processor.balances=%v", variant != "no-balances")}})
 		// CPU from here on: ingest has just been started, the rest are idle
 		// and ready (the replay source has loaded its file).
 		cpuBefore := stackCPU(b)

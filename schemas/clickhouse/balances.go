@@ -186,6 +186,12 @@ func SQLBalanceKey(chainID, level, parent, holder, bucket, kind, token, tokenID,
 		"), " + fmt.Sprint(BalanceKeyLen) + ")"
 }
 
+// SQLTokenID is the SQL expression of the 32-byte token id word of an
+// unsigned integer expression x (as UInt64), for the benchmark's seed.
+func SQLTokenID(x string) string {
+	return "concat(unhex('" + strings.Repeat("00", 24) + "'), " + sqlBigEndian(x, 8) + ")"
+}
+
 // The nft_key of nft_transfers (migration 11): one NFT transfer, ordered by
 // token, token id and position in the chain.
 const (
