@@ -64,8 +64,9 @@ type NodeStatus struct {
 	Up        bool
 	Inflight  int
 	Limit     float64
-	// PerCall is the node's recent latency per call.
-	PerCall time.Duration
+	// PerCall is the node's recent latency per call of real work;
+	// PollLatency the round trip of its last head poll.
+	PerCall, PollLatency time.Duration
 }
 
 // Nodes returns the state of every node, in configuration order.
@@ -75,7 +76,7 @@ func (p *Pool) Nodes() []NodeStatus {
 	out := make([]NodeStatus, len(p.nodes))
 	for i, n := range p.nodes {
 		out[i] = NodeStatus{Name: n.cfg.Name, URL: Redact(n.cfg.URL), Head: n.head, HeadKnown: n.headKnown, Up: n.up,
-			Inflight: n.inflight, Limit: n.limit, PerCall: time.Duration(n.perCall * float64(time.Second))}
+			Inflight: n.inflight, Limit: n.limit, PerCall: time.Duration(n.perCall * float64(time.Second)), PollLatency: n.pollTook}
 	}
 	return out
 }
@@ -106,7 +107,9 @@ func (p *Pool) pollNode(ctx context.Context, n *node) error {
 	pctx, cancel := context.WithTimeoutCause(ctx, p.pollTimeout(), fmt.Errorf("%w after %v", errTimeout, p.pollTimeout()))
 	defer cancel()
 	r := &Request{Method: "eth_blockNumber"}
+	start := time.Now()
 	err := n.client.send(pctx, []*Request{r}, false)
+	took := time.Since(start)
 	if err == nil {
 		err = r.Err
 	}
@@ -132,7 +135,7 @@ func (p *Pool) pollNode(ctx context.Context, n *node) error {
 		}
 		return err
 	}
-	n.head, n.headKnown = h, true
+	n.head, n.headKnown, n.pollTook = h, true, took
 	p.metrics.head.WithLabelValues(p.cfg.Chain, n.cfg.Name).Set(float64(h))
 	p.markUp(n)
 	p.updateBest()

@@ -143,8 +143,9 @@ type node struct {
 	tokens   float64
 	tokensAt time.Time
 
-	perCall  float64 // EWMA of seconds per call of successful requests
-	baseline float64 // the lowest recent perCall, slowly forgotten
+	pollTook time.Duration // the last head poll's round trip
+	perCall  float64       // EWMA of seconds per call of successful requests
+	baseline float64       // the lowest recent perCall, slowly forgotten
 }
 
 // NewPool builds the pool; it does no I/O. Run tracks the nodes' heads;
@@ -202,6 +203,29 @@ type options struct {
 	pinned  bool
 	hedge   bool
 	reuse   bool
+	avoid   map[string]bool
+}
+
+// Avoid keeps the call off the named nodes (their answers for it failed a
+// check of the caller's), unless no other node can take it.
+func Avoid(names ...string) Option {
+	return func(o *options) {
+		if o.avoid == nil {
+			o.avoid = map[string]bool{}
+		}
+		for _, n := range names {
+			o.avoid[n] = true
+		}
+	}
+}
+
+// NodeNames lists the pool's node names, in configuration order.
+func (p *Pool) NodeNames() []string {
+	out := make([]string, len(p.nodes))
+	for i, n := range p.nodes {
+		out[i] = n.cfg.Name
+	}
+	return out
 }
 
 // AtBlock sends the call only to nodes whose head has reached n: a node is
@@ -355,9 +379,12 @@ func (p *Pool) send(ctx context.Context, reqs []*Request, o options) error {
 	return lastErr
 }
 
+// isRateLimited reports whether err is a node refusing for rate limiting:
+// a JSON-RPC error saying so, or HTTP 429.
 func isRateLimited(err error) bool {
 	var re *Error
-	return errors.As(err, &re) && re.rateLimited()
+	var se *statusError
+	return errors.As(err, &re) && re.rateLimited() || errors.As(err, &se) && se.code == http.StatusTooManyRequests
 }
 
 // allTried reports whether every node that could take a call (o) is in
@@ -409,7 +436,7 @@ func (p *Pool) acquire(ctx context.Context, calls int, o options, tried map[*nod
 				continue
 			}
 			switch {
-			case n.up && !p.lagging(n, o):
+			case n.up && !p.lagging(n, o) && !o.avoid[n.cfg.Name]:
 				preferred = append(preferred, n)
 			case !n.up && now.Before(n.coolUntil):
 				// Cooling down: only as a last resort.
@@ -738,7 +765,7 @@ func (p *Pool) tryAcquire(calls int, o options, not *node) *node {
 	var best *node
 	bestScore := math.Inf(1)
 	for _, n := range p.nodes {
-		if n == not || !n.up || !p.eligible(n, o) || p.lagging(n, o) || float64(n.inflight) >= math.Floor(n.limit) {
+		if n == not || !n.up || !p.eligible(n, o) || p.lagging(n, o) || o.avoid[n.cfg.Name] || float64(n.inflight) >= math.Floor(n.limit) {
 			continue
 		}
 		n.refill(now)

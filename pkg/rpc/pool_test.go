@@ -233,3 +233,15 @@ func TestHedgeTakesTheFasterNode(t *testing.T) {
 	}
 	require.Greater(t, testutil.ToFloat64(p.metrics.hedges.WithLabelValues("43114", "won")), 0.0)
 }
+
+// TestAvoid: a call avoiding a node goes to another one, and still to the
+// avoided node when no other can take it.
+func TestAvoid(t *testing.T) {
+	a, b := newFakeNode(t), newFakeNode(t)
+	p := newTestPool(t, PoolConfig{}, a, b)
+	for range 10 {
+		require.Equal(t, b.name, answeredBy(t, p, Avoid(a.name)))
+	}
+	b.setMode(modeDown)
+	require.Equal(t, a.name, answeredBy(t, p, Avoid(a.name)))
+}

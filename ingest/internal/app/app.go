@@ -198,9 +198,11 @@ func (r *chainRunner) run(ctx context.Context) error {
 	}
 	defer cl.Close()
 	f, err := follow.New(follow.Config{
-		Chain:           r.chain,
-		Topic:           a.cfg.Kafka.Topic(topics.Blocks),
-		Concurrency:     a.cfg.Concurrency,
+		Chain: r.chain,
+		Topic: a.cfg.Kafka.Topic(topics.Blocks),
+		// Per node: a backfill bound by the nodes grows with them (the
+		// pool gives each batch to the node expected to answer first).
+		Concurrency:     a.cfg.Concurrency * len(r.chain.RPCNodes()),
 		BatchBlocks:     a.cfg.BatchBlocks,
 		Window:          a.cfg.Window,
 		ReadyLag:        a.cfg.ReadyLag,

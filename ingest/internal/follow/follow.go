@@ -15,6 +15,7 @@ import (
 
 	"github.com/moraine-data/moraine/ingest/internal/convert"
 	"github.com/moraine-data/moraine/ingest/internal/lease"
+	"github.com/moraine-data/moraine/ingest/internal/verify"
 	"github.com/moraine-data/moraine/pkg/chains"
 	"github.com/moraine-data/moraine/pkg/obs"
 	"github.com/moraine-data/moraine/pkg/rpc"
@@ -45,6 +46,9 @@ type Config struct {
 	// ProgressInterval is the period of the progress log line (default
 	// 30s): head, ingested block, lag, rate and ETA.
 	ProgressInterval time.Duration
+	// HaltRetry is how long a chain stopped at a block that no node
+	// answers completely waits before asking again (default 30s).
+	HaltRetry time.Duration
 }
 
 func (c *Config) defaults() {
@@ -62,6 +66,9 @@ func (c *Config) defaults() {
 	}
 	if c.ProgressInterval <= 0 {
 		c.ProgressInterval = 30 * time.Second
+	}
+	if c.HaltRetry <= 0 {
+		c.HaltRetry = 30 * time.Second
 	}
 }
 
@@ -91,6 +98,10 @@ type Follower struct {
 	chain   string // decimal chain id, the metrics label
 	chainID uint64
 	key     []byte // record key: the decimal chain id
+	checks  verify.Checks
+	nodes   []string // the pool's node names
+	// haltedAt is 1 + the block the chain is stopped at (0: running).
+	haltedAt atomic.Uint64
 
 	recovered atomic.Bool
 	// noListing is set once the replay source answers that it has no
@@ -142,10 +153,17 @@ func New(cfg Config, deps Deps) (*Follower, error) {
 		deps:    deps,
 		chainID: cfg.Chain.ID(),
 		chain:   strconv.FormatUint(cfg.Chain.ID(), 10),
+		checks:  verify.ForChain(cfg.Chain),
+		nodes:   deps.RPC.NodeNames(),
 	}
 	f.key = []byte(f.chain)
 	f.logger = deps.Logger.With("component", "follow", "chain_id", f.chain)
 	deps.Metrics.init(f.chain)
+	for _, n := range f.nodes {
+		for _, c := range chains.Checks {
+			deps.Metrics.verifyFailures.WithLabelValues(f.chain, n, c)
+		}
+	}
 	return f, nil
 }
 
@@ -157,6 +175,9 @@ func (f *Follower) Chain() string { return f.chain }
 func (f *Follower) Ready(context.Context) error {
 	if !f.recovered.Load() {
 		return errors.New("checkpoint not recovered from Kafka yet")
+	}
+	if h := f.haltedAt.Load(); h != 0 {
+		return fmt.Errorf("stopped at block %d: no node's answer passes verification", h-1)
 	}
 	head, ok := f.deps.RPC.Head()
 	if !ok {
@@ -557,7 +578,7 @@ func (f *Follower) canonicalHashes(ctx context.Context, lo, hi uint64) ([][]byte
 		for n := lo; n <= hi; n++ {
 			reqs = append(reqs, &rpc.Request{Method: "eth_getBlockByNumber", Params: []any{hexNumber(n), false}})
 		}
-		err := f.deps.RPC.Batch(ctx, reqs)
+		err := f.deps.RPC.Batch(ctx, reqs, rpc.AtBlock(hi))
 		out = make([][]byte, 0, len(reqs))
 		for i, r := range reqs {
 			if err != nil {

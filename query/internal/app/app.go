@@ -134,15 +134,22 @@ func (a *App) build() error {
 	}); err != nil {
 		return err
 	}
-	rpc := make(map[uint64][]string, len(a.chains.Chains))
+	// Contract metadata reads go through a pool per chain: every node of
+	// the chains file, with failover and the nodes' limits.
+	pools := make(map[uint64]*rpc.Pool, len(a.chains.Chains))
 	for _, c := range a.chains.Chains {
-		rpc[c.ID()] = c.RPCURLs
+		pc := rpc.ForChain(c)
+		pc.WSURL, pc.Logger = "", a.logger
+		pool, err := rpc.NewPool(pc, rpc.NewMetrics(a.reg))
+		if err != nil {
+			return err
+		}
+		pools[c.ID()] = pool
 	}
-	contracts := tokenmeta.New(a.cfg.Contracts, rpc, tokenmeta.Deps{Logger: a.logger, Registerer: a.reg, Subsystem: "query"})
-	bal, err := a.buildBalances()
-	if err != nil {
-		return err
-	}
+	contracts := tokenmeta.NewWithPools(a.cfg.Contracts, pools, tokenmeta.Deps{Logger: a.logger, Registerer: a.reg, Subsystem: "query"})
+	// The balance routes read the chains' nodes through the same pools.
+	a.pools = pools
+	bal := a.buildBalances()
 	data, err := api.New(api.Deps{
 		Logger: a.logger.With("component", "api"), Chains: a.chains, History: a.store, Contracts: contracts,
 		Store: a.store, Tokens: tokens, Config: a.cfg.API,
@@ -164,23 +171,9 @@ func (a *App) build() error {
 }
 
 // buildBalances assembles the balance routes' reads (pkg/balances): on the
-// store's connection, node reads through each chain's pool, and the
-// verifier.
-func (a *App) buildBalances() (balances.Service, error) {
-	a.pools = map[uint64]*rpc.Pool{}
-	metrics := rpc.NewMetrics(a.reg)
-	for _, c := range a.chains.Chains {
-		if len(c.RPCURLs) == 0 {
-			continue
-		}
-		pc := rpc.ForChain(c)
-		pc.Logger = a.logger.With("component", "rpc", "chain_id", c.ID())
-		pool, err := rpc.NewPool(pc, metrics)
-		if err != nil {
-			return balances.Service{}, fmt.Errorf("query: chain %s: %w", c.EVMChainID, err)
-		}
-		a.pools[c.ID()] = pool
-	}
+// store's connection, node reads through each chain's pool (a.pools), and
+// the verifier.
+func (a *App) buildBalances() balances.Service {
 	cfg := a.cfg.Balances
 	logger := a.logger.With("component", "balances")
 	db, node := a.store.BalanceDB(), balances.NewRPCNode(a.pools)
@@ -208,7 +201,7 @@ func (a *App) buildBalances() (balances.Service, error) {
 			return out, nil
 		},
 	})
-	return svc, nil
+	return svc
 }
 
 // Run binds both servers, serves, and connects to ClickHouse in the
