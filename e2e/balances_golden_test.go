@@ -351,3 +351,47 @@ func res(t *testing.T, s *stackUp) uint64 {
 	}
 	return n
 }
+
+// checkMetadataRoutes checks that the fetched metadata of the development
+// chain's special NFTs (one per indexStatus) is what getTokenDetails
+// renders, and for ERC-721 what the owner's listErc721Balances renders:
+// the balance routes read the metadata worker's table (pkg/nftmeta).
+func checkMetadataRoutes(t *testing.T, s *stackUp, special map[string]string, rows map[string]nftRow) {
+	checked := 0
+	for key, want := range special {
+		contract, id, _ := strings.Cut(key, "/")
+		var d map[string]any
+		if code := getJSON(t, fmt.Sprintf("%s/v1/chains/%d/nfts/collections/%s/tokens/%s", s.api, s.chain, contract, id), &d); code != http.StatusOK {
+			t.Errorf("getTokenDetails %s: %d", key, code)
+			continue
+		}
+		md, _ := d["metadata"].(map[string]any)
+		if got := str(md["indexStatus"]); got != want {
+			t.Errorf("getTokenDetails %s: indexStatus %s, want %s", key, got, want)
+		}
+		if name := rows[key].name; name != "" && str(md["name"]) != name {
+			t.Errorf("getTokenDetails %s: metadata.name %q, want %q", key, md["name"], name)
+		}
+		checked++
+		owner := lower(str(d["ownerAddress"]))
+		if d["ercType"] != "ERC-721" || owner == "" {
+			continue
+		}
+		found := false
+		for _, it := range pagesOf(t, fmt.Sprintf("%s/v1/chains/%d/addresses/%s/balances:listErc721?contractAddress=%s&pageSize=500", s.api, s.chain, owner, contract), "erc721TokenBalances") {
+			if it["tokenId"] == id {
+				found = true
+				if got := str(it["metadata"].(map[string]any)["indexStatus"]); got != want {
+					t.Errorf("listErc721Balances of %s, %s: indexStatus %s, want %s", owner, key, got, want)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("listErc721Balances of %s lacks %s", owner, key)
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no NFT checked")
+	}
+	t.Logf("%d NFTs' metadata through getTokenDetails and their owners' lists", checked)
+}

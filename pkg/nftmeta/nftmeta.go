@@ -28,6 +28,12 @@ const (
 	StatusUnindexed               = "UNINDEXED"
 )
 
+// ReindexInterval is how often reindexNft may be asked of one NFT ("once
+// per hour for each NFT token"): the API refuses a request within it of the
+// last one it accepted, and the metadata worker skips one that reaches it
+// within it of the last reindex it fetched.
+const ReindexInterval = time.Hour
+
 // Statuses lists every NftTokenMetadataStatus value in the spec's order.
 var Statuses = []string{
 	StatusUnknown, StatusMissingToken, StatusInvalidTokenURI, StatusInvalidTokenURIScheme,

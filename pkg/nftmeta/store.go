@@ -14,7 +14,7 @@ import (
 	"github.com/moraine-data/moraine/pkg/evm"
 )
 
-// ErrUnavailable: ClickHouse cannot answer right now (not connected yet, or
+// ErrUnavailable means ClickHouse cannot answer right now (not connected yet, or
 // an outage: chclient.Unavailable).
 var ErrUnavailable = errors.New("nftmeta: clickhouse unavailable")
 
@@ -30,7 +30,8 @@ type Row struct {
 	Attempt uint8
 	// NextAttempt is when the worker retries (zero: the status is final).
 	NextAttempt time.Time
-	// Reindexed is when the last reindexNft fetch began (zero: never).
+	// Reindexed is when the reindexNft request whose fetches this row
+	// records was accepted (zero: the fetches of a discovered token).
 	Reindexed time.Time
 	// Error is the failure's detail for operators; never served.
 	Error string

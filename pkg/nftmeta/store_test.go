@@ -31,7 +31,7 @@ func TestStoreIntegration(t *testing.T) {
 	three := 3
 	rows := []nftmeta.Row{
 		{Ref: nftmeta.Ref{ChainID: 43112, Contract: a, TokenID: "1"}, Standard: 721, Attempt: 1, Version: 1,
-			Metadata: nftmeta.Metadata{TokenURI: "ipfs://x/1", IndexStatus: nftmeta.StatusThrottledTokenURI, LastUpdated: at},
+			Metadata:    nftmeta.Metadata{TokenURI: "ipfs://x/1", IndexStatus: nftmeta.StatusThrottledTokenURI, LastUpdated: at},
 			NextAttempt: at.Add(time.Minute), Error: "HTTP 429"},
 		{Ref: nftmeta.Ref{ChainID: 43112, Contract: a, TokenID: "1"}, Standard: 721, Attempt: 2, Version: 2,
 			Metadata: nftmeta.Metadata{TokenURI: "ipfs://x/1", IndexStatus: nftmeta.StatusIndexed, LastUpdated: at.Add(time.Minute),

@@ -32,6 +32,7 @@ import (
 	"github.com/moraine-data/moraine/pkg/tokenmeta"
 	"github.com/moraine-data/moraine/query/internal/access"
 	"github.com/moraine-data/moraine/query/internal/data/api"
+	"github.com/moraine-data/moraine/query/internal/data/nftreindex"
 	"github.com/moraine-data/moraine/query/internal/data/store"
 	"github.com/moraine-data/moraine/query/internal/server"
 	"github.com/moraine-data/moraine/query/internal/server/pagetoken"
@@ -58,6 +59,7 @@ type App struct {
 	accounts *accountdb.DB
 	access   *access.Access
 	webhooks *webhooks.Webhooks
+	reindex  *nftreindex.Service
 	health   *obs.Health
 	// pools are the chains' JSON-RPC node pools (chains with rpcUrls);
 	// nftMeta reads NFT metadata; verifier checks served balances against
@@ -150,9 +152,15 @@ func (a *App) build() error {
 	// The balance routes read the chains' nodes through the same pools.
 	a.pools = pools
 	bal := a.buildBalances()
+	// reindexNft requests go to the processor's NFT metadata worker over
+	// the same brokers as the webhook changes.
+	if a.reindex, err = nftreindex.New(nftreindex.Deps{Logger: a.logger, Registerer: a.reg, Kafka: a.cfg.Webhooks.Kafka}); err != nil {
+		return err
+	}
+	a.health.Add("nft_reindex", a.reindex.Ready)
 	data, err := api.New(api.Deps{
 		Logger: a.logger.With("component", "api"), Chains: a.chains, History: a.store, Contracts: contracts,
-		Store: a.store, Tokens: tokens, Config: a.cfg.API,
+		Store: a.store, Tokens: tokens, Config: a.cfg.API, Reindex: a.reindex,
 		Balances: bal, NFTMetadata: a.nftMeta, BalanceSettle: uint64(a.cfg.Store.ReorgWindow),
 	})
 	if err != nil {
@@ -231,6 +239,7 @@ func (a *App) Run(ctx context.Context) error {
 		g.Go(func() error { _ = p.Run(gctx); return nil })
 	}
 	g.Go(func() error { return a.verifier.Run(gctx) })
+	g.Go(func() error { return a.reindex.Run(gctx) })
 	g.Go(func() error {
 		conn, err := chclient.Open(gctx, a.cfg.ClickHouse, a.logger.With("component", "chclient"))
 		if err != nil {
@@ -245,6 +254,7 @@ func (a *App) Run(ctx context.Context) error {
 		a.store.SetConn(conn)
 		a.accounts.SetConn(conn)
 		a.nftMeta.SetConn(conn)
+		a.reindex.SetConn(conn)
 		a.logger.Info("clickhouse connected", "addr", a.cfg.ClickHouse.Addr, "database", a.cfg.ClickHouse.Database)
 		return nil
 	})

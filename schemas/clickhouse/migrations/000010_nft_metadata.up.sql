@@ -21,7 +21,8 @@
 --                    properties as JSON text); decimals -1 when absent
 --   attempt          the attempt this row records (1 for the first)
 --   next_attempt_at  when the worker retries (0: it will not, the status is final)
---   reindexed_at     when the last reindexNft fetch of the token began (0: never)
+--   reindexed_at     when the reindexNft request whose fetch this row records was accepted
+--                    (0: the fetch of a discovered token)
 --   error            the failure's detail, for operators (never served)
 CREATE TABLE IF NOT EXISTS nft_metadata (
     chain_id UInt64,

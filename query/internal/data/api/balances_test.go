@@ -155,7 +155,7 @@ func newBalanceEnv(t *testing.T) *balanceEnv {
 		{ChainID: cChain, Contract: nftX, TokenID: "5"}: {TokenURI: "ipfs://x/5", IndexStatus: nftmeta.StatusIndexed,
 			LastUpdated: time.Unix(1_700_000_000, 0), Name: "Five", ImageURI: "ipfs://img/5", Attributes: `[{"trait_type":"a"}]`},
 	}}
-	e.router, err = newRouter(Deps{
+	e.router, _, err = newRouter(Deps{
 		Logger: testenv.Logger(t), Chains: cc, Store: e.store, History: e.history, Contracts: e.contracts, Tokens: e.tokens,
 		Config: DefaultConfig(), Now: func() time.Time { return e.now },
 		Balances: bal, NFTMetadata: meta, BalanceSettle: 10,

@@ -50,6 +50,8 @@ type Deps struct {
 	Balances      BalanceService
 	NFTMetadata   NFTMetadata
 	BalanceSettle uint64
+	// Reindex accepts reindexNft requests.
+	Reindex Reindexer
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 }
@@ -75,6 +77,8 @@ func New(d Deps) (*API, error) {
 		return nil, errors.New("api: Deps.Contracts is required")
 	case (d.Balances == nil) != (d.NFTMetadata == nil):
 		return nil, errors.New("api: Deps.Balances and Deps.NFTMetadata go together")
+	case d.Reindex == nil:
+		return nil, errors.New("api: Deps.Reindex is required")
 	}
 	if err := d.Config.Validate(); err != nil {
 		return nil, err
@@ -83,7 +87,7 @@ func New(d Deps) (*API, error) {
 		d.Now = time.Now
 	}
 	return &API{h: &handlers{
-		logger: d.Logger, store: d.Store, tokens: d.Tokens, cfg: d.Config, now: d.Now,
+		logger: d.Logger, store: d.Store, tokens: d.Tokens, cfg: d.Config, now: d.Now, reindex: d.Reindex,
 		chains:  newChainIndex(d.Chains),
 		history: historyDeps{store: d.History, contracts: d.Contracts, tokens: newHistoryTokens(d.Tokens)},
 		balance: balanceDeps{service: d.Balances, metadata: d.NFTMetadata, tokens: newBalanceTokens(d.Tokens), settle: d.BalanceSettle},
@@ -130,6 +134,9 @@ func (a *API) Routes() []server.Route {
 		get("/v1/chains/{chainId}/tokens/{address}/transfers", "listTransfers", server.WeightMedium, h.listTransfers),
 		get("/v1/chains/{chainId}/contracts/{address}/transactions:getDeployment", "getDeploymentTransaction", server.WeightMedium, h.getDeployment),
 		get("/v1/chains/{chainId}/contracts/{address}/deployments", "listContractDeployments", server.WeightMedium, h.listDeployments),
+		// NFTs.
+		{Method: http.MethodPost, Path: "/v1/chains/{chainId}/nfts/collections/{address}/tokens/{tokenId}:reindex", Operation: "reindexNft",
+			Weight: server.WeightSmall, Access: server.Public, Handler: h.reindexNft},
 	}
 	if h.balance.service == nil {
 		return routes
@@ -184,6 +191,7 @@ type handlers struct {
 	chains  *chainIndex
 	history historyDeps
 	balance balanceDeps
+	reindex Reindexer
 }
 
 // historyDeps are what the transaction, address and contract handlers add.
