@@ -580,10 +580,10 @@ func runBalancesSDK(t *testing.T, api string, o *nodeOracle, head uint64) {
 	}
 	fx, err := json.Marshal(map[string]any{
 		"chainId": "43112", "block": strconv.FormatUint(block, 10),
-		"erc20": map[string]any{"holder": h20, "balances": e20[h20], "native": hexToDec(native)},
+		"erc20":  map[string]any{"holder": h20, "balances": e20[h20], "native": hexToDec(native)},
 		"erc721": map[string]any{"holder": h721, "tokens": e721[h721]}, "erc1155": map[string]any{"holder": h1155, "balances": e1155[h1155]},
-		"nft":    map[string]any{"address": nftTok, "tokenId": nftID, "ids": len(o.erc721[nftTok])},
-		"items":  map[string]any{"address": itemTok, "ids": len(o.erc1155[itemTok])},
+		"nft":   map[string]any{"address": nftTok, "tokenId": nftID, "ids": len(o.erc721[nftTok])},
+		"items": map[string]any{"address": itemTok, "ids": len(o.erc1155[itemTok])},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -16,10 +16,10 @@ import (
 
 // Errors of node reads, for callers to tell apart.
 var (
-	// ErrNoState: the chain's nodes work but none can answer for that
+	// ErrNoState means the chain's nodes work but none can answer for that
 	// block (a pruned node without its state, rpc.IsUnavailable).
 	ErrNoState = errors.New("balances: the chain's nodes have no state for that block")
-	// ErrNodeDown: no node answered (down, timing out, rate limiting), or
+	// ErrNodeDown means no node answered (down, timing out, rate limiting), or
 	// the chain has no node configured.
 	ErrNodeDown = errors.New("balances: the chain's node did not answer")
 )

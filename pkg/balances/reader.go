@@ -152,8 +152,8 @@ func plan(chainID uint64, holder [20]byte, b uint64, p Progress) ([]keyRange, er
 // an outage or during a backfill.
 const maxDeltaBuckets = 256
 
-// ErrBehind: the block asked about is further past the summed buckets than
-// one read takes (maxDeltaBuckets); the roller is catching up.
+// ErrBehind means the block asked about is further past the summed buckets
+// than one read takes (maxDeltaBuckets): the roller is catching up.
 var ErrBehind = errors.New("balances: not summed yet")
 
 // rangeSlots is the number of key ranges one qHolderRows reads; a plan with

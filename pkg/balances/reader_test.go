@@ -247,10 +247,7 @@ func TestBalancesAtAnyBlockIntegration(t *testing.T) {
 	reader.now = func() time.Time { clock = clock.Add(progressTTL); return clock } // progress read each time
 	// Points to read at: every holder, at the bucket boundaries, the
 	// reorged blocks, and random blocks.
-	var at []uint64
-	for _, b := range []uint64{0, 1, 1023, 1024, 1025, 2047, 1<<20 - 1, 1 << 20, 1<<20 + 1, 2 << 20, head, head + 5} {
-		at = append(at, b)
-	}
+	at := []uint64{0, 1, 1023, 1024, 1025, 2047, 1<<20 - 1, 1 << 20, 1<<20 + 1, 2 << 20, head, head + 5}
 	at = append(at, reorged[:5]...)
 	for range 30 {
 		at = append(at, s.rng.Uint64N(head+1))

@@ -33,7 +33,7 @@ type Route struct {
 	// operation (a JSON array of OpenAPI parameter objects; "" for none),
 	// such as blockNumber on listErc721Balances.
 	ExtraParameters string
-	Handler   gin.HandlerFunc
+	Handler         gin.HandlerFunc
 }
 
 // Weight is a route's cost in compute units (CONTRACT.md section 7.1).

@@ -108,7 +108,9 @@ func (f *fakeBalances) CollectionTokens(_ context.Context, _ uint64, token evm.A
 }
 
 // fakeMeta has the metadata of some NFTs.
-type fakeMeta struct{ m map[nftmeta.Ref]nftmeta.Metadata }
+type fakeMeta struct {
+	m map[nftmeta.Ref]nftmeta.Metadata
+}
 
 func (f fakeMeta) Lookup(_ context.Context, refs []nftmeta.Ref) (map[nftmeta.Ref]nftmeta.Metadata, error) {
 	out := map[nftmeta.Ref]nftmeta.Metadata{}
