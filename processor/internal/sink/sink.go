@@ -3,7 +3,11 @@
 // internal_transactions) and, unless turned off (--processor.address-index),
 // the transaction-history tables the Data API's address and transaction
 // endpoints read (transactions_by_hash and address_lists; index.go, migrations
-// 8 and 9).
+// 8 and 9), and unless turned off (--processor.balances) the balance tables
+// the balance and NFT routes read (balances level 0, nft_transfers,
+// balance_progress; balances.go, migration 11), whose settled buckets its
+// roller (pkg/balances.Roller) sums once each chain's written head is past
+// them.
 //
 // Guarantees:
 //   - Idempotent: every row carries version = the Kafka offset of the event
@@ -46,6 +50,10 @@
 //	moraine_processor_decode_errors_total
 //	moraine_processor_last_written_block{chain}
 //	moraine_processor_last_written_block_timestamp_seconds{chain}  its timestamp (time() - it: the indexed chain's lag)
+//
+// and the roller's (pkg/balances): moraine_processor_balance_buckets_summed_total{level},
+// _balance_rollup_duration_seconds{level}, _balance_summed_block{chain},
+// _balance_rollup_errors_total.
 //
 // Every 30 s while it writes, the sink logs an "indexed" line per chain: the
 // highest block written, its age (lag), and blocks and transactions per
