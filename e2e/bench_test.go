@@ -143,6 +143,16 @@ func BenchmarkPipelineGunzilla(b *testing.B) {
 		ch := func(event string) float64 { return float64(chAfter[event] - chBefore[event]) }
 		fmt.Printf("stage clickhouse     %.0f INSERTs of %.0f rows, %.1f MB; %.0f merges of %.0f rows; %.2fs CPU in query threads\n",
 			ch("InsertQuery"), ch("InsertedRows"), ch("InsertedBytes")/1e6, ch("Merge"), ch("MergedRows"), ch("OSCPUVirtualTimeMicroseconds")/1e6)
+		// What the optional tables add on disk, per transaction of the run
+		// (active parts as written: merges make them smaller).
+		var tableBytes []string
+		for _, r := range query(b, s.conn, `SELECT table, toString(sum(bytes_on_disk)) AS bytes FROM system.parts
+			WHERE active AND database = currentDatabase() AND table IN ('balances', 'nft_transfers', 'balance_progress', 'address_lists', 'transactions_by_hash')
+			GROUP BY table ORDER BY table`) {
+			n, _ := strconv.ParseFloat(r["bytes"], 64)
+			tableBytes = append(tableBytes, fmt.Sprintf("%s %.0f", r["table"], n/float64(txs)))
+		}
+		fmt.Printf("stage bytes per transaction on disk: %s\n", strings.Join(tableBytes, ", "))
 		for _, m := range []struct{ svc, metric string }{
 			{"ingest", "moraine_ingest_stage_duration_seconds_sum"},
 			{"processor", "moraine_processor_batch_duration_seconds_sum"},
