@@ -330,9 +330,9 @@ func (o *nodeOracle) expected(block uint64, holders []string) (erc20, erc721, er
 			keys = append(keys, [3]string{"721", "", tok + "#" + id})
 		}
 	}
-	// ERC-1155 by balanceOfBatch, the getter every ERC-1155 contract has
-	// with the standard's argument order (the development chain's
-	// balanceOf takes (id, account)).
+	// ERC-1155 by balanceOfBatch, the getter every standard ERC-1155
+	// contract has with the standard's argument order (the development
+	// chain's balanceOf takes (id, account)).
 	var batches [][2]string
 	var batchKeys [][2]string // holder, token
 	for _, h := range holders {
@@ -349,16 +349,34 @@ func (o *nodeOracle) expected(block uint64, holders []string) (erc20, erc721, er
 			batchKeys = append(batchKeys, [2]string{h, tok})
 		}
 	}
+	// A contract without balanceOfBatch (the development chain's metadata
+	// collection) is asked id by id through its balanceOf(id, account)
+	// getter.
+	var singles [][2]string
+	var singleKeys [][3]string // holder, token, id
 	for i, r := range o.rawCalls(block, batches) {
 		h, tok := batchKeys[i][0], batchKeys[i][1]
 		r = strings.TrimPrefix(r, "0x")
-		for j, id := range o.erc1155[tok] {
-			if len(r) < 128+64*(j+1) {
-				o.t.Fatalf("balanceOfBatch of %s at %d: %q", tok, block, r)
+		if len(r) < 128+64*len(o.erc1155[tok]) {
+			for _, id := range o.erc1155[tok] {
+				singles = append(singles, [2]string{tok, "0x3656eec2" + word(id) + padAddr(h)})
+				singleKeys = append(singleKeys, [3]string{h, tok, id})
 			}
+			continue
+		}
+		for j, id := range o.erc1155[tok] {
 			if v := hexToBig(r[128+64*j : 192+64*j]); v.Sign() != 0 {
 				erc1155[h][tok+"#"+id] = v.String()
 			}
+		}
+	}
+	for i, v := range o.calls(block, singles) {
+		if v == nil {
+			o.t.Fatalf("neither balanceOfBatch nor balanceOf(id, account) of %s answers", singleKeys[i][1])
+		}
+		if v.Sign() != 0 {
+			k := singleKeys[i]
+			erc1155[k[0]][k[1]+"#"+k[2]] = v.String()
 		}
 	}
 	for i, v := range o.calls(block, reqs) {

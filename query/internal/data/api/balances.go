@@ -197,7 +197,7 @@ func balanceErr(err error) error {
 // nativeErr maps an error of a native balance read to the API error.
 func nativeErr(err error, ch chains.Chain, block uint64) error {
 	if errors.Is(err, balances.ErrNoState) {
-		return apierr.New(http.StatusBadRequest, fmt.Sprintf("The node of chain %s has no state for block %d (it keeps recent blocks only): the native balance at that block is not available",
+		return apierr.New(http.StatusBadRequest, fmt.Sprintf("The node of chain %s has no state for block %d (a pruned node keeps recent blocks only): the native balance at that block is not available",
 			ch.EVMChainID, block))
 	}
 	return apierr.Unavailable("Chain node is temporarily unavailable", err)

@@ -205,7 +205,7 @@ func TestBalanceValidation(t *testing.T) {
 	// The node: no state for an old block (a pruned node), or down.
 	e.bal.nativeErr = fmt.Errorf("%w: missing trie node", balances.ErrNoState)
 	e.requireError(balancePath("43114", "getNative", url.Values{"blockNumber": {"3"}}), http.StatusBadRequest,
-		"The node of chain 43114 has no state for block 3 (it keeps recent blocks only): the native balance at that block is not available")
+		"The node of chain 43114 has no state for block 3 (a pruned node keeps recent blocks only): the native balance at that block is not available")
 	e.bal.nativeErr = fmt.Errorf("%w: refused", balances.ErrNodeDown)
 	e.requireError(balancePath("43114", "listErc20", nil), http.StatusServiceUnavailable, "Chain node is temporarily unavailable")
 	e.bal.nativeErr = nil
