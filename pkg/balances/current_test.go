@@ -42,9 +42,12 @@ func TestStatementsRunOnCurrentClickHouse(t *testing.T) {
 		bind(qHolderRows, append(ranges, "1", "(1, 3)", "1", "('0101')")...),
 		bind(qCanonicalIn, "1", "(5, 6)"), bind(qCanonicalRange, "1", "0", "1023"),
 		bind(qRangeRows, k("00"), k("ff")),
+		"INSERT INTO balance_pairs (pair_key, version) VALUES (unhex('"+strings.Repeat("01", schema.PairKeyLen)+"'), 1)",
+		bind(qPairs, "'"+strings.Repeat("00", schema.PairKeyLen)+"'", "'"+strings.Repeat("ff", schema.PairKeyLen)+"'", "0", "(0)", "0", "('')", "10"),
+		bind(qPairs, "'"+strings.Repeat("00", schema.PairKeyLen)+"'", "'"+strings.Repeat("ff", schema.PairKeyLen)+"'", "1", "(1, 2)", "1", "('AB')", "10"),
 		bind(qNFTRows, n("00"), n("ff")),
 		bind(qNFTRowsOf, n("00"), n("ff"), "('"+strings.Repeat("02", 32)+"')"),
-		bind(qSample, k("00"), k("ff"), "10"),
+		bind(qSample, k("00"), k("ff"), "77", "10"),
 	)
 	testenv.OnCurrentClickHouse(t, stmts)
 }

@@ -30,6 +30,13 @@ type Query struct {
 	// even when Holder has no transfer of it since (Opener), so the answer
 	// for it is complete.
 	Tokens []evm.Address
+	// After starts the answer after this pair (list order: ComparePairs);
+	// Limit, when positive, ends it once it holds Limit listable holdings
+	// (Listable), and Result.More then says whether more may follow. A
+	// page of a list so reads the rows of its own pairs only: the pairs
+	// come from the holder's directory (balance_pairs), a window at a time.
+	After *schema.BalancePair
+	Limit int
 }
 
 // Holding is Holder's balance of one pair at the block.
@@ -43,12 +50,19 @@ type Holding struct {
 	Partial bool
 }
 
+// Listable reports whether h is what a list shows: a positive balance
+// whose opening is known.
+func (h Holding) Listable() bool { return h.Balance.Sign() > 0 && !h.Partial }
+
 // Result is the answer to a Query.
 type Result struct {
 	// Holdings has every pair whose balance is not zero (negative sums,
 	// which a standard token never has, included: see docs/balances.md),
-	// sorted by token, token id and kind.
+	// and every partial one, sorted by token, token id and kind (after
+	// Query.After, up to Query.Limit listable ones).
 	Holdings []Holding
+	// More: Query.Limit ended the answer and pairs may follow its last.
+	More bool
 	// Progress is the chain's, as the read used it.
 	Progress Progress
 }
@@ -57,7 +71,8 @@ type Result struct {
 // every level that together cover the chain up to the block (plan), the
 // deltas kept only where their block is canonical. What one read touches
 // is bounded by the levels' bucket sizes, not by the holder's number of
-// transfers (docs/balances.md, "Layout").
+// transfers (docs/balances.md, "Layout"), and a page of a list reads the
+// pairs of that page.
 type Reader struct {
 	db        DB
 	canonical Canonical
@@ -79,7 +94,7 @@ type cachedProgress struct {
 const progressTTL = 2 * time.Second
 
 // NewReader returns a reader on db; canonical decides which deltas count,
-// opener (nil: none) reads missing opening balances from the node.
+// opener (nil: none) finds missing opening balances.
 func NewReader(db DB, canonical Canonical, opener *Opener) *Reader {
 	return &Reader{db: db, canonical: canonical, opener: opener, progress: map[uint64]cachedProgress{}, now: time.Now}
 }
@@ -105,51 +120,81 @@ func (r *Reader) Progress(ctx context.Context, chainID uint64) (Progress, error)
 // keyRange is an inclusive range of bal_key.
 type keyRange struct{ from, to schema.BalanceKey }
 
-// plan returns the key ranges of holder's rows that sum to its balances at
-// block b, given the chain's progress:
+// levels says which rows of each level make a holder's balances at block
+// b (plan), as bounds on their bucket:
 //
-//	level 3  every opening row (the caller keeps those read at the
-//	         chain's opening block);
-//	level 2  the summed level-2 buckets before b's;
-//	level 1  the summed level-1 buckets from there up to b's, in each
-//	         level-2 bucket they fall in (one range per parent);
-//	level 0  the deltas of the blocks from there up to b, one range per
-//	         level-1 bucket.
-//
-// With the rollups keeping up, that is six ranges at most; every level-1
-// bucket the rollup is behind adds one, up to maxDeltaBuckets.
-func plan(chainID uint64, holder [20]byte, b uint64, p Progress) ([]keyRange, error) {
+//	level 3  the opening rows read at the chain's opening block;
+//	level 2  the summed level-2 buckets before b's: bucket < epochs;
+//	level 1  the summed level-1 buckets from there up to b's:
+//	         epochs*1024 <= bucket < buckets;
+//	level 0  the deltas of the blocks from there up to b:
+//	         buckets*1024 <= block <= b, of canonical blocks.
+type levels struct {
+	epochs, buckets, block uint64
+	// parents are the parent buckets of the level-1 and level-0 rows.
+	l1Parents, l0Parents [2]uint64 // first, last (first > last: none)
+}
+
+// plan returns the levels of a read at block b, given the chain's progress.
+// With the rollups keeping up, that is six key ranges per pair window at
+// most (levels 3 and 2, one or two level-1 parents, two or three level-0
+// ones); every level-1 bucket the rollup is behind adds one, up to
+// maxDeltaBuckets.
+func plan(b uint64, p Progress) (levels, error) {
 	const perEpoch = 1 << (schema.EpochBits - schema.BucketBits)
 	k1, k2 := b>>schema.BucketBits, b>>schema.EpochBits
 	buckets := min(k1, p.Buckets)
 	epochs := min(k2, p.Epochs, buckets/perEpoch)
 	if k1-buckets >= maxDeltaBuckets {
-		return nil, fmt.Errorf("%w: block %d is %d blocks past the summed balances of chain %d", ErrBehind, b, b-buckets<<schema.BucketBits, chainID)
+		return levels{}, fmt.Errorf("%w: block %d is %d blocks past the summed balances", ErrBehind, b, b-buckets<<schema.BucketBits)
 	}
+	l := levels{epochs: epochs, buckets: buckets, block: b, l1Parents: [2]uint64{1, 0}, l0Parents: [2]uint64{buckets, k1}}
+	if buckets > epochs*perEpoch {
+		l.l1Parents = [2]uint64{epochs, (buckets - 1) / perEpoch}
+	}
+	return l, nil
+}
+
+// ranges are the key ranges of holder's rows of pairs [lo, hi] at the
+// levels l.
+func (l levels) ranges(chainID uint64, holder [20]byte, lo, hi schema.PairBytes) []keyRange {
 	var out []keyRange
-	add := func(level uint8, parent, first, last uint64) {
-		from, to := schema.BalanceHolderRange(chainID, level, parent, holder, first, last)
+	add := func(level uint8, parent uint64) {
+		from, to := schema.BalanceHolderRange(chainID, level, parent, holder, lo, hi)
 		out = append(out, keyRange{from, to})
 	}
-	add(schema.BalanceLevelOpening, 0, 0, 1<<64-1)
-	if epochs > 0 {
-		add(schema.BalanceLevelEpoch, 0, 0, epochs-1)
+	add(schema.BalanceLevelOpening, 0)
+	if l.epochs > 0 {
+		add(schema.BalanceLevelEpoch, 0)
 	}
-	for lo := epochs * perEpoch; lo < buckets; {
-		hi := min(buckets, (lo/perEpoch+1)*perEpoch) // the end of lo's level-2 bucket
-		add(schema.BalanceLevelBucket, lo/perEpoch, lo, hi-1)
-		lo = hi
+	for e := l.l1Parents[0]; e <= l.l1Parents[1] && l.l1Parents[0] <= l.l1Parents[1]; e++ {
+		add(schema.BalanceLevelBucket, e)
 	}
-	for j := buckets; j <= k1; j++ {
-		add(schema.BalanceLevelDelta, j, j<<schema.BucketBits, min(b, (j+1)<<schema.BucketBits-1))
+	for j := l.l0Parents[0]; j <= l.l0Parents[1]; j++ {
+		add(schema.BalanceLevelDelta, j)
 	}
-	return out, nil
+	return out
+}
+
+// counts reports whether a row of level-1 or level-2 bucket, or level-0
+// block, is part of the balances at l (the ranges read whole parents).
+func (l levels) counts(k *schema.BalanceKey) bool {
+	const perEpoch = 1 << (schema.EpochBits - schema.BucketBits)
+	switch k.Level() {
+	case schema.BalanceLevelEpoch:
+		return k.Bucket() < l.epochs
+	case schema.BalanceLevelBucket:
+		return k.Bucket() >= l.epochs*perEpoch && k.Bucket() < l.buckets
+	case schema.BalanceLevelDelta:
+		return k.Bucket() >= l.buckets<<schema.BucketBits && k.Bucket() <= l.block
+	}
+	return true
 }
 
 // maxDeltaBuckets bounds the level-1 buckets of deltas one read takes (one
-// key range each, so 32 reads of rangeSlots ranges): the roller keeps two
-// or three unsummed behind the head, more only while it catches up after
-// an outage or during a backfill.
+// key range each): the roller keeps two or three unsummed behind the
+// head, more only while it catches up after an outage or during a
+// backfill.
 const maxDeltaBuckets = 256
 
 // ErrBehind means the block asked about is further past the summed buckets
@@ -169,18 +214,23 @@ var qHolderRows = `SELECT bal_key, amount
 FROM balances
 WHERE (` + strings.Repeat(`(bal_key >= unhex(?) AND bal_key <= unhex(?)) OR `, rangeSlots-1) + `(bal_key >= unhex(?) AND bal_key <= unhex(?)))
 	AND (? = 0 OR reinterpretAsUInt8(substring(bal_key, ` + fmt.Sprint(schema.BalanceKindAt+1) + `, 1)) IN ?)
-	AND (? = 0 OR hex(substring(bal_key, ` + fmt.Sprint(schema.BalanceTokenAt+1) + `, 20)) IN ?)
+	AND (? = 0 OR hex(substring(bal_key, ` + fmt.Sprint(schema.BalancePairAt+1) + `, 20)) IN ?)
 LIMIT 1 BY bal_key`
 
-// row is one bal_key and amount read.
-type row struct {
-	key    schema.BalanceKey
-	amount string
-}
+// qPairs reads the next pairs of a holder's directory after a key (up to
+// ?), of some kinds and tokens as qHolderRows.
+var qPairs = `SELECT pair_key
+FROM balance_pairs
+WHERE pair_key > unhex(?) AND pair_key <= unhex(?)
+	AND (? = 0 OR reinterpretAsUInt8(substring(pair_key, ` + fmt.Sprint(schema.PairKeyLen) + `, 1)) IN ?)
+	AND (? = 0 OR hex(substring(pair_key, ` + fmt.Sprint(schema.PairKeyHolderLen+1) + `, 20)) IN ?)
+ORDER BY pair_key
+LIMIT 1 BY pair_key
+LIMIT ?`
 
-// rows reads every row of the ranges, filtered as q says.
-func (r *Reader) rows(ctx context.Context, q Query, ranges []keyRange) ([]row, error) {
-	const name = "balance_rows"
+// filters are a query's kind and token sets as qHolderRows and qPairs
+// take them.
+func (q Query) filters() []any {
 	kinds, useKinds := []any{uint8(0)}, 0
 	if len(q.Kinds) > 0 {
 		kinds, useKinds = make([]any, len(q.Kinds)), 1
@@ -195,6 +245,18 @@ func (r *Reader) rows(ctx context.Context, q Query, ranges []keyRange) ([]row, e
 			tokens[i] = strings.ToUpper(hex.EncodeToString(t[:]))
 		}
 	}
+	return []any{useKinds, clickhouse.GroupSet{Value: kinds}, useTokens, clickhouse.GroupSet{Value: tokens}}
+}
+
+// row is one bal_key and amount read.
+type row struct {
+	key    schema.BalanceKey
+	amount string
+}
+
+// rows reads every row of the ranges, filtered as q says.
+func (r *Reader) rows(ctx context.Context, q Query, ranges []keyRange) ([]row, error) {
+	const name = "balance_rows"
 	var out []row
 	for len(ranges) > 0 {
 		n := min(len(ranges), rangeSlots)
@@ -206,7 +268,7 @@ func (r *Reader) rows(ctx context.Context, q Query, ranges []keyRange) ([]row, e
 				args = append(args, "ff", "00") // empty
 			}
 		}
-		args = append(args, useKinds, clickhouse.GroupSet{Value: kinds}, useTokens, clickhouse.GroupSet{Value: tokens})
+		args = append(args, q.filters()...)
 		ranges = ranges[n:]
 		rows, done, err := r.db.Query(ctx, name, nil, qHolderRows, args...)
 		if err != nil {
@@ -232,28 +294,163 @@ func (r *Reader) rows(ctx context.Context, q Query, ranges []keyRange) ([]row, e
 	return out, nil
 }
 
+// pairs reads up to n pairs of q.Holder's directory after after (nil: from
+// the first), filtered as q says; done is true when the directory has no
+// more.
+func (r *Reader) pairs(ctx context.Context, q Query, after *schema.PairBytes, n int) (out []schema.PairBytes, done bool, err error) {
+	const name = "balance_pairs"
+	// From the all-zero pair, which no holding has (kind 0 is none).
+	from := schema.NewPairKey(q.ChainID, q.Holder, schema.PairBytes{})
+	if after != nil {
+		from = schema.NewPairKey(q.ChainID, q.Holder, *after)
+	}
+	to := schema.NewPairKey(q.ChainID, q.Holder, schema.MaxPair)
+	args := append([]any{hex.EncodeToString(from[:]), hex.EncodeToString(to[:])}, q.filters()...)
+	args = append(args, n)
+	rows, release, err := r.db.Query(ctx, name, nil, qPairs, args...)
+	if err != nil {
+		return nil, false, err
+	}
+	defer release()
+	err = each(name, rows, func() error {
+		var key string
+		if err := rows.Scan(&key); err != nil {
+			return scanErr(name, err)
+		}
+		if len(key) != schema.PairKeyLen {
+			return fmt.Errorf("balances: %s: pair_key of %d bytes", name, len(key))
+		}
+		var k schema.PairKey
+		copy(k[:], key)
+		out = append(out, k.Pair())
+		return nil
+	})
+	return out, len(out) < n, err
+}
+
+// pageSlack is the number of pairs the first window of a paged read takes
+// beyond its limit (pairs of zero balance are in the directory too); each
+// next window is twice the last.
+const pageSlack = 8
+
 // At answers q.
 func (r *Reader) At(ctx context.Context, q Query) (Result, error) {
 	p, err := r.Progress(ctx, q.ChainID)
 	if err != nil {
 		return Result{}, err
 	}
-	ranges, err := plan(q.ChainID, q.Holder, q.Block, p)
+	l, err := plan(q.Block, p)
 	if err != nil {
-		return Result{}, err
+		return Result{}, fmt.Errorf("chain %d: %w", q.ChainID, err)
 	}
-	rows, err := r.rows(ctx, q, ranges)
+	res := Result{Progress: p}
+	// A whole answer, or a page of a few named ERC-20 tokens: one window.
+	if q.Limit <= 0 || (len(q.Tokens) > 0 && len(q.Kinds) == 1 && q.Kinds[0] == uint8(evm.ERC20)) {
+		lo, hi := schema.PairBytes{}, schema.MaxPair
+		if len(q.Tokens) > 0 {
+			lo, hi = tokenSpan(q.Tokens)
+		}
+		hs, err := r.window(ctx, q, p, l, lo, hi, true)
+		if err != nil {
+			return Result{}, err
+		}
+		res.Holdings, res.More = Page(hs, q.After, q.Limit)
+		return res, nil
+	}
+	// A page: the directory's pairs after the cursor, a window at a time,
+	// until the page is full or the pairs end.
+	var after *schema.PairBytes
+	if q.After != nil {
+		b := q.After.Bytes()
+		after = &b
+	}
+	listed := 0
+	for n := q.Limit + 1 + pageSlack; ; n *= 2 {
+		ps, last, err := r.pairs(ctx, q, after, n)
+		if err != nil {
+			return Result{}, err
+		}
+		if len(ps) > 0 {
+			hs, err := r.window(ctx, q, p, l, ps[0], ps[len(ps)-1], false)
+			if err != nil {
+				return Result{}, err
+			}
+			for _, h := range hs {
+				if listed == q.Limit {
+					res.More = true
+					return res, nil
+				}
+				res.Holdings = append(res.Holdings, h)
+				if h.Listable() {
+					listed++
+				}
+			}
+			after = &ps[len(ps)-1]
+		}
+		if last {
+			return res, nil
+		}
+	}
+}
+
+// Page keeps the holdings (sorted) after after, up to limit listable ones
+// (limit <= 0: all); more says whether it cut any.
+func Page(hs []Holding, after *schema.BalancePair, limit int) ([]Holding, bool) {
+	if after != nil {
+		i, _ := slices.BinarySearchFunc(hs, *after, func(h Holding, a schema.BalancePair) int { return ComparePairs(h.BalancePair, a) })
+		for i < len(hs) && ComparePairs(hs[i].BalancePair, *after) <= 0 {
+			i++
+		}
+		hs = hs[i:]
+	}
+	if limit <= 0 {
+		return hs, false
+	}
+	listed := 0
+	for i, h := range hs {
+		if listed == limit {
+			return hs[:i], true
+		}
+		if h.Listable() {
+			listed++
+		}
+	}
+	return hs, false
+}
+
+// tokenSpan is the pair range from the first to the last token's pairs.
+func tokenSpan(tokens []evm.Address) (lo, hi schema.PairBytes) {
+	first, last := tokens[0], tokens[0]
+	for _, t := range tokens[1:] {
+		if bytes.Compare(t[:], first[:]) < 0 {
+			first = t
+		}
+		if bytes.Compare(t[:], last[:]) > 0 {
+			last = t
+		}
+	}
+	copy(lo[:], first[:])
+	hi = schema.MaxPair
+	copy(hi[:], last[:])
+	return lo, hi
+}
+
+// window reads and sums q.Holder's rows of pairs [lo, hi] at the levels l,
+// opening what needs an opening; named (a whole answer) also opens the
+// named ERC-20 tokens that have no row.
+func (r *Reader) window(ctx context.Context, q Query, p Progress, l levels, lo, hi schema.PairBytes, named bool) ([]Holding, error) {
+	rows, err := r.rows(ctx, q, l.ranges(q.ChainID, q.Holder, lo, hi))
 	if err != nil {
-		return Result{}, err
+		return nil, err
 	}
 	canon, err := r.canonicalOf(ctx, q.ChainID, rows)
 	if err != nil {
-		return Result{}, err
+		return nil, err
 	}
-	sums := map[schema.BalancePair]*big.Int{}
-	opened := map[schema.BalancePair]bool{}
-	for _, rw := range rows {
-		k := &rw.key
+	sums := map[schema.PairBytes]*big.Int{}
+	opened := map[schema.PairBytes]bool{}
+	for i := range rows {
+		k := &rows[i].key
 		switch k.Level() {
 		case schema.BalanceLevelDelta:
 			if !canon[BlockRef{k.Bucket(), k.BlockHash()}] {
@@ -263,35 +460,38 @@ func (r *Reader) At(ctx context.Context, q Query) (Result, error) {
 			if p.Complete() || k.Bucket() != p.OpeningBlock() {
 				continue // opened for another start of the chain
 			}
-			opened[k.Pair()] = true
+			opened[k.PairBytes()] = true
 		}
-		v, ok := new(big.Int).SetString(rw.amount, 10)
+		if !l.counts(k) {
+			continue
+		}
+		v, ok := new(big.Int).SetString(rows[i].amount, 10)
 		if !ok {
-			return Result{}, fmt.Errorf("balances: amount %q of row %x is not a decimal", rw.amount, k[:])
+			return nil, fmt.Errorf("balances: amount %q of row %x is not a decimal", rows[i].amount, k[:])
 		}
-		pair := k.Pair()
+		pair := k.PairBytes()
 		if s, ok := sums[pair]; ok {
 			s.Add(s, v)
 		} else {
 			sums[pair] = v
 		}
 	}
-	partial := map[schema.BalancePair]bool{}
+	partial := map[schema.PairBytes]bool{}
 	if !p.Complete() {
 		var unopened []schema.BalancePair
 		for pair := range sums {
 			if !opened[pair] {
-				unopened = append(unopened, pair)
+				unopened = append(unopened, pair.Pair())
 			}
 		}
 		// A named ERC-20 token with no transfer since the first block may
 		// still have a balance from before it.
-		if len(q.Kinds) == 1 && q.Kinds[0] == uint8(evm.ERC20) {
+		if named && len(q.Kinds) == 1 && q.Kinds[0] == uint8(evm.ERC20) {
 			for _, t := range q.Tokens {
 				pair := schema.BalancePair{Kind: uint8(evm.ERC20), Token: t}
-				if _, seen := sums[pair]; !seen && !opened[pair] {
+				if _, seen := sums[pair.Bytes()]; !seen && !opened[pair.Bytes()] {
 					unopened = append(unopened, pair)
-					sums[pair] = new(big.Int)
+					sums[pair.Bytes()] = new(big.Int)
 				}
 			}
 		}
@@ -299,37 +499,32 @@ func (r *Reader) At(ctx context.Context, q Query) (Result, error) {
 		got := map[schema.BalancePair]*big.Int{}
 		if r.opener != nil && len(unopened) > 0 {
 			if got, err = r.opener.Open(ctx, q.ChainID, q.Holder, p.OpeningBlock(), unopened); err != nil {
-				return Result{}, err
+				return nil, err
 			}
 		}
 		for _, pair := range unopened {
 			if v, ok := got[pair]; ok {
-				sums[pair].Add(sums[pair], v)
+				sums[pair.Bytes()].Add(sums[pair.Bytes()], v)
 			} else {
-				partial[pair] = true
+				partial[pair.Bytes()] = true
 			}
 		}
 	}
-	res := Result{Progress: p, Holdings: make([]Holding, 0, len(sums))}
+	out := make([]Holding, 0, len(sums))
 	for pair, v := range sums {
 		if v.Sign() != 0 || partial[pair] {
-			res.Holdings = append(res.Holdings, Holding{BalancePair: pair, Balance: v, Partial: partial[pair]})
+			out = append(out, Holding{BalancePair: pair.Pair(), Balance: v, Partial: partial[pair]})
 		}
 	}
-	slices.SortFunc(res.Holdings, func(a, b Holding) int { return ComparePairs(a.BalancePair, b.BalancePair) })
-	return res, nil
+	slices.SortFunc(out, func(a, b Holding) int { return ComparePairs(a.BalancePair, b.BalancePair) })
+	return out, nil
 }
 
 // ComparePairs orders pairs by token, token id, then kind: an NFT
-// collection's ids in numeric order.
+// collection's ids in numeric order, as the keys sort them.
 func ComparePairs(a, b schema.BalancePair) int {
-	if c := bytes.Compare(a.Token[:], b.Token[:]); c != 0 {
-		return c
-	}
-	if c := bytes.Compare(a.TokenID[:], b.TokenID[:]); c != 0 {
-		return c
-	}
-	return int(a.Kind) - int(b.Kind)
+	x, y := a.Bytes(), b.Bytes()
+	return bytes.Compare(x[:], y[:])
 }
 
 // canonicalOf says which of the blocks of rows' deltas are canonical.

@@ -116,68 +116,46 @@ func (v *Verifier) Round(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// qSample reads level-0 keys of a key range, a few per holder (bytes 18 to
-// 37 of the key), so a sample spans holders rather than the many tokens of
-// the first one.
+// qSample reads n level-0 keys of a key range at random, one per (holder,
+// pair): the holder is bytes 18 to 37 of the key, the pair the 53 after
+// it; the order is a hash of the key seeded by the round.
 const qSample = `SELECT bal_key
 FROM balances
 WHERE bal_key >= unhex(?) AND bal_key <= unhex(?)
-LIMIT 3 BY substring(bal_key, 18, 20)
+ORDER BY cityHash64(bal_key, ?)
+LIMIT 1 BY substring(bal_key, 18, 73)
 LIMIT ?`
 
-// sample returns up to n (holder, pair) keys of deltas near block b: from a
-// random holder of b's bucket (and the bucket before) on.
+// sample returns up to n (holder, pair) keys of deltas near block b, at
+// random among those of b's level-1 bucket and the bucket before (a read of
+// their rows, once a round).
 func (v *Verifier) sample(ctx context.Context, chainID, b uint64, n int) ([]schema.BalanceKey, error) {
 	const name = "balance_sample"
-	var out []schema.BalanceKey
-	seen := map[[20 + 1 + 20 + 32]byte]bool{}
-	for _, parent := range []uint64{b >> schema.BucketBits, b>>schema.BucketBits - 1} {
-		var start [20]byte
-		for i := range start {
-			start[i] = byte(v.rng.IntN(256))
-		}
-		_, end := schema.BalancePrefixRange(schema.BalanceParentPrefix(chainID, schema.BalanceLevelDelta, parent))
-		from, _ := schema.BalanceHolderRange(chainID, schema.BalanceLevelDelta, parent, start, 0, 0)
-		begin, _ := schema.BalancePrefixRange(schema.BalanceParentPrefix(chainID, schema.BalanceLevelDelta, parent))
-		for _, r := range [][2]schema.BalanceKey{{from, end}, {begin, from}} {
-			if len(out) >= n {
-				break
-			}
-			rows, done, err := v.db.Query(ctx, name, nil, qSample, hex.EncodeToString(r[0][:]), hex.EncodeToString(r[1][:]), n)
-			if err != nil {
-				return nil, err
-			}
-			err = each(name, rows, func() error {
-				var key string
-				if err := rows.Scan(&key); err != nil {
-					return scanErr(name, err)
-				}
-				k, err := schema.ParseBalanceKey(key)
-				if err != nil {
-					return err
-				}
-				var id [20 + 1 + 20 + 32]byte
-				h, p := k.Holder(), k.Pair()
-				copy(id[:], h[:])
-				id[20] = p.Kind
-				copy(id[21:], p.Token[:])
-				copy(id[41:], p.TokenID[:])
-				if !seen[id] && len(out) < n {
-					seen[id] = true
-					out = append(out, k)
-				}
-				return nil
-			})
-			done()
-			if err != nil {
-				return nil, err
-			}
-		}
-		if b>>schema.BucketBits == 0 {
-			break
-		}
+	first := b >> schema.BucketBits
+	if first > 0 {
+		first--
 	}
-	return out, nil
+	from, _ := schema.BalancePrefixRange(schema.BalanceParentPrefix(chainID, schema.BalanceLevelDelta, first))
+	_, to := schema.BalancePrefixRange(schema.BalanceParentPrefix(chainID, schema.BalanceLevelDelta, b>>schema.BucketBits))
+	rows, done, err := v.db.Query(ctx, name, nil, qSample, hex.EncodeToString(from[:]), hex.EncodeToString(to[:]), v.rng.Uint64(), n)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	var out []schema.BalanceKey
+	err = each(name, rows, func() error {
+		var key string
+		if err := rows.Scan(&key); err != nil {
+			return scanErr(name, err)
+		}
+		k, err := schema.ParseBalanceKey(key)
+		if err != nil {
+			return err
+		}
+		out = append(out, k)
+		return nil
+	})
+	return out, err
 }
 
 var kindNames = map[uint8]string{uint8(evm.ERC20): "erc20", uint8(evm.ERC721): "erc721", uint8(evm.ERC1155): "erc1155"}

@@ -36,9 +36,12 @@ const (
 	// holder's rows of one level and parent: chain id, level, parent,
 	// holder.
 	BalanceHolderPrefixLen = 8 + 1 + 8 + 20
-	// BalanceKeyLen is the length of a whole key: the holder prefix, then
-	// bucket, kind, token, token id and block hash.
-	BalanceKeyLen = BalanceHolderPrefixLen + 8 + 1 + 20 + 32 + 32
+	// BalancePairLen is the length of a pair in keys: token, token id,
+	// kind, so pairs sort as the lists show them.
+	BalancePairLen = 20 + 32 + 1
+	// BalanceKeyLen is the length of a whole key: the holder prefix, the
+	// pair, then bucket and block hash.
+	BalanceKeyLen = BalanceHolderPrefixLen + BalancePairLen + 8 + 32
 )
 
 // Offsets of a bal_key's parts (0-based; SQL's substring counts from 1).
@@ -46,13 +49,12 @@ const (
 	balLevelAt  = 8
 	balParentAt = 9
 	balHolderAt = 17
-	balBucketAt = 37
-	// BalanceKindAt and BalanceTokenAt locate the kind byte and the token
-	// address, for reads that keep some kinds or tokens only.
-	BalanceKindAt  = 45
-	BalanceTokenAt = 46
-	balIDAt        = 66
-	balHashAt      = 98
+	// BalancePairAt locates the pair (token, token id, kind); BalanceKindAt
+	// its kind byte.
+	BalancePairAt = 37
+	BalanceKindAt = BalancePairAt + 20 + 32
+	balBucketAt   = BalancePairAt + BalancePairLen
+	balHashAt     = balBucketAt + 8
 )
 
 // BalancePair is what a balance is of: a token of one kind (evm.Kind's
@@ -64,6 +66,34 @@ type BalancePair struct {
 	TokenID [32]byte
 }
 
+// PairBytes is the pair as keys hold it: token, token id, kind.
+type PairBytes [BalancePairLen]byte
+
+// Bytes is p as keys hold it; its order is the lists' (token, then token
+// id, then kind).
+func (p BalancePair) Bytes() (b PairBytes) {
+	copy(b[:], p.Token[:])
+	copy(b[20:], p.TokenID[:])
+	b[52] = p.Kind
+	return b
+}
+
+// Pair reads a pair back.
+func (b PairBytes) Pair() BalancePair {
+	p := BalancePair{Kind: b[52]}
+	copy(p.Token[:], b[:20])
+	copy(p.TokenID[:], b[20:52])
+	return p
+}
+
+// MaxPair is the greatest pair.
+var MaxPair = func() (b PairBytes) {
+	for i := range b {
+		b[i] = 0xff
+	}
+	return b
+}()
+
 // BalanceKey is a balances.bal_key.
 type BalanceKey [BalanceKeyLen]byte
 
@@ -74,10 +104,9 @@ func NewBalanceKey(chainID uint64, level uint8, parent uint64, holder [20]byte, 
 	k[balLevelAt] = level
 	binary.BigEndian.PutUint64(k[balParentAt:], parent)
 	copy(k[balHolderAt:], holder[:])
+	pb := p.Bytes()
+	copy(k[BalancePairAt:], pb[:])
 	binary.BigEndian.PutUint64(k[balBucketAt:], bucket)
-	k[BalanceKindAt] = p.Kind
-	copy(k[BalanceTokenAt:], p.Token[:])
-	copy(k[balIDAt:], p.TokenID[:])
 	copy(k[balHashAt:], blockHash[:])
 	return k
 }
@@ -104,11 +133,11 @@ func OpeningKey(chainID uint64, holder [20]byte, block uint64, p BalancePair) Ba
 }
 
 // BalanceHolderRange is the [from, to] range of holder's rows of one level
-// and parent whose bucket is in [first, last].
-func BalanceHolderRange(chainID uint64, level uint8, parent uint64, holder [20]byte, first, last uint64) (from, to BalanceKey) {
-	from = NewBalanceKey(chainID, level, parent, holder, first, BalancePair{}, [32]byte{})
-	to = NewBalanceKey(chainID, level, parent, holder, last, BalancePair{}, [32]byte{})
-	for i := balBucketAt + 8; i < BalanceKeyLen; i++ {
+// and parent whose pair is in [first, last] (every bucket and block).
+func BalanceHolderRange(chainID uint64, level uint8, parent uint64, holder [20]byte, first, last PairBytes) (from, to BalanceKey) {
+	from = NewBalanceKey(chainID, level, parent, holder, 0, first.Pair(), [32]byte{})
+	to = NewBalanceKey(chainID, level, parent, holder, 0, last.Pair(), [32]byte{})
+	for i := balBucketAt; i < BalanceKeyLen; i++ {
 		to[i] = 0xff
 	}
 	return from, to
@@ -162,13 +191,14 @@ func (k *BalanceKey) Holder() (a [20]byte) {
 // Bucket is the key's bucket: the block number of a delta.
 func (k *BalanceKey) Bucket() uint64 { return binary.BigEndian.Uint64(k[balBucketAt:]) }
 
-// Pair is what the row is a balance of.
-func (k *BalanceKey) Pair() BalancePair {
-	p := BalancePair{Kind: k[BalanceKindAt]}
-	copy(p.Token[:], k[BalanceTokenAt:])
-	copy(p.TokenID[:], k[balIDAt:])
-	return p
+// PairBytes is what the row is a balance of, as the key holds it.
+func (k *BalanceKey) PairBytes() (b PairBytes) {
+	copy(b[:], k[BalancePairAt:])
+	return b
 }
+
+// Pair is what the row is a balance of.
+func (k *BalanceKey) Pair() BalancePair { return k.PairBytes().Pair() }
 
 // BlockHash is the hash of a delta's block (zero on other levels).
 func (k *BalanceKey) BlockHash() (h [32]byte) {
@@ -182,8 +212,48 @@ func (k *BalanceKey) BlockHash() (h [32]byte) {
 // benchmark's seed.
 func SQLBalanceKey(chainID, level, parent, holder, bucket, kind, token, tokenID, blockHash string) string {
 	return "toFixedString(concat(" + strings.Join([]string{sqlBigEndian(chainID, 8), sqlBigEndian(level, 1),
-		sqlBigEndian(parent, 8), holder, sqlBigEndian(bucket, 8), sqlBigEndian(kind, 1), token, tokenID, blockHash}, ", ") +
+		sqlBigEndian(parent, 8), holder, token, tokenID, sqlBigEndian(kind, 1), sqlBigEndian(bucket, 8), blockHash}, ", ") +
 		"), " + fmt.Sprint(BalanceKeyLen) + ")"
+}
+
+// The pair_key of balance_pairs (migration 11): one row per (holder, pair)
+// that ever had a delta, the directory paged lists read their pairs from.
+const (
+	// PairKeyHolderLen is the length of one holder's prefix: chain id and
+	// holder.
+	PairKeyHolderLen = 8 + 20
+	// PairKeyLen is the length of a key: the holder prefix and the pair.
+	PairKeyLen = PairKeyHolderLen + BalancePairLen
+)
+
+// PairKey is a balance_pairs.pair_key.
+type PairKey [PairKeyLen]byte
+
+// NewPairKey is the directory key of holder's pair p.
+func NewPairKey(chainID uint64, holder [20]byte, p PairBytes) PairKey {
+	var k PairKey
+	binary.BigEndian.PutUint64(k[0:], chainID)
+	copy(k[8:], holder[:])
+	copy(k[PairKeyHolderLen:], p[:])
+	return k
+}
+
+// PairKeyOf is the directory key of a balances row's holder and pair.
+func PairKeyOf(k *BalanceKey) PairKey {
+	return NewPairKey(k.ChainID(), k.Holder(), k.PairBytes())
+}
+
+// Pair is the key's pair.
+func (k *PairKey) Pair() (b PairBytes) {
+	copy(b[:], k[PairKeyHolderLen:])
+	return b
+}
+
+// SQLPairKeyOf is the SQL expression of the directory key of a bal_key
+// expression: its chain, holder and pair.
+func SQLPairKeyOf(balKey string) string {
+	return fmt.Sprintf("toFixedString(concat(substring(%s, 1, 8), substring(%s, %d, %d)), %d)",
+		balKey, balKey, balHolderAt+1, 20+BalancePairLen, PairKeyLen)
 }
 
 // SQLTokenID is the SQL expression of the 32-byte token id word of an

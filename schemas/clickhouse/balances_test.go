@@ -9,14 +9,18 @@ func TestBalanceKeyOrder(t *testing.T) {
 	holder := [20]byte{0xaa}
 	erc20 := BalancePair{Kind: 1, Token: [20]byte{0x01}}
 	nft := BalancePair{Kind: 2, Token: [20]byte{0x01}, TokenID: [32]byte{31: 7}}
+	nft1155 := BalancePair{Kind: 3, Token: [20]byte{0x01}, TokenID: [32]byte{31: 7}}
 	h := [32]byte{0x01}
-	// Keys sort as reads need them: level, parent, holder, then bucket
-	// (block order within a level), then what the row is a balance of.
+	// Keys sort as reads need them: level, parent, holder, then the pair as
+	// lists show them (token, token id, kind), then bucket (block order
+	// within a pair) and block hash.
 	ordered := []BalanceKey{
 		DeltaKey(43114, holder, 5, erc20, [32]byte{}),
 		DeltaKey(43114, holder, 5, erc20, h),
-		DeltaKey(43114, holder, 5, nft, [32]byte{}),
 		DeltaKey(43114, holder, 1023, erc20, [32]byte{}),
+		DeltaKey(43114, holder, 5, nft, [32]byte{}),
+		DeltaKey(43114, holder, 5, nft1155, [32]byte{}),
+		DeltaKey(43114, holder, 5, BalancePair{Kind: 1, Token: [20]byte{0x02}}, [32]byte{}),
 		DeltaKey(43114, [20]byte{0xab}, 0, erc20, [32]byte{}),
 		DeltaKey(43114, holder, 1024, erc20, [32]byte{}), // the next level-1 bucket is the next parent
 		BucketSumKey(43114, holder, 0, erc20),
@@ -47,29 +51,34 @@ func TestBalanceKeyOrder(t *testing.T) {
 	if _, err := ParseBalanceKey(string(k[:129])); err == nil {
 		t.Fatal("ParseBalanceKey took 129 bytes")
 	}
+	if pk := PairKeyOf(&k); pk.Pair() != nft.Bytes() || pk != NewPairKey(43114, holder, nft.Bytes()) {
+		t.Fatal("PairKeyOf")
+	}
 }
 
 func TestBalanceRanges(t *testing.T) {
 	holder := [20]byte{0xaa}
-	p := BalancePair{Kind: 3, Token: [20]byte{0xff, 0xff}, TokenID: [32]byte{0: 0xff}}
-	from, to := BalanceHolderRange(43114, BalanceLevelDelta, 1, holder, 1024, 1500)
+	a := BalancePair{Kind: 1, Token: [20]byte{0x10}}
+	b := BalancePair{Kind: 2, Token: [20]byte{0x20}, TokenID: [32]byte{0: 0xff}}
+	c := BalancePair{Kind: 1, Token: [20]byte{0x30}}
+	from, to := BalanceHolderRange(43114, BalanceLevelDelta, 1, holder, a.Bytes(), b.Bytes())
 	in := func(k BalanceKey) bool { return bytes.Compare(from[:], k[:]) <= 0 && bytes.Compare(k[:], to[:]) <= 0 }
-	for _, c := range []struct {
+	for _, x := range []struct {
 		k    BalanceKey
 		want bool
 	}{
-		{DeltaKey(43114, holder, 1024, BalancePair{}, [32]byte{}), true},
-		{DeltaKey(43114, holder, 1500, p, [32]byte{0: 0xff}), true},
-		{DeltaKey(43114, holder, 1501, BalancePair{}, [32]byte{}), false},
-		{DeltaKey(43114, holder, 1023, p, [32]byte{}), false},
-		{DeltaKey(43114, [20]byte{0xab}, 1200, BalancePair{}, [32]byte{}), false},
+		{DeltaKey(43114, holder, 1024, a, [32]byte{}), true},
+		{DeltaKey(43114, holder, 2047, b, [32]byte{0: 0xff}), true},
+		{DeltaKey(43114, holder, 1500, c, [32]byte{}), false},
+		{DeltaKey(43114, holder, 1023, a, [32]byte{}), false}, // another parent
+		{DeltaKey(43114, [20]byte{0xab}, 1200, a, [32]byte{}), false},
 	} {
-		if in(c.k) != c.want {
-			t.Errorf("block %d of holder %x in the range: %v, want %v", c.k.Bucket(), c.k.Holder(), !c.want, c.want)
+		if in(x.k) != x.want {
+			t.Errorf("block %d of holder %x, pair %+v in the range: %v, want %v", x.k.Bucket(), x.k.Holder(), x.k.Pair(), !x.want, x.want)
 		}
 	}
 	pf, pt := BalancePrefixRange(BalanceParentPrefix(43114, BalanceLevelDelta, 1))
-	for _, k := range []BalanceKey{from, to, DeltaKey(43114, [20]byte{0xff}, 2047, p, [32]byte{})} {
+	for _, k := range []BalanceKey{from, to, DeltaKey(43114, [20]byte{0xff}, 2047, b, [32]byte{})} {
 		if bytes.Compare(pf[:], k[:]) > 0 || bytes.Compare(k[:], pt[:]) > 0 {
 			t.Errorf("the parent's range lacks %x", k)
 		}

@@ -10,9 +10,9 @@ import (
 )
 
 // The balance tables (migration 11; package balances): each block's net
-// token changes per holder (balances, level 0), its NFT transfers by token
-// id (nft_transfers), and per chain the lowest block written
-// (balance_progress), which tells readers whether a chain's balances need
+// token changes per holder (balances, level 0) and their pairs
+// (balance_pairs), its NFT transfers by token id (nft_transfers), and per
+// chain the lowest block written (balance_progress), which tells readers whether a chain's balances need
 // opening balances. They are child rows like the transaction-history
 // tables: written before the block rows, versioned by the same offsets.
 // Summing settled buckets is the Roller's, which the consumer notifies of
@@ -23,6 +23,14 @@ func (w *Writer) insertBalances(ctx context.Context, b *Batch) error {
 	d, n := b.balances.Deltas, b.balances.NFTs
 	err := w.send(ctx, "balances", balances.BalanceColumns, len(d), func(batch driver.Batch, i int) error {
 		return batch.Append(view(d[i].Key[:]), d[i].Amount, b.deltaVersions[i])
+	})
+	if err != nil {
+		return err
+	}
+	// The pair directory: one row per delta (duplicates collapse).
+	err = w.send(ctx, "balance_pairs", "pair_key, version", len(d), func(batch driver.Batch, i int) error {
+		k := schema.PairKeyOf(&d[i].Key)
+		return batch.Append(string(k[:]), b.deltaVersions[i])
 	})
 	if err != nil {
 		return err

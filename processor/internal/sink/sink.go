@@ -213,7 +213,7 @@ func (b *Batch) Len() int {
 		n += len(b.txs) + len(b.index)
 	}
 	if b.withBalances {
-		n += len(b.balances.Deltas) + len(b.balances.NFTs) + len(b.firstBlocks)
+		n += 2*len(b.balances.Deltas) + len(b.balances.NFTs) + len(b.firstBlocks)
 	}
 	return n
 }

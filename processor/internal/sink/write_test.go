@@ -111,11 +111,14 @@ func TestWriteBalancesIntegration(t *testing.T) {
 	write(block(6, 101))
 	// indexedTx: alice -1000 usd, bob +1000 usd; bob -1 nft#7, carol +1;
 	// carol -5 items#1 and -6 items#2, alice +5 and +6: 8 deltas, 3 NFT rows.
-	if len(b.balances.Deltas) != 8 || len(b.balances.NFTs) != 3 || b.Len() != 1+1+1+4+9+8+3+1 {
+	if len(b.balances.Deltas) != 8 || len(b.balances.NFTs) != 3 || b.Len() != 1+1+1+4+9+2*8+3+1 {
 		t.Fatalf("batch of %d deltas, %d NFT rows, %d rows in all", len(b.balances.Deltas), len(b.balances.NFTs), b.Len())
 	}
-	var deltas, nfts, first uint64
+	var deltas, pairs, nfts, first uint64
 	if err := conn.QueryRow(ctx, "SELECT count() FROM balances FINAL").Scan(&deltas); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.QueryRow(ctx, "SELECT count() FROM balance_pairs FINAL").Scan(&pairs); err != nil {
 		t.Fatal(err)
 	}
 	if err := conn.QueryRow(ctx, "SELECT count() FROM nft_transfers FINAL").Scan(&nfts); err != nil {
@@ -124,7 +127,7 @@ func TestWriteBalancesIntegration(t *testing.T) {
 	if err := conn.QueryRow(ctx, "SELECT argMax(value, version) FROM balance_progress WHERE chain_id = 1 AND kind = 0").Scan(&first); err != nil {
 		t.Fatal(err)
 	}
-	if deltas != 16 || nfts != 6 || first != 100 {
-		t.Fatalf("%d deltas (want 16), %d NFT rows (want 6), first block %d (want 100)", deltas, nfts, first)
+	if deltas != 16 || pairs != 8 || nfts != 6 || first != 100 {
+		t.Fatalf("%d deltas (want 16), %d pairs (want 8), %d NFT rows (want 6), first block %d (want 100)", deltas, pairs, nfts, first)
 	}
 }

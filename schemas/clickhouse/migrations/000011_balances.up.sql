@@ -10,10 +10,10 @@
 -- number of transfers:
 --
 --   bal_key  FixedString(130): chain_id (8 bytes) | level (1) | parent (8)
---            | holder (20) | bucket (8) | kind (1) | token (20) |
---            token_id (32) | block_hash (32); integers big-endian, so the
---            bytes sort as the levels are read (schemas/clickhouse/
---            balances.go).
+--            | holder (20) | token (20) | token_id (32) | kind (1) |
+--            bucket (8) | block_hash (32); integers big-endian, so the
+--            bytes sort as the levels are read and the pairs as lists show
+--            them (schemas/clickhouse/balances.go).
 --   amount   the signed amount, decimal ("-1000000000000000000").
 --
 --   level 0  deltas: a holder's net change of one token in one block, one
@@ -39,6 +39,22 @@ CREATE TABLE IF NOT EXISTS balances (
     version UInt64
 ) ENGINE = ReplacingMergeTree(version)
 ORDER BY bal_key
+SETTINGS index_granularity = 256;
+
+-- The pairs (token, token id, kind) each holder ever had a delta of, one
+-- row per (holder, pair) once merged: the directory a page of a balance
+-- list takes its pairs from, so it reads the rows of those pairs only.
+--
+--   pair_key  FixedString(81): chain_id (8) | holder (20) | token (20) |
+--             token_id (32) | kind (1).
+--
+-- Written by the sink with each delta (version: the Kafka offset). A pair
+-- only an orphaned block had stays listed here and reads as a zero balance.
+CREATE TABLE IF NOT EXISTS balance_pairs (
+    pair_key FixedString(81),
+    version UInt64
+) ENGINE = ReplacingMergeTree(version)
+ORDER BY pair_key
 SETTINGS index_granularity = 256;
 
 -- Per chain, how far the balances go:

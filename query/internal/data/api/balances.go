@@ -252,7 +252,11 @@ func (h *handlers) readBalanceList(c *gin.Context, spec balanceSpec) (balanceLis
 		return balanceList{}, false
 	}
 	ctx := c.Request.Context()
-	res, err := h.balance.service.Holdings(ctx, balances.Query{ChainID: ch.ID(), Holder: holder, Block: at.block, Kinds: spec.kinds, Tokens: contracts})
+	q := balances.Query{ChainID: ch.ID(), Holder: holder, Block: at.block, Kinds: spec.kinds, Tokens: contracts, Limit: size}
+	if last != nil {
+		q.After = &last.last
+	}
+	res, err := h.balance.service.Holdings(ctx, q)
 	if err != nil {
 		apierr.Write(c, balanceErr(err))
 		return balanceList{}, false
@@ -263,16 +267,13 @@ func (h *handlers) readBalanceList(c *gin.Context, spec balanceSpec) (balanceLis
 		switch {
 		case hd.Partial:
 			partial++
-		case hd.Balance.Sign() <= 0:
-		case last != nil && balances.ComparePairs(hd.BalancePair, last.last) <= 0:
-		default:
+		case hd.Listable():
 			out.holdings = append(out.holdings, hd)
 		}
 	}
-	if len(out.holdings) > size {
-		lastPair := out.holdings[size-1].BalancePair
+	if res.More && len(out.holdings) > 0 {
+		lastPair := out.holdings[len(out.holdings)-1].BalancePair
 		out.next = h.balance.tokens.encode(balanceToken{kind: spec.token, chainID: ch.ID(), address: holder, block: at.block, filter: digest, last: lastPair})
-		out.holdings = out.holdings[:size]
 	}
 	incomplete := at.incomplete
 	if incomplete != "" && spec.list && len(contracts) > 0 {

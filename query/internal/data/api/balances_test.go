@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -65,7 +66,9 @@ func (f *fakeBalances) Holdings(_ context.Context, q balances.Query) (balances.R
 			out = append(out, h)
 		}
 	}
-	return balances.Result{Holdings: out, Progress: f.progress}, nil
+	slices.SortFunc(out, func(a, b balances.Holding) int { return balances.ComparePairs(a.BalancePair, b.BalancePair) })
+	page, more := balances.Page(out, q.After, q.Limit)
+	return balances.Result{Holdings: page, More: more, Progress: f.progress}, nil
 }
 
 func (f *fakeBalances) Progress(context.Context, uint64) (balances.Progress, error) {

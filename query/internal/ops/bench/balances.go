@@ -209,6 +209,16 @@ func SeedBalances(ctx context.Context, conn driver.Conn, cfg BalanceConfig, logg
 			return err
 		}
 	}
+	// The pair directory of every holder, from the deltas, as the sink
+	// writes it with them.
+	lo, _ := schema.BalancePrefixRange(schema.BalanceParentPrefix(h.ChainID, schema.BalanceLevelDelta, 0))
+	hi, _ := schema.BalancePrefixRange(schema.BalanceParentPrefix(h.ChainID, schema.BalanceLevelBucket, 0))
+	if err := exec("the pair directory", `INSERT INTO balance_pairs (pair_key, version)
+SELECT `+schema.SQLPairKeyOf("bal_key")+`, toUInt64(1)
+FROM balances
+WHERE bal_key >= unhex(?) AND bal_key < unhex(?)`, hex.EncodeToString(lo[:]), hex.EncodeToString(hi[:])); err != nil {
+		return err
+	}
 	// The chain's first block, as the sink records it (a prepared batch:
 	// an INSERT ... VALUES through Exec hangs on 18.16).
 	pctx, cancel := context.WithTimeout(ctx, time.Minute)
