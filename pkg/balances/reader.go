@@ -37,6 +37,10 @@ type Query struct {
 	// come from the holder's directory (balance_pairs), a window at a time.
 	After *schema.BalancePair
 	Limit int
+	// Head, when set, is the chain's indexed head as the caller saw it
+	// before the read: the holder's directory may then be remembered for
+	// the next pages read under the same head (RememberDirectories).
+	Head *Head
 }
 
 // Holding is Holder's balance of one pair at the block.
@@ -81,6 +85,8 @@ type Reader struct {
 	mu       sync.Mutex
 	progress map[uint64]cachedProgress
 	now      func() time.Time
+
+	dirs *directory // nil: none remembered
 }
 
 type cachedProgress struct {
@@ -97,6 +103,16 @@ const progressTTL = 2 * time.Second
 // opener (nil: none) finds missing opening balances.
 func NewReader(db DB, canonical Canonical, opener *Opener) *Reader {
 	return &Reader{db: db, canonical: canonical, opener: opener, progress: map[uint64]cachedProgress{}, now: time.Now}
+}
+
+// RememberDirectories makes r remember the directories of holders of up to
+// perHolder pairs, budget pairs in all (73 bytes each), for the reads that
+// name the head they are made under (Query.Head). Call it before the
+// first read.
+func (r *Reader) RememberDirectories(budget, perHolder int) {
+	if budget > 0 && perHolder > 0 {
+		r.dirs = newDirectory(budget, perHolder)
+	}
 }
 
 // Progress returns the chain's progress, read at most progressTTL ago.
@@ -330,8 +346,12 @@ func (r *Reader) pairs(ctx context.Context, q Query, after *schema.PairBytes, n 
 
 // pageSlack is the number of pairs the first window of a paged read takes
 // beyond its limit (pairs of zero balance are in the directory too); each
-// next window is twice the last.
-const pageSlack = 8
+// next window is pageGrowth times the last, so a page behind thousands of
+// pairs a holder no longer has (an NFT trader's) takes a few windows.
+const (
+	pageSlack  = 8
+	pageGrowth = 4
+)
 
 // At answers q.
 func (r *Reader) At(ctx context.Context, q Query) (Result, error) {
@@ -359,14 +379,13 @@ func (r *Reader) At(ctx context.Context, q Query) (Result, error) {
 	}
 	// A page: the directory's pairs after the cursor, a window at a time,
 	// until the page is full or the pairs end.
-	var after *schema.PairBytes
-	if q.After != nil {
-		b := q.After.Bytes()
-		after = &b
+	src, err := r.pairSource(ctx, q)
+	if err != nil {
+		return Result{}, err
 	}
 	listed := 0
-	for n := q.Limit + 1 + pageSlack; ; n *= 2 {
-		ps, last, err := r.pairs(ctx, q, after, n)
+	for n := q.Limit + 1 + pageSlack; ; n *= pageGrowth {
+		ps, last, err := src.next(ctx, n)
 		if err != nil {
 			return Result{}, err
 		}
@@ -385,13 +404,42 @@ func (r *Reader) At(ctx context.Context, q Query) (Result, error) {
 					listed++
 				}
 			}
-			after = &ps[len(ps)-1]
 		}
 		if last {
 			return res, nil
 		}
 	}
 }
+
+// pairSource is where a page's pairs come from: q.Holder's remembered
+// directory when r remembers it under q.Head, else balance_pairs.
+func (r *Reader) pairSource(ctx context.Context, q Query) (pairSource, error) {
+	if r.dirs != nil && q.Head != nil {
+		read := func(ctx context.Context, n int) ([]schema.PairBytes, bool, error) {
+			// One read serves every waiting page: not the first one's
+			// cancellation, but a deadline of its own.
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), directoryTimeout)
+			defer cancel()
+			return r.pairs(ctx, Query{ChainID: q.ChainID, Holder: q.Holder}, nil, n)
+		}
+		all, ok, err := r.dirs.get(ctx, dirKey{q.ChainID, q.Holder}, *q.Head, read)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			return newListed(q, all), nil
+		}
+	}
+	s := &queried{r: r, q: q}
+	if q.After != nil {
+		b := q.After.Bytes()
+		s.after = &b
+	}
+	return s, nil
+}
+
+// directoryTimeout bounds the read of a directory to remember.
+const directoryTimeout = 10 * time.Second
 
 // Page keeps the holdings (sorted) after after, up to limit listable ones
 // (limit <= 0: all); more says whether it cut any.

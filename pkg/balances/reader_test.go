@@ -249,6 +249,9 @@ func TestBalancesAtAnyBlockIntegration(t *testing.T) {
 	reader := NewReader(db, BlockTable{DB: db}, nil)
 	var clock time.Time
 	reader.now = func() time.Time { clock = clock.Add(progressTTL); return clock } // progress read each time
+	remembering := NewReader(db, BlockTable{DB: db}, nil)
+	remembering.now = reader.now
+	remembering.RememberDirectories(1000, 100)
 	// Points to read at: every holder, at the bucket boundaries, the
 	// reorged blocks, and random blocks.
 	at := []uint64{0, 1, 1023, 1024, 1025, 2047, 1<<20 - 1, 1 << 20, 1<<20 + 1, 2 << 20, head, head + 5}
@@ -271,46 +274,56 @@ func TestBalancesAtAnyBlockIntegration(t *testing.T) {
 		}
 		// Pages of two listable holdings, each after the last, give the
 		// listable holdings of the whole answer, for some holders and
-		// blocks.
+		// blocks: with the directory read a window at a time, and
+		// remembered (of every kind, or of one).
 		for _, b := range at[:min(len(at), 6)] {
 			for _, h := range s.holders {
-				whole, err := reader.At(ctx, Query{ChainID: chainID, Holder: h, Block: b})
-				if err != nil {
-					t.Fatal(err)
-				}
-				var want, got []string
-				for _, x := range whole.Holdings {
-					if x.Listable() {
-						want = append(want, describeHolding(x))
-					}
-				}
-				q := Query{ChainID: chainID, Holder: h, Block: b, Limit: 2}
-				for pages := 0; ; pages++ {
-					if pages > 100 {
-						t.Fatal("paging does not end")
-					}
-					res, err := reader.At(ctx, q)
+				for _, v := range []struct {
+					r     *Reader
+					kinds []uint8
+				}{{reader, nil}, {remembering, nil}, {remembering, []uint8{3}}, {reader, []uint8{2}}} {
+					whole, err := reader.At(ctx, Query{ChainID: chainID, Holder: h, Block: b, Kinds: v.kinds})
 					if err != nil {
 						t.Fatal(err)
 					}
-					n := 0
-					for _, x := range res.Holdings {
+					var want, got []string
+					for _, x := range whole.Holdings {
 						if x.Listable() {
-							got = append(got, describeHolding(x))
-							n++
-							last := x.BalancePair
-							q.After = &last
+							want = append(want, describeHolding(x))
 						}
 					}
-					if n > 2 || (res.More && n != 2) {
-						t.Fatalf("a page of %d listable holdings, more %v", n, res.More)
+					q := Query{ChainID: chainID, Holder: h, Block: b, Kinds: v.kinds, Limit: 2}
+					if v.r == remembering {
+						q.Head = &Head{Number: head, Hash: [32]byte{byte(stage[0])}}
 					}
-					if !res.More {
-						break
+					for pages := 0; ; pages++ {
+						if pages > 100 {
+							t.Fatal("paging does not end")
+						}
+						res, err := v.r.At(ctx, q)
+						if err != nil {
+							t.Fatal(err)
+						}
+						n := 0
+						for _, x := range res.Holdings {
+							if x.Listable() {
+								got = append(got, describeHolding(x))
+								n++
+								last := x.BalancePair
+								q.After = &last
+							}
+						}
+						if n > 2 || (res.More && n != 2) {
+							t.Fatalf("a page of %d listable holdings, more %v", n, res.More)
+						}
+						if !res.More {
+							break
+						}
 					}
-				}
-				if !slices.Equal(got, want) {
-					t.Fatalf("%s: holder %x at %d, pages:\n%s\nwhole:\n%s", stage, h[19], b, strings.Join(got, "\n"), strings.Join(want, "\n"))
+					if !slices.Equal(got, want) {
+						t.Fatalf("%s: holder %x at %d, kinds %v, remembered %v, pages:\n%s\nwhole:\n%s", stage, h[19], b, v.kinds, v.r == remembering,
+							strings.Join(got, "\n"), strings.Join(want, "\n"))
+					}
 				}
 			}
 		}

@@ -140,6 +140,8 @@ type atBlock struct {
 	chain   chains.Chain
 	block   uint64
 	settled bool
+	// head is the indexed head the block was checked against.
+	head balances.Head
 	// incomplete explains why a list at this block may lack balances ("":
 	// it does not).
 	incomplete string
@@ -166,7 +168,8 @@ func (h *handlers) resolveBlock(c *gin.Context, ch chains.Chain, block uint64, g
 			block, ch.EVMChainID, head.Number)))
 		return atBlock{}, false
 	}
-	at := atBlock{chain: ch, block: block, settled: head.Number >= h.balance.settle && block <= head.Number-h.balance.settle}
+	at := atBlock{chain: ch, block: block, settled: head.Number >= h.balance.settle && block <= head.Number-h.balance.settle,
+		head: balances.Head{Number: head.Number, Hash: head.Hash}}
 	p, err := h.balance.service.Progress(c.Request.Context(), ch.ID())
 	if err != nil {
 		apierr.Write(c, balanceErr(err))
@@ -252,7 +255,7 @@ func (h *handlers) readBalanceList(c *gin.Context, spec balanceSpec) (balanceLis
 		return balanceList{}, false
 	}
 	ctx := c.Request.Context()
-	q := balances.Query{ChainID: ch.ID(), Holder: holder, Block: at.block, Kinds: spec.kinds, Tokens: contracts, Limit: size}
+	q := balances.Query{ChainID: ch.ID(), Holder: holder, Block: at.block, Kinds: spec.kinds, Tokens: contracts, Limit: size, Head: &at.head}
 	if last != nil {
 		q.After = &last.last
 	}
