@@ -104,6 +104,8 @@ type backfillSample struct {
 	chBytes, kafkaBytes       uint64
 	parts, merges             uint64
 	rss                       map[string]uint64
+	// cpu is each process's CPU seconds (user + system) since it started.
+	cpu map[string]float64
 }
 
 func runBackfill(b *testing.B, dir string, meta corpusMeta) {
@@ -143,7 +145,11 @@ func runBackfill(b *testing.B, dir string, meta corpusMeta) {
 	defer kcl.Close()
 	adm := kadm.NewClient(kcl)
 
+	// The CPU counters at the start: the services' start-up is not the
+	// backfill's.
+	cpuStart := sampleCPU(s)
 	var samples []backfillSample
+	var windows readWindows
 	peak := map[string]uint64{}
 	maxParts, maxMerges := uint64(0), uint64(0)
 	readLines := 0
@@ -167,14 +173,19 @@ func runBackfill(b *testing.B, dir string, meta corpusMeta) {
 		var read string
 		if reads != nil {
 			lines := grepLines(readsLog, "interval ")
-			if len(lines) > readLines {
-				read = " | reads " + strings.TrimSpace(lines[len(lines)-1][strings.Index(lines[len(lines)-1], " n=")+1:])
-				readLines = len(lines)
+			for _, l := range lines[min(readLines, len(lines)):] {
+				read = " | reads " + windows.add(l, readRate, report)
 			}
+			readLines = max(readLines, len(lines))
 		}
-		fmt.Printf("backfill t=%s block %d/%d | blocks %d (%.0f/s, avg %.0f/s) txs %d (%.0f/s, avg %.0f/s) frames %d (%.0f/s) | rss MB %s | kafka %.0f MB, clickhouse %.0f MB | parts %d, merges %d%s\n",
+		prevCPU := cpuStart
+		if prev.cpu != nil {
+			prevCPU = prev.cpu
+		}
+		fmt.Printf("backfill t=%s block %d/%d | blocks %d (%.0f/s, avg %.0f/s) txs %d (%.0f/s, avg %.0f/s) frames %d (%.0f/s) | cpu µs/tx %s | rss MB %s | kafka %.0f MB, clickhouse %.0f MB | parts %d, merges %d%s\n",
 			cur.at.Round(time.Second), cur.block, meta.Last, cur.blocks, rate(cur.blocks, prev.blocks), float64(cur.blocks)/all,
 			cur.txs, rate(cur.txs, prev.txs), float64(cur.txs)/all, cur.frames, rate(cur.frames, prev.frames),
+			cpuPerTx(prevCPU, cur.cpu, cur.txs-min(cur.txs, prev.txs)),
 			rssLine(cur.rss), float64(cur.kafkaBytes)/1e6, float64(cur.chBytes)/1e6, cur.parts, cur.merges, read)
 		if cur.at > envDuration(b, "MORAINE_BENCH_BACKFILL_TIMEOUT", 3*time.Hour) {
 			b.Fatalf("backfill not done after %s", cur.at)
@@ -206,6 +217,11 @@ func runBackfill(b *testing.B, dir string, meta corpusMeta) {
 		float64(last.blocks)/last.at.Seconds(), float64(last.frames)/last.at.Seconds())
 	fmt.Printf("backfill summary: tx/s by quarter of the run: %s\n", quarters(samples))
 	fmt.Printf("backfill summary: peak rss MB %s; most active parts %d, most running merges %d\n", rssLine(peak), maxParts, maxMerges)
+	fmt.Printf("backfill summary: CPU µs/tx over the run %s\n", cpuPerTx(cpuStart, last.cpu, last.txs))
+	fmt.Printf("backfill summary: CPU seconds over the run %s\n", cpuSeconds(cpuStart, last.cpu))
+	if reads != nil {
+		fmt.Printf("backfill summary: %s\n", windows.summary(readRate))
+	}
 	var chTotal uint64
 	for _, t := range tables {
 		chTotal += t.bytes
@@ -237,7 +253,7 @@ func runBackfill(b *testing.B, dir string, meta corpusMeta) {
 
 // sampleBackfill reads the pipeline's state.
 func sampleBackfill(b *testing.B, s *stackUp, adm *kadm.Client, chain string) backfillSample {
-	cur := backfillSample{at: time.Since(s.ingestStarted), rss: map[string]uint64{}}
+	cur := backfillSample{at: time.Since(s.ingestStarted), rss: map[string]uint64{}, cpu: map[string]float64{}}
 	if v, ok := scrape(b, s.metrics["processor"], "moraine_processor_last_written_block")[`{chain="`+chain+`"}`]; ok {
 		cur.block = uint64(v)
 	}
@@ -259,6 +275,7 @@ func sampleBackfill(b *testing.B, s *stackUp, adm *kadm.Client, chain string) ba
 	cur.kafkaBytes = topicBytes(b, adm, s.kafka.TopicPrefix)
 	for name, pid := range s.pids {
 		cur.rss[name] = procRSS(pid)
+		cur.cpu[name] = procCPU(pid)
 	}
 	return cur
 }
@@ -474,4 +491,109 @@ func meanBy(tb testing.TB, url, name, label string) string {
 	}
 	sort.Strings(parts)
 	return strings.Join(parts, ", ")
+}
+
+// sampleCPU reads every process's CPU seconds.
+func sampleCPU(s *stackUp) map[string]float64 {
+	out := map[string]float64{}
+	for name, pid := range s.pids {
+		out[name] = procCPU(pid)
+	}
+	return out
+}
+
+// indexingProcesses are the processes whose CPU is the cost of indexing:
+// moraine's pipeline services and the stores they write. The query service
+// serves reads (its ClickHouse reads are in ClickHouse's share, which no
+// process counter separates), and the replay source stands in for the
+// chain's node.
+var indexingProcesses = []string{"ingest", "processor", "clickhouse", "kafka", "delivery"}
+
+// cpuPerTx is "all N (ingest a, processor b, ...), query q, replay r": the
+// CPU microseconds per transaction of txs transactions between two CPU
+// samples, "all" being indexingProcesses together. ClickHouse and Kafka are
+// the local stack's, shared with whatever else runs on the machine.
+func cpuPerTx(before, after map[string]float64, txs uint64) string {
+	if txs == 0 {
+		return "-"
+	}
+	per := func(name string) float64 { return (after[name] - before[name]) / float64(txs) * 1e6 }
+	var all float64
+	var parts []string
+	for _, n := range indexingProcesses {
+		if _, ok := after[n]; !ok {
+			continue
+		}
+		all += per(n)
+		parts = append(parts, fmt.Sprintf("%s %.0f", n, per(n)))
+	}
+	out := fmt.Sprintf("all %.0f (%s)", all, strings.Join(parts, ", "))
+	for _, n := range []string{"query", "replay"} {
+		if _, ok := after[n]; ok {
+			out += fmt.Sprintf(", %s %.0f", n, per(n))
+		}
+	}
+	return out
+}
+
+// cpuSeconds is each process's CPU seconds between two samples.
+func cpuSeconds(before, after map[string]float64) string {
+	names := make([]string, 0, len(after))
+	for n := range after {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	parts := make([]string, 0, len(names))
+	for _, n := range names {
+		parts = append(parts, fmt.Sprintf("%s %.1f", n, after[n]-before[n]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// The reads' goal while a backfill runs (issue 26): in every window the
+// offered rate is served (at least readServedShare of it completes, none is
+// dropped or fails) with p99 at most readP99Goal.
+const (
+	readP99Goal     = 100 * time.Millisecond
+	readServedShare = 0.97
+)
+
+// readWindows judges querybench's interval lines against the reads' goal.
+type readWindows struct {
+	n, met  int
+	worst   time.Duration
+	minRate float64
+}
+
+var intervalField = regexp.MustCompile(`(n|err|dropped|p99)=(\S+)`)
+
+// add judges one interval line ("interval a..b n=.. err=.. dropped=..
+// p99=.."), and returns it shortened with its verdict.
+func (w *readWindows) add(line string, rate float64, window time.Duration) string {
+	f := map[string]string{}
+	for _, m := range intervalField.FindAllStringSubmatch(line, -1) {
+		f[m[1]] = m[2]
+	}
+	n, _ := strconv.Atoi(f["n"])
+	errs, _ := strconv.Atoi(f["err"])
+	dropped, _ := strconv.Atoi(f["dropped"])
+	p99, _ := time.ParseDuration(f["p99"])
+	served := float64(n) / window.Seconds()
+	ok := errs == 0 && dropped == 0 && served >= readServedShare*rate && p99 <= readP99Goal
+	if w.n == 0 || served < w.minRate {
+		w.minRate = served
+	}
+	w.n++
+	w.worst = max(w.worst, p99)
+	verdict := "missed"
+	if ok {
+		w.met++
+		verdict = "met"
+	}
+	return fmt.Sprintf("%s (%.0f req/s served) goal %s", strings.TrimSpace(line[strings.Index(line, " n=")+1:]), served, verdict)
+}
+
+func (w *readWindows) summary(rate float64) string {
+	return fmt.Sprintf("reads at %.0f req/s: goal met in %d of %d windows (served at least %.0f%% of the offered rate, none dropped or failed, p99 at most %s); worst window p99 %s, least served %.0f req/s",
+		rate, w.met, w.n, readServedShare*100, readP99Goal, w.worst.Round(time.Millisecond), w.minRate)
 }
