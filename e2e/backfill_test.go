@@ -106,6 +106,9 @@ type backfillSample struct {
 	rss                       map[string]uint64
 	// cpu is each process's CPU seconds (user + system) since it started.
 	cpu map[string]float64
+	// events are ClickHouse's cumulative counters (system.events): the
+	// whole server's, other tenants' work included.
+	events map[string]uint64
 }
 
 func runBackfill(b *testing.B, dir string, meta corpusMeta) {
@@ -147,7 +150,7 @@ func runBackfill(b *testing.B, dir string, meta corpusMeta) {
 
 	// The CPU counters at the start: the services' start-up is not the
 	// backfill's.
-	cpuStart := sampleCPU(s)
+	cpuStart, eventsStart := sampleCPU(s), clickhouseEvents(b, s.conn)
 	var samples []backfillSample
 	var windows readWindows
 	peak := map[string]uint64{}
@@ -178,14 +181,14 @@ func runBackfill(b *testing.B, dir string, meta corpusMeta) {
 			}
 			readLines = max(readLines, len(lines))
 		}
-		prevCPU := cpuStart
+		prevCPU, prevEvents := cpuStart, eventsStart
 		if prev.cpu != nil {
-			prevCPU = prev.cpu
+			prevCPU, prevEvents = prev.cpu, prev.events
 		}
-		fmt.Printf("backfill t=%s block %d/%d | blocks %d (%.0f/s, avg %.0f/s) txs %d (%.0f/s, avg %.0f/s) frames %d (%.0f/s) | cpu µs/tx %s | rss MB %s | kafka %.0f MB, clickhouse %.0f MB | parts %d, merges %d%s\n",
+		fmt.Printf("backfill t=%s block %d/%d | blocks %d (%.0f/s, avg %.0f/s) txs %d (%.0f/s, avg %.0f/s) frames %d (%.0f/s) | cpu µs/tx %s | %s | rss MB %s | kafka %.0f MB, clickhouse %.0f MB | parts %d, merges %d%s\n",
 			cur.at.Round(time.Second), cur.block, meta.Last, cur.blocks, rate(cur.blocks, prev.blocks), float64(cur.blocks)/all,
 			cur.txs, rate(cur.txs, prev.txs), float64(cur.txs)/all, cur.frames, rate(cur.frames, prev.frames),
-			cpuPerTx(prevCPU, cur.cpu, cur.txs-min(cur.txs, prev.txs)),
+			cpuPerTx(prevCPU, cur.cpu, cur.txs-min(cur.txs, prev.txs)), clickhouseWork(prevEvents, cur.events),
 			rssLine(cur.rss), float64(cur.kafkaBytes)/1e6, float64(cur.chBytes)/1e6, cur.parts, cur.merges, read)
 		if cur.at > envDuration(b, "MORAINE_BENCH_BACKFILL_TIMEOUT", 3*time.Hour) {
 			b.Fatalf("backfill not done after %s", cur.at)
@@ -219,6 +222,8 @@ func runBackfill(b *testing.B, dir string, meta corpusMeta) {
 	fmt.Printf("backfill summary: peak rss MB %s; most active parts %d, most running merges %d\n", rssLine(peak), maxParts, maxMerges)
 	fmt.Printf("backfill summary: CPU µs/tx over the run %s\n", cpuPerTx(cpuStart, last.cpu, last.txs))
 	fmt.Printf("backfill summary: CPU seconds over the run %s\n", cpuSeconds(cpuStart, last.cpu))
+	fmt.Printf("backfill summary: %s; merged rows per inserted row %.2f\n", clickhouseWork(eventsStart, last.events),
+		float64(last.events["MergedRows"]-eventsStart["MergedRows"])/float64(max(1, last.events["InsertedRows"]-eventsStart["InsertedRows"])))
 	if reads != nil {
 		fmt.Printf("backfill summary: %s\n", windows.summary(readRate))
 	}
@@ -272,6 +277,7 @@ func sampleBackfill(b *testing.B, s *stackUp, adm *kadm.Client, chain string) ba
 		}
 	}
 	cur.merges = queryUint(b, s.conn, "SELECT count() FROM system.merges WHERE database = ?", s.ch.Database)
+	cur.events = clickhouseEvents(b, s.conn)
 	cur.kafkaBytes = topicBytes(b, adm, s.kafka.TopicPrefix)
 	for name, pid := range s.pids {
 		cur.rss[name] = procRSS(pid)
@@ -596,4 +602,15 @@ func (w *readWindows) add(line string, rate float64, window time.Duration) strin
 func (w *readWindows) summary(rate float64) string {
 	return fmt.Sprintf("reads at %.0f req/s: goal met in %d of %d windows (served at least %.0f%% of the offered rate, none dropped or failed, p99 at most %s); worst window p99 %s, least served %.0f req/s",
 		rate, w.met, w.n, readServedShare*100, readP99Goal, w.worst.Round(time.Millisecond), w.minRate)
+}
+
+// clickhouseWork is what ClickHouse did between two samples of its
+// counters: rows and bytes inserted and the CPU of its query threads
+// (inserts and reads), rows and bytes merged and the merges' time (one
+// thread each, so about their CPU).
+func clickhouseWork(before, after map[string]uint64) string {
+	d := func(event string) float64 { return float64(after[event] - min(after[event], before[event])) }
+	return fmt.Sprintf("clickhouse inserted %.0fk rows %.0f MB, query threads %.1fs CPU; merged %.0fk rows %.0f MB in %.1fs",
+		d("InsertedRows")/1e3, d("InsertedBytes")/1e6, d("OSCPUVirtualTimeMicroseconds")/1e6,
+		d("MergedRows")/1e3, d("MergedUncompressedBytes")/1e6, d("MergesTimeMilliseconds")/1e3)
 }

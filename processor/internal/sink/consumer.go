@@ -186,6 +186,8 @@ type consumer struct {
 	budget     *budget.Budget
 	pauseUntil time.Time
 	atHead     map[string]bool
+	// held are records polled during a pause, not yet written.
+	held []*kgo.Record
 	// progress of the periodic "indexed" log line
 	progress indexProgress
 }
@@ -266,8 +268,9 @@ func (c *consumer) poll(ctx context.Context, toFinish chan<- *written, finisherD
 		}
 		// Top up the batch while more records arrive quickly: large inserts
 		// during backfill, one flush interval of latency at the head.
+		// Not during a backfill's pause: only a head's records go then.
 		deadline := time.Now().Add(c.cfg.FlushInterval)
-		for len(records) > 0 && rowsEstimate(records) < c.cfg.BatchRows && time.Now().Before(deadline) {
+		for len(records) > 0 && !time.Now().Before(c.pauseUntil) && rowsEstimate(records) < c.cfg.BatchRows && time.Now().Before(deadline) {
 			pctx, cancel := context.WithDeadline(ctx, deadline)
 			more := c.cl.PollRecords(pctx, pollChunk)
 			cancel()
