@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -122,10 +123,24 @@ func runBackfill(b *testing.B, dir string, meta corpusMeta) {
 		return err == nil
 	})
 	// A contiguous chain: ingest checks every parent link, as on a node.
-	s := startServices(b, fmt.Sprintf(`{"evmChainId":"%s","name":"Corpus","network":"mainnet","rpcUrls":["http://%s"],
+	chains := fmt.Sprintf(`{"evmChainId":"%s","name":"Corpus","network":"mainnet","rpcUrls":["http://%s"],
 		"wsUrl":"ws://%s","networkToken":{"name":"Avalanche","symbol":"AVAX","decimals":18},"traces":true,"webhooks":true,"startBlock":%d}`,
-		chain, rpcAddr, rpcAddr, meta.First), pipelineOpts{noWaitIngest: true, ingestArgs: strings.Fields(os.Getenv("MORAINE_BENCH_INGEST_ARGS"))})
+		chain, rpcAddr, rpcAddr, meta.First)
+	opts := pipelineOpts{noWaitIngest: true, ingestArgs: strings.Fields(os.Getenv("MORAINE_BENCH_INGEST_ARGS"))}
+	// The development chain at its head beside the backfill, with webhooks
+	// on its busy accounts: what their receivers see while another chain
+	// backfills.
+	var dev *devchainWebhooks
+	if os.Getenv("MORAINE_BENCH_DEVCHAIN") != "0" {
+		dev = startDevchainWebhooks(b)
+		chains += "," + dev.chainJSON
+		opts.delivery, opts.beforeIngest = true, dev.createWebhook
+	}
+	s := startServices(b, chains, opts)
 	s.procs["replay"], s.pids["replay"] = replay, replay.cmd.Process.Pid
+	if dev != nil {
+		s.procs["devchain"], s.pids["devchain"] = dev.proc, dev.proc.cmd.Process.Pid
+	}
 	for name, pid := range stackPIDs(b) {
 		s.pids[name] = pid
 	}
@@ -153,6 +168,7 @@ func runBackfill(b *testing.B, dir string, meta corpusMeta) {
 	cpuStart, eventsStart := sampleCPU(s), clickhouseEvents(b, s.conn)
 	var samples []backfillSample
 	var windows readWindows
+	var hooks webhookWindows
 	peak := map[string]uint64{}
 	maxParts, maxMerges := uint64(0), uint64(0)
 	readLines := 0
@@ -180,6 +196,9 @@ func runBackfill(b *testing.B, dir string, meta corpusMeta) {
 				read = " | reads " + windows.add(l, readRate, report)
 			}
 			readLines = max(readLines, len(lines))
+		}
+		if dev != nil {
+			read += " | webhooks " + hooks.add(dev)
 		}
 		prevCPU, prevEvents := cpuStart, eventsStart
 		if prev.cpu != nil {
@@ -226,6 +245,9 @@ func runBackfill(b *testing.B, dir string, meta corpusMeta) {
 		float64(last.events["MergedRows"]-eventsStart["MergedRows"])/float64(max(1, last.events["InsertedRows"]-eventsStart["InsertedRows"])))
 	if reads != nil {
 		fmt.Printf("backfill summary: %s\n", windows.summary(readRate))
+	}
+	if dev != nil {
+		fmt.Printf("backfill summary: %s\n", hooks.summary())
 	}
 	var chTotal uint64
 	for _, t := range tables {
@@ -613,4 +635,96 @@ func clickhouseWork(before, after map[string]uint64) string {
 	return fmt.Sprintf("clickhouse inserted %.0fk rows %.0f MB, query threads %.1fs CPU; merged %.0fk rows %.0f MB in %.1fs",
 		d("InsertedRows")/1e3, d("InsertedBytes")/1e6, d("OSCPUVirtualTimeMicroseconds")/1e6,
 		d("MergedRows")/1e3, d("MergedUncompressedBytes")/1e6, d("MergesTimeMilliseconds")/1e3)
+}
+
+// devchainWebhooks is the development chain mining beside a backfill, a
+// webhook on five of its busy accounts (logs and internal transactions
+// included, as make bench's webhook latency) and the receiver timing the
+// messages from the block's appearance at the node.
+type devchainWebhooks struct {
+	proc      *proc
+	rpcURL    string
+	chainJSON string
+	accounts  []string
+	recv      *soakReceiver
+	heads     *headWatcher
+}
+
+func startDevchainWebhooks(b *testing.B) *devchainWebhooks {
+	rpcAddr := freeAddr(b)
+	d := &devchainWebhooks{rpcURL: "http://" + rpcAddr, heads: &headWatcher{seen: map[uint64]time.Time{}}, recv: newSoakReceiver(b)}
+	d.proc = start(b, "devchain", "--rpc.listen-address", rpcAddr, "--block.interval", "500ms", "--traffic.tx-per-block", "12")
+	eventually(b, 60*time.Second, "devchain RPC", func() bool {
+		_, err := rpcCall(d.rpcURL, "eth_blockNumber")
+		return err == nil
+	})
+	raw, err := rpcCall(d.rpcURL, "moraine_accounts")
+	if err != nil || json.Unmarshal(raw, &d.accounts) != nil || len(d.accounts) < 5 {
+		b.Fatalf("moraine_accounts: %v %s", err, raw)
+	}
+	go d.heads.run(b.Context(), d.rpcURL)
+	d.chainJSON = fmt.Sprintf(`{"evmChainId":"43112","name":"Development chain","network":"devnet",
+		"rpcUrls":["%s"],"wsUrl":"ws://%s","networkToken":{"name":"Avalanche","symbol":"AVAX","decimals":18},
+		"traces":true,"webhooks":true,"startBlock":0}`, d.rpcURL, rpcAddr)
+	return d
+}
+
+func (d *devchainWebhooks) createWebhook(s *stackUp) {
+	b := s.t
+	key := devKey(b, s)
+	if code := call(b, "POST", s.api+"/v1/webhooks", key, map[string]any{
+		"url": d.recv.srv.URL + "/backfill", "chainId": "43112", "eventType": "address_activity",
+		"metadata": map[string]any{"addresses": d.accounts[:5]}, "includeLogs": true, "includeInternalTxs": true,
+	}, nil); code != http.StatusCreated {
+		b.Fatalf("create webhook: %d", code)
+	}
+}
+
+// The webhooks' goal while another chain backfills (issue 26): p99 from the
+// block's appearance at the node to the signed POST's arrival at most
+// webhookP99Goal in every window.
+const webhookP99Goal = 300 * time.Millisecond
+
+// webhookWindows judges each window's head-to-webhook latency.
+type webhookWindows struct {
+	n, met, unmatched int
+	worst             time.Duration
+	all               []time.Duration
+}
+
+// add takes the messages that arrived since the last call and returns the
+// window's figures with the verdict.
+func (w *webhookWindows) add(d *devchainWebhooks) string {
+	var lat []time.Duration
+	for _, a := range d.recv.take() {
+		if t, ok := d.heads.at(a.block); ok {
+			lat = append(lat, a.at.Sub(t))
+		} else {
+			w.unmatched++
+		}
+	}
+	w.n++
+	if len(lat) == 0 {
+		return "none received: goal missed"
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	w.all = append(w.all, lat...)
+	q := func(p float64) time.Duration { return lat[int(p*float64(len(lat)-1))] }
+	w.worst = max(w.worst, q(0.99))
+	verdict := "missed"
+	if q(0.99) <= webhookP99Goal {
+		w.met++
+		verdict = "met"
+	}
+	return fmt.Sprintf("n=%d p50=%s p99=%s goal %s", len(lat), q(0.5).Round(time.Millisecond), q(0.99).Round(time.Millisecond), verdict)
+}
+
+func (w *webhookWindows) summary() string {
+	sort.Slice(w.all, func(i, j int) bool { return w.all[i] < w.all[j] })
+	overall := "-"
+	if len(w.all) > 0 {
+		overall = w.all[int(0.99*float64(len(w.all)-1))].Round(time.Millisecond).String()
+	}
+	return fmt.Sprintf("development chain's webhooks (block at the node -> signed POST received): goal p99 <= %s met in %d of %d windows; worst window p99 %s, p99 over the run %s, %d messages; %d about blocks the watcher had not seen",
+		webhookP99Goal, w.met, w.n, w.worst.Round(time.Millisecond), overall, len(w.all), w.unmatched)
 }
