@@ -22,6 +22,10 @@ type Metrics struct {
 	stage            *prometheus.HistogramVec
 	recoveries       *prometheus.CounterVec
 	bufferedBytes    *prometheus.GaugeVec
+	// lead and leadHolding: the backfill's records not yet committed by
+	// the sink's group, and whether the backfill waits for it (lead.go).
+	lead        *prometheus.GaugeVec
+	leadHolding *prometheus.GaugeVec
 }
 
 // Stage label values of moraine_ingest_stage_duration_seconds.
@@ -53,6 +57,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		recoveries: f.CounterVec("checkpoint_recoveries_total",
 			"Times the checkpoint was read back from Kafka: at start and after a produce failure.", "chain"),
 		bufferedBytes: f.GaugeVec("produce_buffered_bytes", "Encoded bytes produced but not yet acknowledged.", "chain"),
+		lead: f.GaugeVec("backfill_lead_records",
+			"Records of the chain's partition that the sink's consumer group (--ingest.lead-group) has not committed (with --ingest.max-lead).", "chain"),
+		leadHolding: f.GaugeVec("backfill_waiting",
+			"1 while the backfill waits for the sink: more than --ingest.max-lead records not committed by it.", "chain"),
 	}
 }
 
@@ -67,6 +75,8 @@ func (m *Metrics) init(chain string) {
 	m.orphaned.WithLabelValues(chain)
 	m.recoveries.WithLabelValues(chain)
 	m.bufferedBytes.WithLabelValues(chain)
+	m.lead.WithLabelValues(chain)
+	m.leadHolding.WithLabelValues(chain)
 	for _, r := range []string{"not_found", "incomplete", "rpc_error", "invalid"} {
 		m.retries.WithLabelValues(chain, r)
 	}

@@ -310,6 +310,7 @@ func statusCommand(fs *flag.FlagSet, e *env) func(context.Context) error {
 	chains.RegisterFlag(fs, &chainsFile)
 	sample := fs.Duration("sample", 5*time.Second, "time between the two snapshots that give rates and ETA (0: one snapshot, no rates)")
 	watch := fs.Duration("watch", 0, "print a new view every this often until interrupted (0: once)")
+	processors := fs.String("processors", "", "comma-separated ops addresses (host:port) of processor instances: also show each one's write budget (whether backfill gives way to reads, and why)")
 	return func(ctx context.Context) error {
 		cc, err := chains.Load(chainsFile)
 		if err != nil {
@@ -323,7 +324,7 @@ func statusCommand(fs *flag.FlagSet, e *env) func(context.Context) error {
 			return err
 		}
 		defer cl.Close()
-		src := status.Source{Chains: cc.Chains, Kafka: kc, Client: cl, Conn: e.conn}
+		src := status.Source{Chains: cc.Chains, Kafka: kc, Client: cl, Conn: e.conn, Processors: process.SplitList(*processors)}
 		var prev *status.Snapshot
 		if *sample > 0 {
 			s := status.Take(ctx, src)

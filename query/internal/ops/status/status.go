@@ -11,6 +11,10 @@
 // indexed head from ClickHouse's chain_heads table, and the groups' lag from
 // Kafka (kadm). Rates need two snapshots: Render compares the current one
 // with the previous.
+//
+// Given the processors' ops addresses (Source.Processors), it also shows
+// each one's write budget (what backfill gives way to reads, and why) from
+// its metrics: that state lives only in the processor.
 package status
 
 import (
@@ -47,8 +51,12 @@ type Source struct {
 	Client *kgo.Client
 	// Conn is moraine's ClickHouse database.
 	Conn driver.Conn
-	// HTTP asks the nodes (default: a client with a 5 s timeout).
+	// HTTP asks the nodes and the processors (default: a client with a 5 s
+	// timeout).
 	HTTP *http.Client
+	// Processors are processor instances' ops addresses (host:port or a
+	// URL) whose write budget to show; none: no budget table.
+	Processors []string
 }
 
 // Block is a chain position: a block number, its timestamp (Unix seconds)
@@ -76,9 +84,10 @@ type Group struct {
 
 // Snapshot is the deployment's state at one instant.
 type Snapshot struct {
-	At     time.Time
-	Chains []Chain
-	Groups []Group
+	At      time.Time
+	Chains  []Chain
+	Groups  []Group
+	Budgets []Budget
 }
 
 // Take reads a snapshot. Failures to read one part are recorded in it, not
@@ -111,6 +120,9 @@ func Take(ctx context.Context, src Source) Snapshot {
 		s.Chains = append(s.Chains, st)
 	}
 	s.Groups = groups(ctx, src)
+	for _, p := range src.Processors {
+		s.Budgets = append(s.Budgets, processorBudget(ctx, src.HTTP, p))
+	}
 	return s
 }
 
@@ -388,6 +400,12 @@ func Render(w io.Writer, prev *Snapshot, cur Snapshot) error {
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t\n", g.Name, g.State, g.Members, t, g.Lag[t])
 		}
 	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	// A table of its own: its columns are not the groups'.
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	renderBudgets(tw, prev, cur)
 	return tw.Flush()
 }
 
