@@ -9,7 +9,8 @@
 # when missing), MORAINE_BENCH_READ_RATE (200), MORAINE_BENCH_REPORT (10s), MORAINE_BENCH_AFTER_RATE
 # (500), MORAINE_BENCH_AFTER_DURATION (30s), MORAINE_BENCH_AFTER_WARMUP (60s), MORAINE_BENCH_STUDY_ROWS
 # (1000000), MORAINE_BENCH_COLUMN_STUDY=0 to skip the study, MORAINE_BENCH_INGEST_ARGS, MORAINE_BENCH_PHASES
-# ("idle serving"), MORAINE_BENCH_READ_TARGET (50ms), MORAINE_BENCH_DEVCHAIN=0 (no development chain),
+# ("idle serving"), MORAINE_BENCH_READ_TARGET (50ms), MORAINE_BENCH_MAX_LEAD (2000: ingest's --ingest.max-lead
+# when serving), MORAINE_BENCH_DEVCHAIN=0 (no development chain),
 # MORAINE_E2E_PROCESSOR_ARGS, MORAINE_TEST_KEEP_DB=1 to keep the database afterwards.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -45,9 +46,10 @@ for phase in $PHASES; do
         ;;
     serving)
         target=${MORAINE_BENCH_READ_TARGET:-50ms}
-        echo "backfill phase serving: reads at ${MORAINE_BENCH_READ_RATE:-200} req/s and the development chain's webhooks while the corpus backfills; processor --processor.read-latency-target=$target" | tee -a "$TMP/out.txt"
+        echo "backfill phase serving: reads at ${MORAINE_BENCH_READ_RATE:-200} req/s and the development chain's webhooks while the corpus backfills; processor --processor.read-latency-target=$target, ingest --ingest.max-lead=${MORAINE_BENCH_MAX_LEAD:-2000}" | tee -a "$TMP/out.txt"
         (cd e2e && MORAINE_BENCH_AFTER_DURATION=0 MORAINE_BENCH_COLUMN_STUDY=0 \
             MORAINE_E2E_PROCESSOR_ARGS="${MORAINE_E2E_PROCESSOR_ARGS:-} --processor.read-latency-target=$target" \
+            MORAINE_BENCH_INGEST_ARGS="${MORAINE_BENCH_INGEST_ARGS:-} --ingest.max-lead=${MORAINE_BENCH_MAX_LEAD:-2000}" \
             go test -run '^$' -bench 'BenchmarkBackfillCorpus' -benchtime 1x -count 1 -timeout 6h . 2>&1) | tee -a "$TMP/out.txt"
         ;;
     *) echo "bench-backfill: unknown phase $phase (idle, serving)"; exit 2 ;;
