@@ -67,14 +67,22 @@ func envFloat(tb testing.TB, name string, def float64) float64 {
 //
 // Every MORAINE_BENCH_REPORT (10 s) it prints a "backfill" line: blocks,
 // transactions and call frames indexed and their rates over the interval and
-// since the start, each process's resident memory, Kafka's and ClickHouse's
-// disk, ClickHouse's active parts and running merges, and the interval's
-// read latency. While it runs, `querybench load` reads at
+// since the start, the CPU microseconds per transaction written in the
+// interval of each process (from /proc), what ClickHouse inserted and merged
+// (system.events), each process's resident memory, Kafka's and ClickHouse's
+// disk, ClickHouse's active parts and running merges, the interval's read
+// latency and the development chain's webhook latency, each judged against
+// its goal. While it runs, `querybench load` reads at
 // MORAINE_BENCH_READ_RATE (200 req/s; 0: no reads) the newest blocks, random
-// blocks and random blocks' transactions of what is indexed so far. At the
-// end it prints the summary ("backfill summary" lines): rates per quarter of
-// the run, peak memory, bytes stored per transaction in ClickHouse (per
-// table) and in Kafka, the reads' latency; then the query goals on the
+// blocks and random blocks' transactions of what is indexed so far, and,
+// unless MORAINE_BENCH_DEVCHAIN=0, the development chain mines a block every
+// 500 ms beside the backfill with a webhook on five of its busy accounts
+// (devchainWebhooks). At the end it prints the summary ("backfill summary"
+// lines): rates per quarter of the run, peak memory, CPU per transaction and
+// CPU seconds per process over the run, ClickHouse's rows merged per row
+// inserted, the windows that met the reads' and the webhooks' goals, bytes
+// stored per transaction in ClickHouse (per table) and in Kafka, the reads'
+// latency; then the query goals on the
 // database it built: MORAINE_BENCH_AFTER_RATE (500) req/s for
 // MORAINE_BENCH_AFTER_DURATION (30 s) on the newest blocks and on random
 // blocks, after a warm-up of MORAINE_BENCH_AFTER_WARMUP (60 s); and what
