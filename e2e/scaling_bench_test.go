@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,8 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/moraine-data/moraine/pkg/kafkautil"
 	"github.com/moraine-data/moraine/pkg/testenv"
 	"github.com/moraine-data/moraine/schemas/topics"
 )
@@ -23,8 +26,12 @@ import (
 // lands on its own partition of the blocks topic) are produced to Kafka
 // first by one ingest; then, for each round, 1, 2 and 4 processor instances
 // (MORAINE_BENCH_SCALING_INSTANCES; sink and matcher, fresh consumer
-// groups, a fresh database) write them all to ClickHouse, and the round is
-// timed from the first block written to the last one of every chain.
+// groups, a fresh database, topics of their own) write them all to
+// ClickHouse, and the round is timed from the first block written to the
+// last one of every chain. The instances start, and their groups settle
+// with every instance assigned, before the recorded block records are
+// copied into their topic: a capped instance's start-up, or a rebalance
+// while the first instance already works, would otherwise be timed too.
 // -benchtime Nx runs N rounds and the medians are reported.
 //
 // On a machine of two cores, uncapped instances only share the same CPUs
@@ -92,6 +99,16 @@ func BenchmarkProcessorScaling(b *testing.B) {
 		return true
 	})
 	ingest.stop(15 * time.Second)
+	recorded := readTopic(b, kcfg, kcfg.Topic(topics.Blocks))
+	// Produced as ingest produces (compression, batch size), each record to
+	// the partition it was read from.
+	copier, err := kafkautil.NewClient(b.Context(), testLogger(), append(kcfg.ProducerOpts(testLogger(), "scaling-copy"),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer copier.Close()
+	adm := kadm.NewClient(copier)
 
 	results := map[int][]float64{}
 	for round := 0; b.Loop(); round++ {
@@ -99,11 +116,15 @@ func BenchmarkProcessorScaling(b *testing.B) {
 			runtime.GC()
 			ccfg, _ := testenv.ClickHouse(b)
 			group := fmt.Sprintf("scaling-%d-%d-%s", round, n, testenv.Suffix())
+			// Topics of the round's own: the instances find them empty.
+			rcfg := kcfg
+			rcfg.TopicPrefix = fmt.Sprintf("%sr%d-%d.", kcfg.TopicPrefix, round, n)
+			roundArgs := []string{"--kafka.brokers", kcfg.Brokers, "--kafka.topic-prefix", rcfg.TopicPrefix, "--chains.file", chainsFile}
 			var metrics []string
 			var procs []*proc
 			for i := 1; i <= n; i++ {
 				admin := freeAddr(b)
-				p := start(b, "processor", append(append([]string(nil), common...),
+				p := start(b, "processor", append(append([]string(nil), roundArgs...),
 					"--clickhouse.addr", ccfg.Addr, "--clickhouse.database", ccfg.Database, "--clickhouse.compression", "none",
 					"--processor.group", group, "--matcher.group", group+"-matcher",
 					"--matcher.transactional-id", fmt.Sprintf("%s-%d", group, i), "--ops.listen-address", admin)...)
@@ -112,7 +133,20 @@ func BenchmarkProcessorScaling(b *testing.B) {
 				}
 				procs = append(procs, p)
 				metrics = append(metrics, "http://"+admin+"/metrics")
+				waitReady(b, p, "http://"+admin+"/readyz", 5*time.Minute)
 			}
+			// Every instance a member of both groups, with partitions.
+			for _, g := range []string{rcfg.TopicPrefix + group, rcfg.TopicPrefix + group + "-matcher"} {
+				eventually(b, 5*time.Minute, "group "+g+" stable with every instance", func() bool {
+					d, err := adm.DescribeGroups(b.Context(), g)
+					if err != nil {
+						return false
+					}
+					dg := d[g]
+					return dg.State == "Stable" && len(dg.Members) == n
+				})
+			}
+			copyRecords(b, copier, recorded, rcfg.Topic(topics.Blocks))
 			// From the first record any instance consumed to the last block of
 			// every chain written, from the metrics scraped every 10 ms (start-up
 			// and the group's first assignment are left out: they cost the
@@ -160,6 +194,9 @@ func BenchmarkProcessorScaling(b *testing.B) {
 			for _, p := range procs {
 				p.stop(15 * time.Second)
 			}
+			dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			_, _ = adm.DeleteTopics(dctx, topics.Names(rcfg.Topics())...)
+			cancel()
 		}
 	}
 	med := func(v []float64) float64 {
@@ -179,6 +216,63 @@ func BenchmarkProcessorScaling(b *testing.B) {
 	fmt.Printf("\nscaling result: %d chains at once, %s, median of %d rounds: %s\n", nChains, capped, len(results[counts[0]]), strings.Join(parts, ", "))
 	most := counts[len(counts)-1]
 	b.ReportMetric(med(results[most])/base, fmt.Sprintf("ratio-%d/%d", most, counts[0]))
+}
+
+// readTopic returns every committed record of a topic, partition by
+// partition in offset order.
+func readTopic(tb testing.TB, kcfg kafkautil.Config, topic string) []*kgo.Record {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cl, err := kafkautil.NewClient(ctx, testLogger(), append(kcfg.BaseOpts(testLogger(), "scaling-read"),
+		kgo.ConsumeTopics(topic), kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer cl.Close()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var out []*kgo.Record
+	for !caughtUp(out, ends, topic) {
+		f := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			tb.Fatalf("reading %s: %v", topic, ctx.Err())
+		}
+		out = append(out, f.Records()...)
+	}
+	return out
+}
+
+// caughtUp reports whether records reach the last stable end of every
+// partition (the transaction markers after the last record are not
+// records).
+func caughtUp(records []*kgo.Record, ends kadm.ListedOffsets, topic string) bool {
+	next := map[int32]int64{}
+	for _, r := range records {
+		next[r.Partition] = r.Offset + 1
+	}
+	done := true
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Topic == topic && o.Offset > 0 && next[o.Partition] < o.Offset-1 {
+			done = false
+		}
+	})
+	return done
+}
+
+// copyRecords produces records to topic, each to its partition, keys and
+// headers kept.
+func copyRecords(tb testing.TB, cl *kgo.Client, records []*kgo.Record, topic string) {
+	out := make([]*kgo.Record, len(records))
+	for i, r := range records {
+		out[i] = &kgo.Record{Topic: topic, Partition: r.Partition, Key: r.Key, Value: r.Value, Headers: r.Headers}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, out...).FirstErr(); err != nil {
+		tb.Fatalf("copy records to %s: %v", topic, err)
+	}
 }
 
 // cpuCgroupRoot is the cgroup v1 cpu controller's mount.
