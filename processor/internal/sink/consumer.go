@@ -246,26 +246,27 @@ func (c *consumer) poll(ctx context.Context, toFinish chan<- *written, finisherD
 		// A backfill batch's pause: what arrives meanwhile is the next
 		// batch.
 		records := c.pausedPoll(ctx)
+		var fetches kgo.Fetches
 		if len(records) == 0 {
-			fetches := c.cl.PollRecords(ctx, pollChunk)
-			if ctx.Err() != nil {
-				c.cl.AllowRebalance()
-				return nil
-			}
-			if fetches.IsClientClosed() {
-				return nil
-			}
-			var fetchErr error
-			fetches.EachError(func(t string, p int32, err error) {
-				if !errors.Is(err, context.Canceled) {
-					fetchErr = fmt.Errorf("fetch %s/%d: %w", t, p, err)
-				}
-			})
-			if fetchErr != nil {
-				c.logger.Warn("fetch error, retrying", "err", fetchErr)
-			}
-			records = fetches.Records()
+			fetches = c.cl.PollRecords(ctx, pollChunk)
 		}
+		if ctx.Err() != nil {
+			c.cl.AllowRebalance()
+			return nil
+		}
+		if fetches.IsClientClosed() {
+			return nil
+		}
+		var fetchErr error
+		fetches.EachError(func(t string, p int32, err error) {
+			if !errors.Is(err, context.Canceled) {
+				fetchErr = fmt.Errorf("fetch %s/%d: %w", t, p, err)
+			}
+		})
+		if fetchErr != nil {
+			c.logger.Warn("fetch error, retrying", "err", fetchErr)
+		}
+		records = append(records, fetches.Records()...)
 		// Top up the batch while more records arrive quickly: large inserts
 		// during backfill, one flush interval of latency at the head.
 		// Not during a backfill's pause: only a head's records go then.
