@@ -24,6 +24,7 @@
 //	moraine_processor_write_budget_share               share of time the backfill may insert (1: unthrottled)
 //	moraine_processor_write_budget_probe_seconds       the probe read's latency (histogram)
 //	moraine_processor_write_budget_target_seconds      the operator's latency target (0: budget off)
+//	moraine_processor_write_budget_min_share           the share's floor (--processor.backfill-min-share)
 //	moraine_processor_write_budget_paused_seconds_total time backfill batches waited
 package budget
 
@@ -132,23 +133,26 @@ type Budget struct {
 }
 
 type metrics struct {
-	share  prometheus.Gauge
-	probe  prometheus.Histogram
-	target prometheus.Gauge
-	paused prometheus.Counter
+	share    prometheus.Gauge
+	probe    prometheus.Histogram
+	target   prometheus.Gauge
+	minShare prometheus.Gauge
+	paused   prometheus.Counter
 }
 
 // New returns the budget at share 1 (unthrottled).
 func New(cfg Config, reg prometheus.Registerer, logger *slog.Logger) *Budget {
 	f := obs.NewMetrics(reg, "processor")
 	b := &Budget{cfg: cfg, logger: logger, share: 1, m: &metrics{
-		share:  f.Gauge("write_budget_share", "Share of time backfill inserts may take (1: not throttled; below 1: reads were slower than the target)."),
-		probe:  f.Histogram("write_budget_probe_seconds", "Latency of the write budget's probe read of ClickHouse.", prometheus.ExponentialBuckets(0.0005, 2, 16)),
-		target: f.Gauge("write_budget_target_seconds", "The write budget's read latency target (--processor.read-latency-target; 0: off)."),
-		paused: f.Counter("write_budget_paused_seconds_total", "Time backfill batches waited for reads (the write budget)."),
+		share:    f.Gauge("write_budget_share", "Share of time backfill inserts may take (1: not throttled; below 1: reads were slower than the target)."),
+		probe:    f.Histogram("write_budget_probe_seconds", "Latency of the write budget's probe read of ClickHouse.", prometheus.ExponentialBuckets(0.0005, 2, 16)),
+		target:   f.Gauge("write_budget_target_seconds", "The write budget's read latency target (--processor.read-latency-target; 0: off)."),
+		minShare: f.Gauge("write_budget_min_share", "The least share of time backfill inserts keep (--processor.backfill-min-share)."),
+		paused:   f.Counter("write_budget_paused_seconds_total", "Time backfill batches waited for reads (the write budget)."),
 	}}
 	b.m.share.Set(1)
 	b.m.target.Set(cfg.ReadLatencyTarget.Seconds())
+	b.m.minShare.Set(cfg.MinShare)
 	return b
 }
 
