@@ -110,7 +110,7 @@ echo "bench: read latency on the development stack (4 and 20 req/s, 2 min each).
 readlat=$( (cd e2e && go test -run '^$' -bench 'BenchmarkDevStackReadLatency' -benchtime 1x -timeout 15m . 2>&1) | grep -E '^reads ' || true)
 
 # 3c. Processor scaling: four chains at once through 1, 2 and 4 processor instances, each capped at
-# MORAINE_BENCH_SCALING_CPU cores (0.1) in its own cgroup, so that the instances and not this machine's two
+# MORAINE_BENCH_SCALING_CPU cores (0.05) in its own cgroup, so that the instances and not this machine's two
 # cores are the bottleneck (one chain is one partition, consumed in order by one instance, so more instances
 # help only with several chains).
 echo "bench: processor scaling (4 chains, 1, 2 and 4 capped instances)..."
@@ -188,7 +188,7 @@ micro=$( (cd schemas && go test -run '^$' -bench . -benchmem ./codec) | grep -E 
     echo
     echo "Data: the Gunzilla recording served as four chains (each on its own partition of the blocks topic), produced to"
     echo "Kafka first; then each round runs 1, 2 and 4 processor instances (sink and matcher, fresh groups and database), each"
-    echo "instance in its own cgroup capped at ${MORAINE_BENCH_SCALING_CPU:-0.1} cores (the same cap for every instance), timed from"
+    echo "instance in its own cgroup capped at ${MORAINE_BENCH_SCALING_CPU:-0.05} cores (the same cap for every instance), timed from"
     echo "the first block written to the last of every chain (e2e BenchmarkProcessorScaling, 3 rounds)."
     echo
     echo '```'

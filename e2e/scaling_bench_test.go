@@ -37,17 +37,20 @@ import (
 // On a machine of two cores, uncapped instances only share the same CPUs
 // (two measured 0.85 of one). So that the figure shows what another
 // machine's instance adds, each instance runs in its own cgroup capped at
-// MORAINE_BENCH_SCALING_CPU cores (0.1; the same cap for every instance; 0
-// to run uncapped), small enough that the instances, not ClickHouse or
-// Kafka on the remaining CPU, are the bottleneck. Each round prints the
-// instances' CPU use against the cap.
+// MORAINE_BENCH_SCALING_CPU cores (0.05; the same cap for every instance;
+// 0 to run uncapped), small enough that the instances, not ClickHouse or
+// Kafka on the remaining CPU, are the bottleneck: four instances write
+// about 5,000 tx/s, which ClickHouse takes with about one core (200 µs
+// a transaction over a backfill, bench/history.md); at 0.1 cores four
+// instances measured 2.15x one, the machine saturated. Each round prints
+// the instances' CPU use against the cap.
 //
 // One chain is one partition, and a partition is consumed by one instance
 // at a time, in order: that is what caps one chain's throughput (one
 // instance's decode and insert loop, and ClickHouse's insert speed), and
 // why several chains are needed to use a second instance.
 func BenchmarkProcessorScaling(b *testing.B) {
-	cpuCap := envFloat(b, "MORAINE_BENCH_SCALING_CPU", 0.1)
+	cpuCap := envFloat(b, "MORAINE_BENCH_SCALING_CPU", 0.05)
 	var counts []int
 	for _, f := range strings.Split(cmpOr(os.Getenv("MORAINE_BENCH_SCALING_INSTANCES"), "1,2,4"), ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
