@@ -86,6 +86,11 @@ test-cluster: ## Fault suite on the local cluster: kills Kafka, ClickHouse and s
 	echo "=== fault suite"; \
 	cd e2e && go test -tags cluster -count=1 -timeout 30m -run TestClusterFaults -v . 2>&1 | grep -v "level=INFO"; exit $${PIPESTATUS[0]}
 
+.PHONY: test-nodes
+test-nodes: stack-up ## Node fault suite: one chain on 3 replay nodes that die, freeze, lag, answer 429s, drop logs, receipts and traces, and fork, in a backfill and at the head; checks ClickHouse and Kafka against the corpus (about 3 min; MORAINE_NODE_FAULT_SEED replays a run).
+	@eval "$$(bash $(STACK) env)"; \
+	cd e2e && go test -tags nodes -count=1 -timeout 15m -run TestNodeFaults -v . 2>&1 | grep -v "level=INFO"; exit $${PIPESTATUS[0]}
+
 .PHONY: cluster-down
 cluster-down: ## Stop the local cluster's services and nodes (data is kept); the single-node stack keeps running.
 	@bash deploy/run.sh cluster down
@@ -119,9 +124,9 @@ soak: stack-up ## Run at the development chain's head for 30 min (MORAINE_SOAK_D
 	@eval "$$(bash $(STACK) env)"; bash bench/soak.sh
 
 # staticcheck, pinned; its checks are in staticcheck.conf. go run fetches it through the Go module proxy once and
-# caches the build. The cluster tag brings in the fault suite's files, which nothing else excludes.
+# caches the build. The cluster and nodes tags bring in the fault suites' files, which nothing else excludes.
 STATICCHECK_VERSION ?= v0.8.2
-STATICCHECK         := go run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) -tags cluster
+STATICCHECK         := go run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) -tags cluster,nodes
 
 .PHONY: lint
 lint: ## gofmt check, go vet and staticcheck (staticcheck.conf) of every module; every service flag in its README.

@@ -57,6 +57,15 @@ def bench_summary(path):
     scaling = re.search(r"^scaling result: .*?(each instance capped at [\d.]+ cores|uncapped), median of \d+ rounds: (.*)$", t, re.M)
     rows.append(("processor: 1.8x from 1 to 2 and 3.2x from 1 to 4 instances, four chains at once",
                  f"{scaling.group(2)} ({scaling.group(1)})" if scaling else "not measured"))
+    nodes = re.search(r"^nodes result: median blocks/s with 1, 2, 4 nodes: ([\d.]+), ([\d.]+), ([\d.]+); 4 nodes / 1 node = ([\d.]+)x", t, re.M)
+    rows.append(("backfill bound by its nodes (40 traced blocks/s each): 4 nodes vs 1, goal 3.5x",
+                 f"1, 2, 4 nodes: {nodes.group(1)}, {nodes.group(2)}, {nodes.group(3)} blocks/s: {nodes.group(4)}x" if nodes else "not measured"))
+    verify = re.search(r"^nodes verify: (\d+) µs per block .*?, conversion (\d+) µs per block", t, re.M)
+    rows.append(("block verification's cost (receipts root, logs bloom, transactions root)",
+                 f"{verify.group(1)} µs per block, stage wall time (conversion: {verify.group(2)} µs)" if verify else "not measured"))
+    failover = re.search(r"^failover result: .*?no fault (\S+), node killed (\S+), node frozen (\S+)", t, re.M)
+    rows.append(("failover at the head, one of two nodes lost (to the next block produced)",
+                 f"killed {failover.group(2)}, frozen {failover.group(3)} (no fault: {failover.group(1)})" if failover else "not measured"))
     # The transaction-history routes (bench/history.sh), each alone at 200 req/s.
     size = re.search(r"^transactions each\); a fifth .* On disk: ([\d.]+ \S+?)\.", t, re.M)
     txs = re.search(r"^Data: ([\d,]+) synthetic transactions", t, re.M)

@@ -55,7 +55,7 @@ func binaries(t testing.TB) string {
 		if buildErr != nil {
 			return
 		}
-		for _, p := range []string{"./ingest/cmd/ingest", "./processor/cmd/processor", "./query/cmd/query", "./query/cmd/moraine-admin", "./query/cmd/querybench", "./delivery/cmd/delivery", "./deploy/cmd/replay", "./deploy/cmd/devchain"} {
+		for _, p := range []string{"./ingest/cmd/ingest", "./processor/cmd/processor", "./query/cmd/query", "./query/cmd/moraine-admin", "./query/cmd/querybench", "./delivery/cmd/delivery", "./deploy/cmd/replay", "./deploy/cmd/devchain", "./deploy/cmd/corpus"} {
 			cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, filepath.Base(p)), p)
 			cmd.Dir = root
 			if out, err := cmd.CombinedOutput(); err != nil {

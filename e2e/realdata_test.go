@@ -117,7 +117,7 @@ func testRealData(t *testing.T, d dataset) {
 	if d.name == gunzilla.name {
 		// The sparse recording's numbers come from the replay's listing,
 		// not from a header probe per number.
-		calls := scrape(t, s.metrics["ingest"], "moraine_ingest_rpc_requests_total")
+		calls := scrape(t, s.metrics["ingest"], "moraine_rpc_requests_total")
 		listed, probed := 0.0, 0.0
 		for labels, v := range calls {
 			switch {

@@ -39,11 +39,22 @@
 // for traces.
 //
 // Modes: ModeBackfill exposes every block at once; ModeLive starts with the
-// first block and releases the next one every 1/Config.Rate seconds, notifying
-// newHeads subscribers.
+// first Config.Preload blocks and releases the next one every 1/Config.Rate
+// seconds, notifying newHeads subscribers.
+//
+// A node's cost: Config.TracedBlocksPerSecond paces debug_traceBlock* as a
+// real node's tracer is bounded (tens of blocks per second), so that a
+// benchmark is node-bound as production backfills are.
+//
+// Faults (Faults, for the node fault suite): a lag behind the head, 429s,
+// receipts missing a log or a receipt, trace lists missing their last
+// entry, blocks from another fork; set at start or, with Config.FaultControl,
+// at run time by moraine_setFaults(Faults); moraine_faultCounts returns what
+// was done. Without FaultControl neither method exists.
 //
 // The command deploy/cmd/replay runs it with the flags --replay.file,
-// --replay.mode, --replay.rate, --chain.id, --rpc.listen-address, --log.level
-// and --log.format, each also read from MORAINE_<NAME> (upper case, '.' and '-'
-// as '_').
+// --replay.mode, --replay.rate, --replay.preload, --replay.traced-blocks-per-second,
+// --replay.fault-control, --replay.fault-seed, --chain.id, --rpc.listen-address,
+// --log.level and --log.format, each also read from MORAINE_<NAME> (upper case,
+// '.' and '-' as '_').
 package replay

@@ -60,6 +60,16 @@ type Config struct {
 	ListenAddress string
 	// Logger (default slog.Default()).
 	Logger *slog.Logger
+	// Preload is how many blocks live mode releases at start (default 1):
+	// a backfill, then the head.
+	Preload int
+	// TracedBlocksPerSecond caps the blocks traced per second (0: no cap):
+	// a real node's tracer is what bounds a backfill with traces.
+	TracedBlocksPerSecond float64
+	// Faults are misbehaviours to start with (see Faults).
+	Faults Faults
+	// FaultControl enables moraine_setFaults and moraine_faultCounts.
+	FaultControl bool
 }
 
 // Server serves a recording over JSON-RPC (HTTP and WebSocket).
@@ -82,6 +92,8 @@ type Server struct {
 	once     sync.Once
 	closeErr error
 	subSeq   atomic.Uint64
+	faults   faults
+	tracer   *traceGate
 }
 
 // Start loads the recording (unless given), listens and serves until Close is
@@ -139,7 +151,11 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.Mode == ModeBackfill {
 		s.released.Store(int64(src.Len() - 1))
 	} else {
-		s.released.Store(0)
+		s.released.Store(int64(min(max(cfg.Preload, 1), src.Len()) - 1))
+	}
+	s.faults.set(cfg.Faults)
+	if cfg.TracedBlocksPerSecond > 0 {
+		s.tracer = &traceGate{every: time.Duration(float64(time.Second) / cfg.TracedBlocksPerSecond)}
 	}
 	ln, err := net.Listen("tcp", cfg.ListenAddress)
 	if err != nil {
@@ -223,16 +239,16 @@ func (s *Server) WSURL() string { return "ws://" + s.ln.Addr().String() }
 func (s *Server) Source() Source { return s.src }
 
 // Head is the number of the highest released block.
-func (s *Server) Head() uint64 { return s.src.number(int(s.released.Load())) }
+func (s *Server) Head() uint64 { return s.src.number(int(s.visible())) }
 
 // lookups honouring the released head; a nil block without error is an
 // unknown or unreleased one.
 
-func (s *Server) head() (*Block, error) { return s.src.load(int(s.released.Load())) }
+func (s *Server) head() (*Block, error) { return s.src.load(int(s.visible())) }
 
 func (s *Server) blockByNumber(n uint64) (*Block, error) {
 	i, ok := s.src.index(n)
-	if !ok || int64(i) > s.released.Load() {
+	if !ok || int64(i) > s.visible() {
 		return nil, nil
 	}
 	return s.src.load(i)
@@ -240,7 +256,7 @@ func (s *Server) blockByNumber(n uint64) (*Block, error) {
 
 func (s *Server) blockByHash(h Hash) (*Block, error) {
 	i, ok := s.src.hashIndex(h)
-	if !ok || int64(i) > s.released.Load() {
+	if !ok || int64(i) > s.visible() {
 		return nil, nil
 	}
 	return s.src.load(i)
@@ -249,7 +265,7 @@ func (s *Server) blockByHash(h Hash) (*Block, error) {
 // tx finds a released transaction: its block and position.
 func (s *Server) tx(h Hash) (*Block, int, error) {
 	bi, ti, ok := s.src.txLocation(h)
-	if !ok || int64(bi) > s.released.Load() {
+	if !ok || int64(bi) > s.visible() {
 		return nil, 0, nil
 	}
 	b, err := s.src.load(bi)
@@ -280,6 +296,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBody))
 	if err != nil {
 		http.Error(w, "request too large", http.StatusRequestEntityTooLarge)
+		return
+	}
+	if !bytes.Contains(body, []byte(`"moraine_`)) && s.rateLimited(w) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -446,9 +465,9 @@ func (s *Server) call(ctx context.Context, method string, params []json.RawMessa
 			return nullJSON, err
 		}
 		if full {
-			return b.Full, nil
+			return s.corrupt(method, b, b.Full), nil
 		}
-		return b.Hashes, nil
+		return s.corrupt(method, b, b.Hashes), nil
 
 	case "eth_getBlockReceipts":
 		if len(params) < 1 {
@@ -458,7 +477,7 @@ func (s *Server) call(ctx context.Context, method string, params []json.RawMessa
 		if err != nil || b == nil {
 			return nullJSON, err
 		}
-		return b.Receipts, nil
+		return s.corrupt(method, b, b.Receipts), nil
 
 	case "eth_getTransactionByHash", "eth_getTransactionReceipt", "debug_traceTransaction":
 		if len(params) < 1 {
@@ -516,7 +535,10 @@ func (s *Server) call(ctx context.Context, method string, params []json.RawMessa
 			if b == nil {
 				return nil, fmt.Errorf("block #%d not found", n)
 			}
-			return b.Traces, nil
+			if err := s.tracer.wait(ctx); err != nil {
+				return nil, err
+			}
+			return s.corrupt(method, b, b.Traces), nil
 		}
 		h, err := parseHash(params[0])
 		if err != nil {
@@ -529,10 +551,20 @@ func (s *Server) call(ctx context.Context, method string, params []json.RawMessa
 		if b == nil {
 			return nil, fmt.Errorf("block 0x%x not found", h[:])
 		}
-		return b.Traces, nil
+		if err := s.tracer.wait(ctx); err != nil {
+			return nil, err
+		}
+		return s.corrupt(method, b, b.Traces), nil
 
 	case "moraine_recordedBlockNumbers":
 		return s.recordedBlockNumbers(params)
+	case "moraine_setFaults":
+		return s.setFaults(params)
+	case "moraine_faultCounts":
+		if !s.cfg.FaultControl {
+			break
+		}
+		return json.Marshal(s.faults.snapshot())
 
 	case "eth_call", "eth_getCode":
 		// No state is recorded: answer as a node does for an address without
@@ -685,7 +717,7 @@ func (s *Server) recordedBlockNumbers(params []json.RawMessage) ([]byte, error) 
 		}
 		bounds[i] = n
 	}
-	released := int(s.released.Load()) + 1
+	released := int(s.visible()) + 1
 	i := sort.Search(released, func(i int) bool { return s.src.number(i) >= bounds[0] })
 	out := []byte{'['}
 	for ; i < released && s.src.number(i) <= bounds[1]; i++ {

@@ -116,7 +116,7 @@ func (c *wsConn) subscribe(_ context.Context, id string) {
 	c.pending = append(c.pending, ready)
 	c.mu.Unlock()
 	s := c.s
-	last := s.released.Load()
+	last := s.visible()
 	prefix := []byte(`{"jsonrpc":"2.0","method":"eth_subscription","params":{"subscription":"` + id + `","result":`)
 	c.wg.Add(1)
 	go func() {
@@ -130,7 +130,7 @@ func (c *wsConn) subscribe(_ context.Context, id string) {
 		}
 		for {
 			changed := s.headChanged()
-			for cur := s.released.Load(); last < cur; {
+			for cur := s.visible(); last < cur; {
 				last++
 				b, err := s.src.load(int(last))
 				if err != nil {

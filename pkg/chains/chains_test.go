@@ -55,3 +55,44 @@ func TestShippedChainFilesAreValid(t *testing.T) {
 		}
 	}
 }
+
+// TestNodesAsURLsOrObjects: rpcUrls entries are bare URLs or objects with
+// limits; names default to the position; RPCURLs mirrors the URLs.
+func TestNodesAsURLsOrObjects(t *testing.T) {
+	c, err := Parse([]byte(`{"chains":[{"evmChainId":"43114","name":"C","network":"mainnet","networkToken":{"name":"Avalanche","symbol":"AVAX","decimals":18},
+	  "rpcUrls":["http://a:9650/rpc", {"url":"https://hosted/key","name":"hosted","requestsPerSecond":25,"maxConcurrency":4,"maxBatch":30}],
+	  "skipChecks":["transactionsRoot"]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := c.Chains[0]
+	nodes := ch.RPCNodes()
+	if len(nodes) != 2 || nodes[0].Name != "0" || nodes[0].URL != "http://a:9650/rpc" ||
+		nodes[1] != (Node{URL: "https://hosted/key", Name: "hosted", RequestsPerSecond: 25, MaxConcurrency: 4, MaxBatch: 30}) {
+		t.Fatalf("nodes = %+v", nodes)
+	}
+	if len(ch.RPCURLs) != 2 || ch.RPCURLs[1] != "https://hosted/key" {
+		t.Fatalf("RPCURLs = %v", ch.RPCURLs)
+	}
+	if ch.Checked(CheckTransactionsRoot) || !ch.Checked(CheckReceiptsRoot) {
+		t.Fatal("skipChecks not applied")
+	}
+	// A Chain built in code with RPCURLs only.
+	if n := (Chain{RPCURLs: []string{"http://x"}}).RPCNodes(); len(n) != 1 || n[0].Name != "0" {
+		t.Fatalf("%+v", n)
+	}
+	for _, bad := range []string{
+		`{"url":"http://a","maxBatch":-1}`,
+		`{"url":"http://a","name":"has space"}`,
+		`{"url":"http://a","limit":3}`,
+	} {
+		in := `{"chains":[{"evmChainId":"1","name":"E","network":"mainnet","networkToken":{"name":"E","symbol":"E","decimals":18},"rpcUrls":[` + bad + `]}]}`
+		if _, err := Parse([]byte(in)); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+	in := `{"chains":[{"evmChainId":"1","name":"E","network":"mainnet","networkToken":{"name":"E","symbol":"E","decimals":18},"rpcUrls":["http://a"],"skipChecks":["stateRoot"]}]}`
+	if _, err := Parse([]byte(in)); err == nil || !strings.Contains(err.Error(), "stateRoot") {
+		t.Errorf("unknown check: %v", err)
+	}
+}

@@ -5,13 +5,12 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/moraine-data/moraine/pkg/evm"
+	"github.com/moraine-data/moraine/pkg/rpc"
 )
 
 // Function selectors.
@@ -31,22 +30,6 @@ type rpcCall struct {
 	Required bool
 }
 
-type rpcRequest struct {
-	JSONRPC string `json:"jsonrpc"`
-	ID      int    `json:"id"`
-	Method  string `json:"method"`
-	Params  []any  `json:"params"`
-}
-
-type rpcResponse struct {
-	ID     int             `json:"id"`
-	Result json.RawMessage `json:"result"`
-	Error  *struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
-}
-
 type callArgs struct {
 	To   string `json:"to"`
 	Data string `json:"data"`
@@ -57,82 +40,31 @@ func ethCall(to evm.Address, data string) rpcCall {
 	return rpcCall{Method: "eth_call", Params: []any{callArgs{To: to.Hex(), Data: data}, "latest"}}
 }
 
-// batch sends calls as one JSON-RPC batch to the first URL that answers and
-// returns each call's result in order; a call that failed (reverted, not
-// callable) has a nil result. The error is a failure of every URL: transport,
-// or an error answer to a Required call.
-func (r *Resolver) batch(ctx context.Context, urls []string, calls []rpcCall) ([]json.RawMessage, error) {
-	reqs := make([]rpcRequest, len(calls))
+// batch sends calls as one JSON-RPC batch through the chain's pool (which
+// fails over between its nodes) and returns each call's result in order; a
+// call that failed (reverted, not callable) has a nil result. The error is
+// the pool's failure, or an error answer to a Required call.
+func batch(ctx context.Context, pool *rpc.Pool, calls []rpcCall) ([]json.RawMessage, error) {
+	reqs := make([]*rpc.Request, len(calls))
 	for i, c := range calls {
-		reqs[i] = rpcRequest{JSONRPC: "2.0", ID: i, Method: c.Method, Params: c.Params}
+		reqs[i] = &rpc.Request{Method: c.Method, Params: c.Params}
 	}
-	body, err := json.Marshal(reqs)
-	if err != nil {
-		return nil, err
+	// Small reads where latency matters: hedged.
+	if err := pool.Batch(ctx, reqs, rpc.Hedge()); err != nil {
+		return nil, fmt.Errorf("rpc chain %s: %w", pool.Chain(), err)
 	}
-	var errs []error
-	for _, u := range urls {
-		resps, err := r.post(ctx, u, body)
-		if err != nil {
-			errs = append(errs, err)
-			if ctx.Err() != nil {
-				break
-			}
-			continue
-		}
-		results, err := batchResults(u, calls, resps)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		return results, nil
-	}
-	return nil, errors.Join(errs...)
-}
-
-// batchResults orders the responses of one URL by call.
-func batchResults(url string, calls []rpcCall, resps []rpcResponse) ([]json.RawMessage, error) {
 	results := make([]json.RawMessage, len(calls))
-	answered := make([]bool, len(calls))
-	for _, resp := range resps {
-		if resp.ID < 0 || resp.ID >= len(calls) {
-			continue
-		}
-		answered[resp.ID] = true
+	for i, r := range reqs {
 		switch {
-		case resp.Error == nil:
-			results[resp.ID] = resp.Result
-		case calls[resp.ID].Required:
-			return nil, fmt.Errorf("rpc %s: %s: error %d: %s", redact(url), calls[resp.ID].Method, resp.Error.Code, resp.Error.Message)
+		case r.Err == nil:
+			// Copied: the answer's memory goes back to the pool.
+			results[i] = append(json.RawMessage(nil), r.Result...)
+		case calls[i].Required || rpc.IsNodeFailure(r.Err) || rpc.IsUnavailable(r.Err):
+			return nil, fmt.Errorf("rpc chain %s node %s: %s: %w", pool.Chain(), r.Node, calls[i].Method, r.Err)
 		}
 	}
-	for i, ok := range answered {
-		if !ok {
-			return nil, fmt.Errorf("rpc %s: batch response lacks id %d", redact(url), i)
-		}
-	}
+	pool.Release(reqs)
 	return results, nil
-}
-
-func (r *Resolver) post(ctx context.Context, url string, body []byte) ([]rpcResponse, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return nil, fmt.Errorf("rpc %s: %w", redact(url), err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := r.http.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("rpc %s: %w", redact(url), err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("rpc %s: HTTP %d", redact(url), resp.StatusCode)
-	}
-	var out []rpcResponse
-	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
-		return nil, fmt.Errorf("rpc %s: decode batch response: %w", redact(url), err)
-	}
-	return out, nil
 }
 
 // tokenCalls are name(), symbol() and decimals().
@@ -197,16 +129,6 @@ func nibble(c byte) (byte, bool) {
 		return c - 'A' + 10, true
 	}
 	return 0, false
-}
-
-// redact keeps scheme and host of an RPC URL: paths often carry API keys.
-func redact(u string) string {
-	if i := strings.Index(u, "://"); i >= 0 {
-		if j := strings.IndexByte(u[i+3:], '/'); j >= 0 {
-			return u[:i+3+j] + "/…"
-		}
-	}
-	return u
 }
 
 // maxText bounds a name or symbol: a contract may return anything.

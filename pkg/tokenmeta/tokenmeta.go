@@ -9,8 +9,9 @@
 // render without an answer (payloads omit the token object; the API
 // documents its own defaults).
 //
-// Calls go to the chain's rpcUrls (chains file), in order, as JSON-RPC
-// batches at the latest block, several contracts per HTTP request. A
+// Calls go to the chain's nodes through its pkg/rpc Pool (failover, limits
+// from the chains file), as JSON-RPC batches at the latest block, several
+// contracts per HTTP request. A
 // contract answers as a token when both name() and symbol() return a string
 // (ABI string, or bytes32 as old tokens do): one rule for Resolve's Token
 // and Describe's ERC-20 detection, the rule the webhook payloads' token
@@ -42,14 +43,17 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/moraine-data/moraine/pkg/chains"
 	"github.com/moraine-data/moraine/pkg/evm"
 	"github.com/moraine-data/moraine/pkg/obs"
+	"github.com/moraine-data/moraine/pkg/rpc"
 )
 
 // Token is what a token contract answered. Name and Symbol are always set
@@ -102,15 +106,15 @@ type Deps struct {
 	// Subsystem names the service in the metric names ("processor" when
 	// empty).
 	Subsystem string
-	HTTP      *http.Client
-	Now       func() time.Time
+	// HTTP is the pools' HTTP client when New builds them (tests).
+	HTTP *http.Client
+	Now  func() time.Time
 }
 
 // Resolver resolves and caches token metadata. It is safe for concurrent use.
 type Resolver struct {
 	cfg    Config
-	rpc    map[uint64][]string
-	http   *http.Client
+	rpc    map[uint64]*rpc.Pool
 	now    func() time.Time
 	logger *slog.Logger
 	lookup *prometheus.CounterVec
@@ -124,8 +128,27 @@ type key struct {
 	addr  evm.Address
 }
 
-// New returns a resolver calling the given RPC URLs per chain id.
+// New returns a resolver calling the given RPC URLs per chain id, through a
+// pool per chain built with the defaults (no per-node limits): NewWithPools
+// takes the chains' pools.
 func New(cfg Config, rpcURLs map[uint64][]string, deps Deps) *Resolver {
+	pools := make(map[uint64]*rpc.Pool, len(rpcURLs))
+	m := rpc.NewMetrics(deps.Registerer)
+	for id, urls := range rpcURLs {
+		pc := rpc.PoolConfig{Chain: strconv.FormatUint(id, 10), HTTPClient: deps.HTTP, Logger: deps.Logger}
+		for _, u := range urls {
+			pc.Nodes = append(pc.Nodes, chains.Node{URL: u})
+		}
+		if p, err := rpc.NewPool(pc, m); err == nil {
+			pools[id] = p
+		}
+	}
+	return NewWithPools(cfg, pools, deps)
+}
+
+// NewWithPools returns a resolver calling each chain's nodes through its
+// pool (rpc.NewPool(rpc.ForChain(ch), ...)).
+func NewWithPools(cfg Config, pools map[uint64]*rpc.Pool, deps Deps) *Resolver {
 	def := DefaultConfig()
 	if cfg.CacheSize <= 0 {
 		cfg.CacheSize = def.CacheSize
@@ -148,15 +171,12 @@ func New(cfg Config, rpcURLs map[uint64][]string, deps Deps) *Resolver {
 	if deps.Subsystem == "" {
 		deps.Subsystem = "processor"
 	}
-	r := &Resolver{cfg: cfg, rpc: rpcURLs, http: deps.HTTP, now: deps.Now, logger: deps.Logger,
+	r := &Resolver{cfg: cfg, rpc: pools, now: deps.Now, logger: deps.Logger,
 		tokenQ: question[*Token]{cache: newCache[*Token](cfg.CacheSize), calls: tokenCalls, decode: decodeToken,
 			answered: func(t *Token) bool { return t != nil }},
 		contractQ: question[*Contract]{cache: newCache[*Contract](cfg.CacheSize), calls: contractCalls, decode: decodeContract,
 			answered: func(c *Contract) bool { return c != nil && c.HasCode },
 			absent:   func(c *Contract) bool { return c != nil && !c.HasCode }},
-	}
-	if r.http == nil {
-		r.http = &http.Client{}
 	}
 	if r.now == nil {
 		r.now = time.Now
@@ -232,8 +252,8 @@ func resolve[V any](ctx context.Context, r *Resolver, q question[V], chain uint6
 	if len(missing) == 0 {
 		return out, firstErr
 	}
-	urls := r.rpc[chain]
-	if len(urls) == 0 {
+	pool := r.rpc[chain]
+	if pool == nil {
 		r.lookup.WithLabelValues("error").Add(float64(len(missing)))
 		return out, fmt.Errorf("tokenmeta: no RPC URL for chain %d", chain)
 	}
@@ -250,7 +270,7 @@ func resolve[V any](ctx context.Context, r *Resolver, q question[V], chain uint6
 			for _, a := range chunk {
 				reqs = append(reqs, q.calls(a)...)
 			}
-			results, err := r.batch(ctx, urls, reqs)
+			results, err := batch(ctx, pool, reqs)
 			if err != nil {
 				r.logger.Warn("contract metadata calls failed; answers lack these contracts until retried",
 					"chain_id", chain, "contracts", len(chunk), "err", err)

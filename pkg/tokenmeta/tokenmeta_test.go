@@ -180,7 +180,9 @@ func TestTransportFailureIsRetriedAfterTTL(t *testing.T) {
 		t.Fatalf("got %+v from a failing node", tok)
 	}
 	n.fail.Store(false)
-	if tok := r.Resolve(t.Context(), 1, []evm.Address{usdc})[usdc]; tok != nil || n.calls.Load() != 1 {
+	// The pool tried the node a few times; the second Resolve asks nothing.
+	failed := n.calls.Load()
+	if tok := r.Resolve(t.Context(), 1, []evm.Address{usdc})[usdc]; tok != nil || n.calls.Load() != failed {
 		t.Fatalf("failure not remembered: %+v, %d calls", tok, n.calls.Load())
 	}
 	now = now.Add(31 * time.Second)
@@ -214,9 +216,6 @@ func TestFallbackURLAndTimeout(t *testing.T) {
 	}
 	if d := time.Since(start); d > 2*time.Second {
 		t.Fatalf("timeout not honoured: %v", d)
-	}
-	if got := redact("https://node.example/ext/bc/C/rpc?key=x"); got != "https://node.example/…" {
-		t.Errorf("redact = %s", got)
 	}
 }
 

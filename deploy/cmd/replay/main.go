@@ -33,6 +33,10 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.Float64Var(&o.cfg.Rate, "replay.rate", replay.DefaultRate, "live mode: blocks released per second")
 	fs.Uint64Var(&o.cfg.ChainID, "chain.id", 0, "EVM chain id for eth_chainId (0: read it from the recorded transactions)")
 	fs.StringVar(&o.cfg.ListenAddress, "rpc.listen-address", replay.DefaultListenAddress, "host:port of the JSON-RPC server (HTTP and WebSocket on the same port)")
+	fs.IntVar(&o.cfg.Preload, "replay.preload", 1, "live mode: blocks released at start (a backfill before the head)")
+	fs.Float64Var(&o.cfg.TracedBlocksPerSecond, "replay.traced-blocks-per-second", 0, "cap on blocks traced per second, a real node's tracer cost (0: no cap)")
+	fs.BoolVar(&o.cfg.FaultControl, "replay.fault-control", false, "serve moraine_setFaults and moraine_faultCounts: misbehave on request (the node fault suite)")
+	fs.Uint64Var(&o.cfg.Faults.Seed, "replay.fault-seed", 1, "seed of the fault draws")
 	if err := toolmain.Parse(fs, args, &o.log); err != nil {
 		return nil, err
 	}
@@ -41,6 +45,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	}
 	if o.cfg.Mode != replay.ModeBackfill && o.cfg.Mode != replay.ModeLive {
 		return nil, fmt.Errorf("--replay.mode %q: want backfill or live", o.cfg.Mode)
+	}
+	if o.cfg.TracedBlocksPerSecond < 0 {
+		return nil, errors.New("--replay.traced-blocks-per-second must not be negative")
 	}
 	if o.cfg.Rate <= 0 {
 		return nil, errors.New("--replay.rate must be positive")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,11 +15,11 @@ import (
 
 	"github.com/moraine-data/moraine/ingest/internal/follow"
 	"github.com/moraine-data/moraine/ingest/internal/lease"
-	"github.com/moraine-data/moraine/ingest/internal/rpc"
 	"github.com/moraine-data/moraine/pkg/chains"
 	"github.com/moraine-data/moraine/pkg/kafkautil"
 	"github.com/moraine-data/moraine/pkg/obs"
 	"github.com/moraine-data/moraine/pkg/process"
+	"github.com/moraine-data/moraine/pkg/rpc"
 	"github.com/moraine-data/moraine/schemas/topics"
 )
 
@@ -140,14 +141,24 @@ func (a *App) runFollowers(ctx context.Context) error {
 	byID := map[string]*chainRunner{}
 	var ids []string
 	for _, ch := range a.chains {
-		client := rpc.New(rpc.Config{URL: ch.RPCURLs[0], Chain: ch.EVMChainID, Timeout: a.cfg.RPCTimeout}, rpcMetrics)
-		rpcMetrics.Init(ch.EVMChainID, "eth_blockNumber", "eth_getBlockByNumber", "eth_getBlockReceipts")
-		r := &chainRunner{app: a, chain: ch, rpc: client, metrics: followMetrics, kafkaOpts: kopts}
+		pcfg := rpc.ForChain(ch)
+		pcfg.Timeout, pcfg.PollInterval, pcfg.Logger = a.cfg.RPCTimeout, a.cfg.PollInterval, a.logger
+		pool, err := rpc.NewPool(pcfg, rpcMetrics)
+		if err != nil {
+			return err
+		}
+		var nodes []string
+		for _, n := range ch.RPCNodes() {
+			rpcMetrics.Init(ch.EVMChainID, n.Name, "eth_getBlockByNumber", "eth_getBlockReceipts", "debug_traceBlockByNumber", "batch")
+			nodes = append(nodes, n.Name+"="+rpc.Redact(n.URL))
+		}
+		r := &chainRunner{app: a, chain: ch, rpc: pool, metrics: followMetrics, kafkaOpts: kopts}
 		byID[ch.EVMChainID] = r
 		ids = append(ids, ch.EVMChainID)
 		a.health.Add("chain "+ch.EVMChainID, r.ready)
-		a.logger.Info("configured chain", "chain_id", ch.EVMChainID, "name", ch.Name, "rpc_url", rpc.Redact(ch.RPCURLs[0]),
-			"ws_url", rpc.Redact(ch.WSURL), "traces", ch.Traces, "replay", ch.Replay, "start_block", ch.StartBlock)
+		a.logger.Info("configured chain", "chain_id", ch.EVMChainID, "name", ch.Name, "nodes", strings.Join(nodes, " "),
+			"ws_url", rpc.Redact(ch.WSURL), "traces", ch.Traces, "replay", ch.Replay, "start_block", ch.StartBlock,
+			"skip_checks", ch.SkipChecks)
 	}
 	leases, err := lease.New(lease.Config{
 		Topic:          leaseSpec.Name,
@@ -171,7 +182,7 @@ func (a *App) runFollowers(ctx context.Context) error {
 type chainRunner struct {
 	app       *App
 	chain     chains.Chain
-	rpc       *rpc.Client
+	rpc       *rpc.Pool
 	metrics   *follow.Metrics
 	kafkaOpts []kgo.Opt
 
@@ -181,17 +192,17 @@ type chainRunner struct {
 
 func (r *chainRunner) run(ctx context.Context) error {
 	a := r.app
-	logger := a.logger.With("chain_id", r.chain.EVMChainID)
 	cl, err := kgo.NewClient(follow.ProducerOpts(a.cfg.Kafka, a.logger, clientID, r.chain.EVMChainID)...)
 	if err != nil {
 		return err
 	}
 	defer cl.Close()
-	heads := rpc.NewHeads(r.rpc, rpc.HeadsConfig{WSURL: r.chain.WSURL, PollInterval: a.cfg.PollInterval}, logger.With("component", "heads"))
 	f, err := follow.New(follow.Config{
-		Chain:           r.chain,
-		Topic:           a.cfg.Kafka.Topic(topics.Blocks),
-		Concurrency:     a.cfg.Concurrency,
+		Chain: r.chain,
+		Topic: a.cfg.Kafka.Topic(topics.Blocks),
+		// Per node: a backfill bound by the nodes grows with them (the
+		// pool gives each batch to the node expected to answer first).
+		Concurrency:     a.cfg.Concurrency * len(r.chain.RPCNodes()),
 		BatchBlocks:     a.cfg.BatchBlocks,
 		Window:          a.cfg.Window,
 		ReadyLag:        a.cfg.ReadyLag,
@@ -203,7 +214,6 @@ func (r *chainRunner) run(ctx context.Context) error {
 		Kafka:     cl,
 		KafkaOpts: r.kafkaOpts,
 		RPC:       r.rpc,
-		Heads:     heads,
 		Metrics:   r.metrics,
 	})
 	if err != nil {

@@ -172,8 +172,8 @@ func TestIngestAndRestartIntegration(t *testing.T) {
 	require.Equal(t, http.StatusOK, code, body)
 	code, body = get(t, "http://"+s.app.OpsAddr()+"/metrics")
 	require.Equal(t, http.StatusOK, code)
-	for _, m := range []string{"moraine_ingest_blocks_produced_total", "moraine_ingest_head_block", "moraine_ingest_rpc_requests_total",
-		"moraine_ingest_rpc_request_duration_seconds", "moraine_ingest_stage_duration_seconds", "moraine_ingest_reorgs_total"} {
+	for _, m := range []string{"moraine_ingest_blocks_produced_total", "moraine_ingest_head_block", "moraine_rpc_requests_total",
+		"moraine_rpc_request_duration_seconds", "moraine_ingest_stage_duration_seconds", "moraine_ingest_reorgs_total"} {
 		require.Contains(t, body, m)
 	}
 	s.stop(t)

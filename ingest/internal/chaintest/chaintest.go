@@ -97,7 +97,9 @@ func NewBlock(t testing.TB, block, receipts, traces json.RawMessage) Block {
 // Fork returns a copy of b on another branch: its hash becomes hash, its
 // parent parent, everywhere the recorded JSON mentions them (block,
 // transactions, receipts, logs). With empty set, the block loses its
-// transactions, so that the branch's transaction counts differ.
+// transactions, so that the branch's transaction counts differ; its header
+// then commits to no transactions and no receipts (the empty trie and an
+// empty bloom), as a real empty block's does, so that it verifies.
 func Fork(t testing.TB, b Block, hash, parent string, empty bool) Block {
 	t.Helper()
 	rep := func(m json.RawMessage) json.RawMessage {
@@ -111,6 +113,9 @@ func Fork(t testing.TB, b Block, hash, parent string, empty bool) Block {
 			t.Fatal(err)
 		}
 		m["transactions"] = []any{}
+		const emptyRoot = "0x56e81f171bcc55a6ff8345e692c0f86e5b48e01b996cadc001622fb5e363b421"
+		m["transactionsRoot"], m["receiptsRoot"] = emptyRoot, emptyRoot
+		m["logsBloom"] = "0x" + strings.Repeat("00", 256)
 		block, _ = json.Marshal(m)
 		receipts, traces = json.RawMessage("[]"), json.RawMessage("[]")
 	}
@@ -124,6 +129,8 @@ func ForkHash(h string, branch int) string {
 
 // Node is the fake node.
 type Node struct {
+	// corrupt, when set, rewrites the node's answers (SetCorrupt).
+	corrupt  atomic.Value
 	srv      *httptest.Server
 	upgrader websocket.Upgrader
 
@@ -224,6 +231,49 @@ func (n *Node) FailRequests(count int) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.fail = count
+}
+
+// SetCorrupt makes the node pass every block, receipts and traces answer
+// through fn (nil: answer as recorded): a node giving wrong answers.
+func (n *Node) SetCorrupt(fn func(method string, result json.RawMessage) json.RawMessage) {
+	n.corrupt.Store(&fn)
+	if fn == nil {
+		n.corrupt.Store((*func(string, json.RawMessage) json.RawMessage)(nil))
+	}
+}
+
+// DropFirstLog removes the first log of the first receipt that has logs:
+// a receipts answer missing a log, as node bugs produce.
+func DropFirstLog(method string, result json.RawMessage) json.RawMessage {
+	if method != "eth_getBlockReceipts" {
+		return result
+	}
+	var rs []map[string]json.RawMessage
+	if json.Unmarshal(result, &rs) != nil {
+		return result
+	}
+	for _, r := range rs {
+		var logs []json.RawMessage
+		if json.Unmarshal(r["logs"], &logs) == nil && len(logs) > 0 {
+			r["logs"], _ = json.Marshal(logs[1:])
+			out, _ := json.Marshal(rs)
+			return out
+		}
+	}
+	return result
+}
+
+// TruncateTraces removes the last entry of every non-empty trace list.
+func TruncateTraces(method string, result json.RawMessage) json.RawMessage {
+	if method != "debug_traceBlockByNumber" {
+		return result
+	}
+	var ts []json.RawMessage
+	if json.Unmarshal(result, &ts) != nil || len(ts) == 0 {
+		return result
+	}
+	out, _ := json.Marshal(ts[:len(ts)-1])
+	return out
 }
 
 // DisableWS makes WebSocket upgrades fail (polling fallback).
@@ -341,14 +391,19 @@ func (n *Node) call(c call) (json.RawMessage, string) {
 			}
 			return json.RawMessage("null"), ""
 		}
+		var out json.RawMessage
 		switch c.Method {
 		case "eth_getBlockByNumber":
-			return b.Block, ""
+			out = b.Block
 		case "eth_getBlockReceipts":
-			return b.Receipts, ""
+			out = b.Receipts
 		default:
-			return b.Traces, ""
+			out = b.Traces
 		}
+		if f, _ := n.corrupt.Load().(*func(string, json.RawMessage) json.RawMessage); f != nil {
+			out = (*f)(c.Method, out)
+		}
+		return out, ""
 	case "moraine_recordedBlockNumbers":
 		if n.listsBlocks() {
 			return n.recordedBlockNumbers(c.Params)

@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/moraine-data/moraine/ingest/internal/jsonx"
+	"github.com/moraine-data/moraine/pkg/jsonx"
 )
 
 // BenchmarkGunzilla converts the whole Gunzilla recording (1,001 blocks,

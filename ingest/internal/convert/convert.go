@@ -31,7 +31,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/moraine-data/moraine/ingest/internal/jsonx"
+	"github.com/moraine-data/moraine/pkg/jsonx"
 	"github.com/moraine-data/moraine/schemas/record"
 )
 
@@ -44,6 +44,10 @@ type Raw struct {
 	// Traces is debug_traceBlockByNumber(n, {"tracer":"callTracer"}): a list
 	// of {txHash, result}. Nil when the chain is ingested without traces.
 	Traces json.RawMessage
+	// RequireTraces makes a transaction without a trace entry an error
+	// (ErrMissingTrace) instead of a transaction without internal
+	// transactions: one trace per transaction (chains.CheckTraces).
+	RequireTraces bool
 }
 
 var (
@@ -56,6 +60,9 @@ var (
 	// missing (null) or belonging to another block (a reorg between the
 	// calls). Fetching again resolves it.
 	ErrIncomplete = errors.New("block answers incomplete")
+	// ErrMissingTrace means a transaction has no entry in the traces
+	// (Raw.RequireTraces): a truncated trace list. It wraps ErrIncomplete.
+	ErrMissingTrace = fmt.Errorf("transaction without a trace: %w", ErrIncomplete)
 )
 
 // IsNull reports whether a raw result is absent or JSON null.
@@ -123,8 +130,9 @@ type rpcTrace struct {
 // decoder converts one block; it keeps the first error so that field
 // conversions read as a flat list instead of an if-chain per field.
 type decoder struct {
-	a   arena
-	err error
+	a             arena
+	err           error
+	requireTraces bool
 }
 
 func (d *decoder) set(err error) {
@@ -188,7 +196,7 @@ func Block(chainID uint64, raw Raw, withTraces bool) (*record.Block, error) {
 	if IsNull(raw.Block) {
 		return nil, ErrNotFound
 	}
-	d := &decoder{}
+	d := &decoder{requireTraces: raw.RequireTraces}
 	var rb rpcBlock
 	if err := d.readBlock(jsonx.NewReader(raw.Block), &rb, true); err != nil {
 		return nil, fmt.Errorf("decode block: %w", err)
@@ -334,6 +342,9 @@ func (d *decoder) matchTraces(rb *rpcBlock, m json.RawMessage) ([][]*record.Inte
 		return nil, fmt.Errorf("decode traces: %w", err)
 	}
 	out := make([][]*record.InternalTransaction, len(rb.Transactions))
+	if d.requireTraces && len(ts) < len(rb.Transactions) {
+		return nil, fmt.Errorf("%d traces for %d txs: %w", len(ts), len(rb.Transactions), ErrMissingTrace)
+	}
 	if len(ts) > 0 && ts[0].TxHash == nil {
 		if len(ts) != len(rb.Transactions) {
 			return nil, fmt.Errorf("%d traces without txHash for %d txs: %w", len(ts), len(rb.Transactions), ErrIncomplete)

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/moraine-data/moraine/ingest/internal/jsonx"
+	"github.com/moraine-data/moraine/pkg/jsonx"
 	"github.com/moraine-data/moraine/schemas/record"
 )
 

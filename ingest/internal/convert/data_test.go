@@ -12,7 +12,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"github.com/stretchr/testify/require"
 
-	"github.com/moraine-data/moraine/ingest/internal/jsonx"
+	"github.com/moraine-data/moraine/pkg/jsonx"
 	"github.com/moraine-data/moraine/pkg/testenv"
 )
 
@@ -23,7 +23,7 @@ type line struct {
 	Traces   json.RawMessage `json:"traces"`
 }
 
-func (l line) raw() Raw { return Raw(l) }
+func (l line) raw() Raw { return Raw{Block: l.Block, Receipts: l.Receipts, Traces: l.Traces} }
 
 // openShared opens a file of shared/data, unpacking .zst on the fly.
 func openShared(t testing.TB, rel string) io.Reader {

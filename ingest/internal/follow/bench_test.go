@@ -14,8 +14,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/moraine-data/moraine/ingest/internal/chaintest"
-	"github.com/moraine-data/moraine/ingest/internal/rpc"
 	"github.com/moraine-data/moraine/pkg/chains"
+	"github.com/moraine-data/moraine/pkg/rpc"
 	"github.com/moraine-data/moraine/pkg/testenv"
 	"github.com/moraine-data/moraine/schemas/topics"
 )
@@ -47,14 +47,13 @@ func BenchmarkGunzillaIngest(b *testing.B) {
 		require.NoError(b, err)
 		reg := prometheus.NewRegistry()
 		m := NewMetrics(reg)
-		client := rpc.New(rpc.Config{URL: url, Chain: "43419", Timeout: 30 * time.Second}, rpc.NewMetrics(reg))
-		heads := rpc.NewHeads(client, rpc.HeadsConfig{PollInterval: 50 * time.Millisecond}, logger)
+		client := testPool(b, url, "43419", rpc.PoolConfig{PollInterval: 50 * time.Millisecond}, rpc.NewMetrics(reg))
 		f, err := New(Config{
 			Chain:       chains.Chain{EVMChainID: "43419", Name: "Gunzilla", Network: "mainnet", Traces: true, Replay: true, StartBlock: 14000000},
 			Topic:       kcfg.Topic(topics.Blocks),
 			Concurrency: envInt("MORAINE_BENCH_CONCURRENCY", 4),
 			BatchBlocks: envInt("MORAINE_BENCH_BATCH_BLOCKS", 10),
-		}, Deps{Logger: logger, Kafka: producer, KafkaOpts: kcfg.BaseOpts(logger, "bench"), RPC: client, Heads: heads, Metrics: m})
+		}, Deps{Logger: logger, Kafka: producer, KafkaOpts: kcfg.BaseOpts(logger, "bench"), RPC: client, Metrics: m})
 		require.NoError(b, err)
 		ctx, cancel := context.WithCancel(b.Context())
 		done := make(chan error, 1)

@@ -40,6 +40,22 @@
 //     source answers it); a source without that method is probed with a
 //     cheap eth_getBlockByNumber(n, false) per number instead, and numbers it
 //     answers null for are skipped. There is no reorg detection.
+//   - Nodes: every node of the chain is used through its rpc.Pool. A batch
+//     goes only to a node whose head has reached its last block (AtBlock),
+//     at the head it is hedged on a second node, and a node that fails is
+//     replaced by another within seconds (package pkg/rpc).
+//   - Complete blocks only: before a block is produced it is verified
+//     (package verify: receipts root and logs bloom from the converted
+//     receipts and logs, transactions root from the signed transactions,
+//     one trace per transaction), unless the chain's skipChecks relaxes a
+//     check. Answers that fail are counted against the node that gave them
+//     and the block is fetched again from the other nodes. When every
+//     node's answer fails, the chain stops at that block: an error log line
+//     names it and the check, moraine_ingest_halted is 1, readiness fails,
+//     nothing after it is produced, and the block is asked again every
+//     HaltRetry until a node answers it completely. The block, its receipts
+//     and its traces must be one block: receipts or traces of another block
+//     (answers from nodes on different forks) are fetched again.
 //   - Shutdown: on ctx's end the follower stops fetching, produces what was
 //     fetched in order, and waits up to ShutdownTimeout for Kafka.
 //
@@ -71,8 +87,10 @@
 //	moraine_ingest_transactions_produced_total{chain}     their transactions
 //	moraine_ingest_reorgs_total{chain}                    reorg events produced
 //	moraine_ingest_orphaned_blocks_total{chain}           blocks those events orphaned
-//	moraine_ingest_block_fetch_retries_total{chain,reason} not_found, incomplete, rpc_error, invalid
-//	moraine_ingest_stage_duration_seconds{chain,stage}    fetch (one span), convert, encode (one block), produce (one batch)
+//	moraine_ingest_block_fetch_retries_total{chain,reason} not_found, incomplete, rpc_error, invalid, unverified
+//	moraine_ingest_stage_duration_seconds{chain,stage}    fetch (one span), convert, verify, encode (one block), produce (one batch)
+//	moraine_ingest_verification_failures_total{chain,node,check} answers that failed a check, by node and check
+//	moraine_ingest_halted{chain}                          1 while stopped at a block no node answers completely
 //	moraine_ingest_checkpoint_recoveries_total{chain}      checkpoint reads from Kafka
 //	moraine_ingest_produce_buffered_bytes{chain}          encoded bytes queued or in flight
 //	moraine_ingest_backfill_lead_records{chain}           records the sink's group has not committed (--ingest.max-lead)

@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/moraine-data/moraine/ingest/internal/convert"
-	"github.com/moraine-data/moraine/ingest/internal/rpc"
+	"github.com/moraine-data/moraine/ingest/internal/verify"
+	"github.com/moraine-data/moraine/pkg/chains"
 	"github.com/moraine-data/moraine/pkg/obs"
+	"github.com/moraine-data/moraine/pkg/rpc"
 	"github.com/moraine-data/moraine/schemas/record"
 )
 
@@ -74,7 +76,8 @@ func (f *Follower) recorded(ctx context.Context, sp span) ([]uint64, error) {
 		if f.noListing.Load() {
 			return nil
 		}
-		raw, err := f.deps.RPC.Call(ctx, "moraine_recordedBlockNumbers", hexNumber(sp.start), hexNumber(sp.end-1))
+		// Only a node that has released the whole span can list it.
+		raw, err := f.deps.RPC.CallWith(ctx, []rpc.Option{rpc.AtBlock(sp.end - 1)}, "moraine_recordedBlockNumbers", hexNumber(sp.start), hexNumber(sp.end-1))
 		var rpcErr *rpc.Error
 		switch {
 		case err == nil:
@@ -134,7 +137,7 @@ func (f *Follower) probe(ctx context.Context, sp span) ([]uint64, error) {
 	}
 	var out []uint64
 	err := f.retry(100*time.Millisecond, 5*time.Second, "probing blocks failed, retrying", sp.start).Do(ctx, func() error {
-		err := f.deps.RPC.Batch(ctx, reqs)
+		err := f.deps.RPC.Batch(ctx, reqs, rpc.AtBlock(sp.end-1))
 		if err == nil {
 			for _, r := range reqs {
 				if r.Err != nil {
@@ -162,10 +165,15 @@ func (f *Follower) probe(ctx context.Context, sp span) ([]uint64, error) {
 }
 
 // fetchBlocks fetches numbers in one JSON-RPC batch (block with
-// transactions, receipts, and traces when the chain has them) and converts
-// them. Blocks that are not ready are fetched again, alone, after a pause:
-// a null block at or below the head means a lagging node ("not yet"), never
-// "no block" — except in replay mode, where the recording may lack it.
+// transactions, receipts, and traces when the chain has them), converts and
+// verifies them. The batch goes to a node that has reached its last block;
+// at the head it is hedged on a second node. Blocks that are not ready are
+// fetched again, alone, after a pause: a null block at or below the head
+// means a lagging node ("not yet"), never "no block" — except in replay
+// mode, where the recording may lack it. A block whose answers fail
+// verification is fetched again from the other nodes; when every node's
+// answer fails, the chain stops at that block (halt) and asks again every
+// HaltRetry, rather than produce an incomplete block.
 func (f *Follower) fetchBlocks(ctx context.Context, numbers []uint64) ([]*record.Block, error) {
 	perBlock := 2
 	if f.cfg.Chain.Traces {
@@ -176,6 +184,9 @@ func (f *Follower) fetchBlocks(ctx context.Context, numbers []uint64) ([]*record
 	if len(todo) == 0 {
 		return []*record.Block{}, nil
 	}
+	// failedBy holds, per block, the nodes whose answers failed
+	// verification: they are avoided for it.
+	failedBy := map[uint64]map[string]bool{}
 	err := f.retry(50*time.Millisecond, 2*time.Second, "fetching blocks failed, retrying", todo[0]).Do(ctx, func() error {
 		reqs := make([]*rpc.Request, 0, perBlock*len(todo))
 		for _, n := range todo {
@@ -187,23 +198,51 @@ func (f *Follower) fetchBlocks(ctx context.Context, numbers []uint64) ([]*record
 				reqs = append(reqs, &rpc.Request{Method: "debug_traceBlockByNumber", Params: []any{h, traceParams}})
 			}
 		}
-		if err := f.deps.RPC.Batch(ctx, reqs); err != nil {
+		last := todo[len(todo)-1]
+		opts := []rpc.Option{rpc.AtBlock(last)}
+		if head, ok := f.deps.RPC.Head(); ok && last+2 >= head {
+			// At the head latency is what counts, and the batches are
+			// small: a slow node's batch is sent to a second one too.
+			opts = append(opts, rpc.Hedge())
+		}
+		for _, n := range todo {
+			for node := range failedBy[n] {
+				opts = append(opts, rpc.Avoid(node))
+			}
+		}
+		if err := f.deps.RPC.Batch(ctx, reqs, opts...); err != nil {
 			f.countRetry(ctx, "rpc_error", len(todo))
 			return fmt.Errorf("from block %d: %w", todo[0], err)
 		}
 		var again []uint64
 		var lastErr error
 		for i, n := range todo {
-			b, reason, err := f.convertOne(n, reqs[i*perBlock:(i+1)*perBlock])
+			calls := reqs[i*perBlock : (i+1)*perBlock]
+			b, reason, err := f.convertOne(n, calls)
+			var vf *verifyFailure
 			switch {
 			case err == nil && b != nil:
 				out[n] = b
+				f.resume(n)
+				continue
 			case err == nil: // replay: not in the recording
-			default:
-				f.deps.Metrics.retries.WithLabelValues(f.chain, reason).Inc()
-				again = append(again, n)
-				lastErr = err
+				continue
+			case errors.As(err, &vf):
+				if failedBy[n] == nil {
+					failedBy[n] = map[string]bool{}
+				}
+				failedBy[n][vf.node] = true
+				f.deps.Metrics.verifyFailures.WithLabelValues(f.chain, vf.node, vf.check).Inc()
+				f.logger.Warn("block answer failed verification; fetching it from another node",
+					"block", n, "node", vf.node, "check", vf.check, "err", vf.err)
+				if len(failedBy[n]) >= len(f.nodes) {
+					f.halt(ctx, n, vf)
+					delete(failedBy, n)
+				}
 			}
+			f.deps.Metrics.retries.WithLabelValues(f.chain, reason).Inc()
+			again = append(again, n)
+			lastErr = err
 		}
 		// The blocks are converted (copied out of the answers): the next
 		// batch can read into this one's memory.
@@ -228,12 +267,56 @@ func (f *Follower) fetchBlocks(ctx context.Context, numbers []uint64) ([]*record
 	return blocks, nil
 }
 
+// verifyFailure is a block's answers failing a check: which node gave them
+// and which check failed.
+type verifyFailure struct {
+	node, check string
+	err         error
+}
+
+func (v *verifyFailure) Error() string { return v.err.Error() }
+func (v *verifyFailure) Unwrap() error { return v.err }
+
+// halt stops the chain at block n: every node's answer for it failed
+// verification. It says so (log, moraine_ingest_halted), then waits
+// HaltRetry before the block is asked again: a node may be repaired, and
+// nothing after n is produced meanwhile.
+func (f *Follower) halt(ctx context.Context, n uint64, vf *verifyFailure) {
+	// Several spans may stop at once: the chain is stopped at the lowest
+	// such block, the one said.
+	lowest := false
+	for {
+		cur := f.haltedAt.Load()
+		if cur != 0 && cur <= n+1 {
+			break
+		}
+		if f.haltedAt.CompareAndSwap(cur, n+1) {
+			lowest = true
+			break
+		}
+	}
+	if lowest {
+		f.logger.Error("every node's answer for this block fails verification: the chain is stopped here; nothing after it is produced until a node answers it completely (asked again periodically)",
+			"block", n, "check", vf.check, "nodes", len(f.nodes), "err", vf.err, "retry_every", f.cfg.HaltRetry)
+	}
+	f.deps.Metrics.halted.WithLabelValues(f.chain).Set(1)
+	obs.Sleep(ctx, f.cfg.HaltRetry)
+}
+
+// resume clears a halt at block n once n verified.
+func (f *Follower) resume(n uint64) {
+	if f.haltedAt.Load() == n+1 && f.haltedAt.CompareAndSwap(n+1, 0) {
+		f.deps.Metrics.halted.WithLabelValues(f.chain).Set(0)
+		f.logger.Info("block verified; the chain resumes", "block", n)
+	}
+}
+
 // errNotFound marks a null block below the head in non-replay mode.
 var errNotFound = errors.New("node answered null")
 
-// convertOne converts one block from its calls. A nil block with a nil
-// error means the replay recording lacks it. An error comes with the retry
-// reason label.
+// convertOne converts and verifies one block from its calls. A nil block
+// with a nil error means the replay recording lacks it. An error comes with
+// the retry reason label; a failed check is a *verifyFailure.
 func (f *Follower) convertOne(n uint64, calls []*rpc.Request) (*record.Block, string, error) {
 	blk, rcp := calls[0], calls[1]
 	if blk.Err != nil {
@@ -245,12 +328,14 @@ func (f *Follower) convertOne(n uint64, calls []*rpc.Request) (*record.Block, st
 		}
 		return nil, "not_found", fmt.Errorf("block %d: %w", n, errNotFound)
 	}
-	raw := convert.Raw{Block: blk.Result, Receipts: rcp.Result}
+	raw := convert.Raw{Block: blk.Result, Receipts: rcp.Result, RequireTraces: f.cfg.Chain.Checked(chains.CheckTraces)}
 	if rcp.Err != nil {
 		return nil, "rpc_error", fmt.Errorf("eth_getBlockReceipts(%d): %w", n, rcp.Err)
 	}
+	tracesNode := ""
 	if f.cfg.Chain.Traces {
 		tr := calls[2]
+		tracesNode = tr.Node
 		if tr.Err != nil {
 			if hdr, err := convert.ParseHeader(blk.Result); err == nil && hdr.TxCount == 0 {
 				// Nothing to trace; some nodes refuse to trace genesis.
@@ -266,6 +351,8 @@ func (f *Follower) convertOne(n uint64, calls []*rpc.Request) (*record.Block, st
 	b, err := convert.Block(f.chainID, raw, f.cfg.Chain.Traces)
 	f.deps.Metrics.stage.WithLabelValues(f.chain, stageConvert).Observe(time.Since(start).Seconds())
 	switch {
+	case errors.Is(err, convert.ErrMissingTrace):
+		return nil, "unverified", &verifyFailure{node: tracesNode, check: chains.CheckTraces, err: fmt.Errorf("block %d: %w", n, err)}
 	case errors.Is(err, convert.ErrNotFound):
 		return nil, "not_found", err
 	case errors.Is(err, convert.ErrIncomplete):
@@ -278,6 +365,23 @@ func (f *Follower) convertOne(n uint64, calls []*rpc.Request) (*record.Block, st
 	}
 	if b.Number != n {
 		return nil, "invalid", fmt.Errorf("asked for block %d, node answered block %d", n, b.Number)
+	}
+	start = time.Now()
+	err = verify.Block(f.checks, b, blk.Result)
+	f.deps.Metrics.stage.WithLabelValues(f.chain, stageVerify).Observe(time.Since(start).Seconds())
+	var failure *verify.Failure
+	switch {
+	case errors.As(err, &failure):
+		// The receipts' node is to blame for their roots, the block's for
+		// its transactions.
+		node := rcp.Node
+		if failure.Check == chains.CheckTransactionsRoot {
+			node = blk.Node
+		}
+		return nil, "unverified", &verifyFailure{node: node, check: failure.Check, err: err}
+	case err != nil:
+		f.logger.Error("cannot verify block; retrying", "block", n, "err", err)
+		return nil, "invalid", err
 	}
 	b.FetchedAtUnixMs = f.deps.Now().UnixMilli()
 	return b, "", nil

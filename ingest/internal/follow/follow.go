@@ -15,9 +15,10 @@ import (
 
 	"github.com/moraine-data/moraine/ingest/internal/convert"
 	"github.com/moraine-data/moraine/ingest/internal/lease"
-	"github.com/moraine-data/moraine/ingest/internal/rpc"
+	"github.com/moraine-data/moraine/ingest/internal/verify"
 	"github.com/moraine-data/moraine/pkg/chains"
 	"github.com/moraine-data/moraine/pkg/obs"
+	"github.com/moraine-data/moraine/pkg/rpc"
 	"github.com/moraine-data/moraine/schemas/codec"
 	"github.com/moraine-data/moraine/schemas/record"
 )
@@ -45,6 +46,9 @@ type Config struct {
 	// ProgressInterval is the period of the progress log line (default
 	// 30s): head, ingested block, lag, rate and ETA.
 	ProgressInterval time.Duration
+	// HaltRetry is how long a chain stopped at a block that no node
+	// answers completely waits before asking again (default 30s).
+	HaltRetry time.Duration
 	// LeadGroup and MaxLead bound a backfill's lead over the consumer group
 	// that writes the chain (lead.go): no new span is fetched below the
 	// head while more than MaxLead records of the chain's partition are not
@@ -69,6 +73,9 @@ func (c *Config) defaults() {
 	if c.ProgressInterval <= 0 {
 		c.ProgressInterval = 30 * time.Second
 	}
+	if c.HaltRetry <= 0 {
+		c.HaltRetry = 30 * time.Second
+	}
 }
 
 // Deps are the follower's collaborators.
@@ -81,9 +88,9 @@ type Deps struct {
 	// which the follower builds the reader of its checkpoint (committed
 	// records only).
 	KafkaOpts []kgo.Opt
-	RPC       *rpc.Client
-	// Heads tracks the chain head; the follower runs it.
-	Heads   *rpc.Heads
+	// RPC is the pool of the chain's nodes; the follower runs it (Run
+	// tracks each node's head).
+	RPC     *rpc.Pool
 	Metrics *Metrics
 	// Now is the clock (default time.Now).
 	Now func() time.Time
@@ -97,6 +104,10 @@ type Follower struct {
 	chain   string // decimal chain id, the metrics label
 	chainID uint64
 	key     []byte // record key: the decimal chain id
+	checks  verify.Checks
+	nodes   []string // the pool's node names
+	// haltedAt is 1 + the block the chain is stopped at (0: running).
+	haltedAt atomic.Uint64
 
 	recovered atomic.Bool
 	// noListing is set once the replay source answers that it has no
@@ -132,8 +143,8 @@ func New(cfg Config, deps Deps) (*Follower, error) {
 		return nil, errors.New("follow: Deps.Logger is required")
 	case deps.Kafka == nil:
 		return nil, errors.New("follow: Deps.Kafka is required")
-	case deps.RPC == nil || deps.Heads == nil:
-		return nil, errors.New("follow: Deps.RPC and Deps.Heads are required")
+	case deps.RPC == nil:
+		return nil, errors.New("follow: Deps.RPC is required")
 	case cfg.Topic == "":
 		return nil, errors.New("follow: Config.Topic is required")
 	case cfg.Window < 128:
@@ -152,10 +163,17 @@ func New(cfg Config, deps Deps) (*Follower, error) {
 		deps:    deps,
 		chainID: cfg.Chain.ID(),
 		chain:   strconv.FormatUint(cfg.Chain.ID(), 10),
+		checks:  verify.ForChain(cfg.Chain),
+		nodes:   deps.RPC.NodeNames(),
 	}
 	f.key = []byte(f.chain)
 	f.logger = deps.Logger.With("component", "follow", "chain_id", f.chain)
 	deps.Metrics.init(f.chain)
+	for _, n := range f.nodes {
+		for _, c := range chains.Checks {
+			deps.Metrics.verifyFailures.WithLabelValues(f.chain, n, c)
+		}
+	}
 	return f, nil
 }
 
@@ -168,7 +186,10 @@ func (f *Follower) Ready(context.Context) error {
 	if !f.recovered.Load() {
 		return errors.New("checkpoint not recovered from Kafka yet")
 	}
-	head, ok := f.deps.Heads.Head()
+	if h := f.haltedAt.Load(); h != 0 {
+		return fmt.Errorf("stopped at block %d: no node's answer passes verification", h-1)
+	}
+	head, ok := f.deps.RPC.Head()
 	if !ok {
 		return errors.New("no head from the node yet")
 	}
@@ -187,7 +208,7 @@ func (f *Follower) Run(ctx context.Context) error {
 	hwg.Add(2)
 	go func() {
 		defer hwg.Done()
-		_ = f.deps.Heads.Run(hctx)
+		_ = f.deps.RPC.Run(hctx)
 	}()
 	go func() {
 		defer hwg.Done()
@@ -367,8 +388,8 @@ func (f *Follower) pipeline(ctx context.Context, p *producer, st *state) (*state
 	dispatchNext := st.next
 	inflight := 0
 	for {
-		headCh := f.deps.Heads.Changed()
-		head, known := f.deps.Heads.Head()
+		headCh := f.deps.RPC.Changed()
+		head, known := f.deps.RPC.Head()
 		if known {
 			f.deps.Metrics.head.WithLabelValues(f.chain).Set(float64(head))
 		}
@@ -580,7 +601,7 @@ func (f *Follower) canonicalHashes(ctx context.Context, lo, hi uint64) ([][]byte
 		for n := lo; n <= hi; n++ {
 			reqs = append(reqs, &rpc.Request{Method: "eth_getBlockByNumber", Params: []any{hexNumber(n), false}})
 		}
-		err := f.deps.RPC.Batch(ctx, reqs)
+		err := f.deps.RPC.Batch(ctx, reqs, rpc.AtBlock(hi))
 		out = make([][]byte, 0, len(reqs))
 		for i, r := range reqs {
 			if err != nil {

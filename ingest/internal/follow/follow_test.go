@@ -20,9 +20,9 @@ import (
 
 	"github.com/moraine-data/moraine/ingest/internal/chaintest"
 	"github.com/moraine-data/moraine/ingest/internal/lease"
-	"github.com/moraine-data/moraine/ingest/internal/rpc"
 	"github.com/moraine-data/moraine/pkg/chains"
 	"github.com/moraine-data/moraine/pkg/kafkautil"
+	"github.com/moraine-data/moraine/pkg/rpc"
 	"github.com/moraine-data/moraine/pkg/testenv"
 	"github.com/moraine-data/moraine/schemas/codec"
 	"github.com/moraine-data/moraine/schemas/record"
@@ -98,13 +98,12 @@ func start(t *testing.T, k *kafka, node *chaintest.Node, chain chains.Chain, mod
 func startWith(t *testing.T, k *kafka, producer *kgo.Client, node *chaintest.Node, chain chains.Chain, mods ...func(*Config)) *harness {
 	t.Helper()
 	logger := testenv.Logger(t)
-	client := rpc.New(rpc.Config{URL: node.URL(), Chain: chain.EVMChainID, Timeout: 5 * time.Second}, nil)
-	heads := rpc.NewHeads(client, rpc.HeadsConfig{WSURL: node.WSURL(), PollInterval: 20 * time.Millisecond}, logger)
+	client := testPool(t, node.URL(), chain.EVMChainID, rpc.PoolConfig{WSURL: node.WSURL(), PollInterval: 20 * time.Millisecond}, nil)
 	cfg := Config{Chain: chain, Topic: topic, Concurrency: 4, BatchBlocks: 3, ShutdownTimeout: 5 * time.Second}
 	for _, m := range mods {
 		m(&cfg)
 	}
-	f, err := New(cfg, Deps{Logger: logger, Kafka: producer, KafkaOpts: k.cfg.BaseOpts(logger, "test"), RPC: client, Heads: heads})
+	f, err := New(cfg, Deps{Logger: logger, Kafka: producer, KafkaOpts: k.cfg.BaseOpts(logger, "test"), RPC: client})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(t.Context())
 	h := &harness{f: f, cancel: cancel, done: make(chan error, 1)}
@@ -501,10 +500,9 @@ func TestReadyNeedsCheckpointHeadAndLag(t *testing.T) {
 	node.SetHead(10)
 	k := newKafka(t, 4)
 	logger := testenv.Logger(t)
-	client := rpc.New(rpc.Config{URL: node.URL()}, nil)
-	heads := rpc.NewHeads(client, rpc.HeadsConfig{PollInterval: 10 * time.Millisecond}, logger)
+	client := testPool(t, node.URL(), "1", rpc.PoolConfig{PollInterval: 10 * time.Millisecond}, nil)
 	f, err := New(Config{Chain: testChain(1), Topic: topic, ReadyLag: 2}, Deps{Logger: logger, Kafka: k.producer,
-		KafkaOpts: k.cfg.BaseOpts(logger, "test"), RPC: client, Heads: heads})
+		KafkaOpts: k.cfg.BaseOpts(logger, "test"), RPC: client})
 	require.NoError(t, err)
 	require.ErrorContains(t, f.Ready(t.Context()), "checkpoint")
 	ctx, cancel := context.WithCancel(t.Context())
@@ -667,4 +665,22 @@ func TestBackfillWaitsForTheSink(t *testing.T) {
 	require.Empty(t, reorgs)
 	require.Equal(t, wantNumbers(blocks), blockNumbers(chain))
 	require.Equal(t, int64(100), node.MethodCalls("eth_getBlockReceipts"), "a block fetched twice")
+}
+
+// testPool is a pool over the given node URLs (comma-free: one per
+// argument list entry) with cfg's other settings.
+func testPool(t testing.TB, url, chain string, cfg rpc.PoolConfig, m *rpc.Metrics, more ...string) *rpc.Pool {
+	t.Helper()
+	cfg.Chain = chain
+	for _, u := range append([]string{url}, more...) {
+		cfg.Nodes = append(cfg.Nodes, chains.Node{URL: u})
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = 5 * time.Second
+	}
+	p, err := rpc.NewPool(cfg, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -80,7 +80,7 @@ func (f *Follower) reportProgress(ctx context.Context, interval time.Duration) {
 		case <-t.C:
 		}
 		cur := f.sample()
-		head, known := f.deps.Heads.Head()
+		head, known := f.deps.RPC.Head()
 		next := f.ackedNext.Load()
 		if next == 0 || !f.recovered.Load() {
 			prev = cur

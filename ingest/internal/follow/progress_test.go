@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/moraine-data/moraine/ingest/internal/chaintest"
-	"github.com/moraine-data/moraine/ingest/internal/rpc"
+	"github.com/moraine-data/moraine/pkg/rpc"
 )
 
 func TestMeasureProgress(t *testing.T) {
@@ -86,10 +86,9 @@ func TestProgressLine(t *testing.T) {
 	var out syncBuffer
 	logger := slog.New(slog.NewTextHandler(&out, nil))
 	chain := testChain(1)
-	client := rpc.New(rpc.Config{URL: node.URL(), Chain: chain.EVMChainID, Timeout: 5 * time.Second}, nil)
-	heads := rpc.NewHeads(client, rpc.HeadsConfig{PollInterval: 10 * time.Millisecond}, logger)
+	client := testPool(t, node.URL(), chain.EVMChainID, rpc.PoolConfig{PollInterval: 10 * time.Millisecond}, nil)
 	f, err := New(Config{Chain: chain, Topic: topic, BatchBlocks: 2, ProgressInterval: 40 * time.Millisecond},
-		Deps{Logger: logger, Kafka: k.producer, KafkaOpts: k.cfg.BaseOpts(logger, "test"), RPC: client, Heads: heads})
+		Deps{Logger: logger, Kafka: k.producer, KafkaOpts: k.cfg.BaseOpts(logger, "test"), RPC: client})
 	require.NoError(t, err)
 	runCtx, stop := context.WithCancel(t.Context())
 	h := &harness{f: f, cancel: stop, done: make(chan error, 1)}

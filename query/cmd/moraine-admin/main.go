@@ -57,7 +57,9 @@ commands:
   plan list [--plans.file FILE]            show plan limits
   dev-key --out PATH [--plan PLAN]         print the development key saved at PATH, creating it if needed
   status [--sample 5s] [--watch 10s]       per chain: node head, ingested (Kafka) and indexed (ClickHouse) heads,
-                                           blocks behind, lag, rate and ETA; every consumer group's lag
+                                           blocks behind, lag, rate and ETA; per node: head, behind, latency,
+                                           share of the calls, error rate, verification failures
+                                           (--status.ingest-metrics); every consumer group's lag
                                            (also takes --kafka.brokers, --kafka.topic-prefix, --chains.file)
 
 plans: free, base, growth, pro, enterprise, custom
@@ -310,7 +312,10 @@ func statusCommand(fs *flag.FlagSet, e *env) func(context.Context) error {
 	chains.RegisterFlag(fs, &chainsFile)
 	sample := fs.Duration("sample", 5*time.Second, "time between the two snapshots that give rates and ETA (0: one snapshot, no rates)")
 	watch := fs.Duration("watch", 0, "print a new view every this often until interrupted (0: once)")
-	processors := fs.String("processors", "", "comma-separated ops addresses (host:port) of processor instances: also show each one's write budget (whether backfill gives way to reads, and why)")
+	ingestMetrics := fs.String("status.ingest-metrics", "http://127.0.0.1:9101/metrics",
+		"comma-separated /metrics URLs of the ingest instances: each node's share of the calls, error rate and verification failures (empty: not shown)")
+	processorMetrics := fs.String("status.processor-metrics", "http://127.0.0.1:9102/metrics",
+		"comma-separated /metrics URLs of the processor instances: each one's write budget, whether backfill gives way to reads and why (empty: not shown)")
 	return func(ctx context.Context) error {
 		cc, err := chains.Load(chainsFile)
 		if err != nil {
@@ -324,7 +329,8 @@ func statusCommand(fs *flag.FlagSet, e *env) func(context.Context) error {
 			return err
 		}
 		defer cl.Close()
-		src := status.Source{Chains: cc.Chains, Kafka: kc, Client: cl, Conn: e.conn, Processors: process.SplitList(*processors)}
+		src := status.Source{Chains: cc.Chains, Kafka: kc, Client: cl, Conn: e.conn, IngestMetrics: process.SplitList(*ingestMetrics),
+			ProcessorMetrics: process.SplitList(*processorMetrics)}
 		var prev *status.Snapshot
 		if *sample > 0 {
 			s := status.Take(ctx, src)

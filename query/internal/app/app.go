@@ -26,6 +26,7 @@ import (
 	"github.com/moraine-data/moraine/pkg/guard"
 	"github.com/moraine-data/moraine/pkg/obs"
 	"github.com/moraine-data/moraine/pkg/process"
+	"github.com/moraine-data/moraine/pkg/rpc"
 	"github.com/moraine-data/moraine/pkg/tokenmeta"
 	"github.com/moraine-data/moraine/query/internal/access"
 	"github.com/moraine-data/moraine/query/internal/data/api"
@@ -125,11 +126,19 @@ func (a *App) build() error {
 	}); err != nil {
 		return err
 	}
-	rpc := make(map[uint64][]string, len(a.chains.Chains))
+	// Contract metadata reads go through a pool per chain: every node of
+	// the chains file, with failover and the nodes' limits.
+	pools := make(map[uint64]*rpc.Pool, len(a.chains.Chains))
 	for _, c := range a.chains.Chains {
-		rpc[c.ID()] = c.RPCURLs
+		pc := rpc.ForChain(c)
+		pc.WSURL, pc.Logger = "", a.logger
+		pool, err := rpc.NewPool(pc, rpc.NewMetrics(a.reg))
+		if err != nil {
+			return err
+		}
+		pools[c.ID()] = pool
 	}
-	contracts := tokenmeta.New(a.cfg.Contracts, rpc, tokenmeta.Deps{Logger: a.logger, Registerer: a.reg, Subsystem: "query"})
+	contracts := tokenmeta.NewWithPools(a.cfg.Contracts, pools, tokenmeta.Deps{Logger: a.logger, Registerer: a.reg, Subsystem: "query"})
 	data, err := api.New(api.Deps{
 		Logger: a.logger.With("component", "api"), Chains: a.chains, History: a.store, Contracts: contracts,
 		Store: a.store, Tokens: tokens, Config: a.cfg.API,

@@ -29,7 +29,10 @@ type Route struct {
 	// Extension documents a route the hosted API does not have; nil for a
 	// hosted operation, which the document copies from the hosted spec.
 	Extension *openapi.Extension
-	Handler   gin.HandlerFunc
+	// Properties are moraine's extension properties of the hosted schemas
+	// a hosted operation takes or returns (openapi.Operation.Properties).
+	Properties string
+	Handler    gin.HandlerFunc
 }
 
 // Weight is a route's cost in compute units (CONTRACT.md section 7.1).

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -19,7 +18,7 @@ import (
 // snapshots give the probe's mean latency and the share of time backfill
 // batches waited.
 type Budget struct {
-	// Instance is the processor's ops address as given.
+	// Instance is the processor's /metrics URL as given.
 	Instance string
 	Target   time.Duration // 0: the budget is off
 	Share    float64
@@ -31,21 +30,17 @@ type Budget struct {
 	Err           string
 }
 
-// processorBudget scrapes one processor's /metrics.
-func processorBudget(ctx context.Context, hc *http.Client, addr string) Budget {
-	b := Budget{Instance: addr}
-	url := strings.TrimSuffix(addr, "/")
-	if !strings.Contains(url, "://") {
-		url = "http://" + url
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url+"/metrics", nil)
+// processorBudget scrapes one processor's /metrics URL.
+func processorBudget(ctx context.Context, hc *http.Client, url string) Budget {
+	b := Budget{Instance: url}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		b.Err = err.Error()
 		return b
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		b.Err = err.Error()
+		b.Err = "unreachable"
 		return b
 	}
 	defer resp.Body.Close()
@@ -55,7 +50,7 @@ func processorBudget(ctx context.Context, hc *http.Client, addr string) Budget {
 		return b
 	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(resp.Body)
+	fams, err := parser.TextToMetricFamilies(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
 		b.Err = err.Error()
 		return b

@@ -45,11 +45,11 @@ moraine_processor_write_budget_probe_seconds_count %d
 	}))
 	defer other.Close()
 
-	src := Source{Processors: []string{throttled.URL, strings.TrimPrefix(off.URL, "http://"), other.URL, "127.0.0.1:1"}}
+	src := Source{ProcessorMetrics: []string{throttled.URL + "/metrics", off.URL + "/metrics", other.URL + "/metrics", "http://127.0.0.1:1/metrics"}}
 	t0 := time.Unix(1_700_000_000, 0)
 	take := func(at time.Time) Snapshot {
 		s := Snapshot{At: at}
-		for _, p := range src.Processors {
+		for _, p := range src.ProcessorMetrics {
 			s.Budgets = append(s.Budgets, processorBudget(t.Context(), http.DefaultClient, p))
 		}
 		return s
@@ -73,8 +73,8 @@ moraine_processor_write_budget_probe_seconds_count %d
 		return ""
 	}
 	require.Contains(t, text, "PROCESSOR")
-	require.Equal(t, throttled.URL+" 50ms 25% 80ms 30% backfill gives way to reads (probe over the target)", row(throttled.URL))
-	require.Equal(t, strings.TrimPrefix(off.URL, "http://")+" off 100% - 0% no budget: backfill at full speed", row(strings.TrimPrefix(off.URL, "http://")))
+	require.Equal(t, throttled.URL+"/metrics 50ms 25% 80ms 30% backfill gives way to reads (probe over the target)", row(throttled.URL))
+	require.Equal(t, off.URL+"/metrics off 100% - 0% no budget: backfill at full speed", row(off.URL))
 	require.Contains(t, row(other.URL), "no write budget metrics")
-	require.Contains(t, row("127.0.0.1:1"), "? (")
+	require.Contains(t, row("http://127.0.0.1:1/metrics"), "? (unreachable)")
 }

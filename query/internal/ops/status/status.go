@@ -5,20 +5,23 @@
 // group's lag.
 //
 // Each figure is read from where it is true rather than from the services'
-// metrics (which would need every instance's address): the node's head from
-// its JSON-RPC (eth_getBlockByNumber("latest")), the ingested head from the
+// metrics (which would need every instance's address): each node's head and
+// latency from its JSON-RPC (eth_blockNumber, through a pkg/rpc Pool of the
+// chain's nodes) and the chain's head block from the best of them
+// (eth_getBlockByNumber("latest")), the ingested head from the
 // last block record of the chain's partition of the blocks topic, the
 // indexed head from ClickHouse's chain_heads table, and the groups' lag from
 // Kafka (kadm). Rates need two snapshots: Render compares the current one
-// with the previous.
+// with the previous. What only ingest knows of each node (its share of the
+// calls, their error rate, the answers that failed verification) comes from
+// ingest's /metrics when Source.IngestMetrics names it.
 //
-// Given the processors' ops addresses (Source.Processors), it also shows
-// each one's write budget (what backfill gives way to reads, and why) from
-// its metrics: that state lives only in the processor.
+// Given the processors' /metrics URLs (Source.ProcessorMetrics), it also
+// shows each one's write budget (what backfill gives way to reads, and
+// why): that state lives only in the processor.
 package status
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -33,11 +36,14 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/moraine-data/moraine/pkg/chains"
 	"github.com/moraine-data/moraine/pkg/kafkautil"
+	"github.com/moraine-data/moraine/pkg/rpc"
 	"github.com/moraine-data/moraine/schemas/codec"
 	"github.com/moraine-data/moraine/schemas/record"
 	"github.com/moraine-data/moraine/schemas/topics"
@@ -51,12 +57,30 @@ type Source struct {
 	Client *kgo.Client
 	// Conn is moraine's ClickHouse database.
 	Conn driver.Conn
-	// HTTP asks the nodes and the processors (default: a client with a 5 s
-	// timeout).
+	// HTTP asks the nodes, ingest and the processors (default: a client
+	// with a 5 s timeout).
 	HTTP *http.Client
-	// Processors are processor instances' ops addresses (host:port or a
-	// URL) whose write budget to show; none: no budget table.
-	Processors []string
+	// IngestMetrics are the /metrics URLs of the ingest instances (summed):
+	// the nodes' share of the work, error rates and verification failures.
+	// Empty: those columns are not shown.
+	IngestMetrics []string
+	// ProcessorMetrics are the /metrics URLs of the processor instances
+	// whose write budget to show, one row each; empty: no budget table.
+	ProcessorMetrics []string
+}
+
+// Node is one node of a chain as the status sees it.
+type Node struct {
+	Name, URL string // URL redacted
+	Head      uint64
+	HeadKnown bool
+	Err       string
+	// Latency is the round trip of its eth_blockNumber.
+	Latency time.Duration
+	// From ingest's metrics (Known false without them): successful calls,
+	// failed calls, answers that failed verification, since ingest started.
+	Known                  bool
+	OK, Failed, Unverified float64
 }
 
 // Block is a chain position: a block number, its timestamp (Unix seconds)
@@ -72,6 +96,8 @@ type Chain struct {
 	Name                     string
 	Node, Ingested, Indexed  *Block
 	NodeErr, KafkaErr, CHErr string
+	// Nodes are the chain's nodes (rpcUrls), in configuration order.
+	Nodes []Node
 }
 
 // Group is a consumer group's lag per topic.
@@ -98,14 +124,12 @@ func Take(ctx context.Context, src Source) Snapshot {
 	}
 	s := Snapshot{At: time.Now()}
 	indexed, chErr := indexedHeads(ctx, src.Conn)
+	ingest, ingestErr := scrapeIngest(ctx, src.HTTP, src.IngestMetrics)
 	for _, c := range src.Chains {
 		st := Chain{ID: c.ID(), Name: c.Name}
-		if len(c.RPCURLs) == 0 {
-			st.NodeErr = "no rpcUrls"
-		} else if b, err := nodeHead(ctx, src.HTTP, c.RPCURLs[0]); err != nil {
-			st.NodeErr = err.Error()
-		} else {
-			st.Node = b
+		st.Node, st.Nodes, st.NodeErr = nodes(ctx, src.HTTP, c)
+		for i := range st.Nodes {
+			addIngest(&st.Nodes[i], c.EVMChainID, ingest, ingestErr)
 		}
 		if b, err := ingestedHead(ctx, src, c.EVMChainID); err != nil {
 			st.KafkaErr = err.Error()
@@ -120,49 +144,122 @@ func Take(ctx context.Context, src Source) Snapshot {
 		s.Chains = append(s.Chains, st)
 	}
 	s.Groups = groups(ctx, src)
-	for _, p := range src.Processors {
-		s.Budgets = append(s.Budgets, processorBudget(ctx, src.HTTP, p))
+	for _, u := range src.ProcessorMetrics {
+		s.Budgets = append(s.Budgets, processorBudget(ctx, src.HTTP, u))
 	}
 	return s
 }
 
-// nodeHead asks a node for its latest block.
-func nodeHead(ctx context.Context, hc *http.Client, url string) (*Block, error) {
-	body := []byte(`{"jsonrpc":"2.0","id":1,"method":"eth_getBlockByNumber","params":["latest",false]}`)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+// nodes asks each of the chain's nodes for its head (through the chain's
+// pool, so the URLs are redacted and the errors classified as everywhere
+// else), then the best of them for its latest block: the chain's head.
+func nodes(ctx context.Context, hc *http.Client, c chains.Chain) (*Block, []Node, string) {
+	cfg := rpc.ForChain(c)
+	cfg.WSURL, cfg.HTTPClient, cfg.Timeout = "", hc, 5*time.Second
+	pool, err := rpc.NewPool(cfg, nil)
 	if err != nil {
-		return nil, err
+		return nil, nil, "no rpcUrls"
 	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := hc.Do(req)
+	pool.PollHeads(ctx)
+	var out []Node
+	for _, n := range pool.Nodes() {
+		nd := Node{Name: n.Name, URL: n.URL, Head: n.Head, HeadKnown: n.HeadKnown, Latency: n.PollLatency}
+		if !n.Up || !n.HeadKnown {
+			nd.Err = "unreachable"
+		}
+		out = append(out, nd)
+	}
+	if _, ok := pool.Head(); !ok {
+		return nil, out, "node unreachable"
+	}
+	raw, err := pool.Call(ctx, "eth_getBlockByNumber", "latest", false)
 	if err != nil {
-		return nil, errors.New("node unreachable")
+		return nil, out, "node: " + err.Error()
 	}
-	defer resp.Body.Close()
-	var out struct {
-		Result *struct {
-			Number    string `json:"number"`
-			Timestamp string `json:"timestamp"`
-		} `json:"result"`
-		Error *struct {
-			Message string `json:"message"`
-		} `json:"error"`
+	var res *struct {
+		Number    string `json:"number"`
+		Timestamp string `json:"timestamp"`
 	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&out); err != nil {
-		return nil, fmt.Errorf("node answered %s: %w", resp.Status, err)
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return nil, out, fmt.Sprintf("node's latest block: %v", err)
 	}
-	if out.Error != nil {
-		return nil, fmt.Errorf("node: %s", out.Error.Message)
+	if res == nil {
+		return nil, out, "node has no latest block"
 	}
-	if out.Result == nil {
-		return nil, errors.New("node has no latest block")
-	}
-	n, err1 := strconv.ParseUint(strings.TrimPrefix(out.Result.Number, "0x"), 16, 64)
-	ts, err2 := strconv.ParseUint(strings.TrimPrefix(out.Result.Timestamp, "0x"), 16, 64)
+	n, err1 := strconv.ParseUint(strings.TrimPrefix(res.Number, "0x"), 16, 64)
+	ts, err2 := strconv.ParseUint(strings.TrimPrefix(res.Timestamp, "0x"), 16, 64)
 	if err := errors.Join(err1, err2); err != nil {
-		return nil, fmt.Errorf("node's latest block: %w", err)
+		return nil, out, fmt.Sprintf("node's latest block: %v", err)
 	}
-	return &Block{Number: n, Timestamp: ts}, nil
+	return &Block{Number: n, Timestamp: ts}, out, ""
+}
+
+// ingestSeries are the sums, over ingest instances, of the per-node series
+// the status shows, keyed by chain and node.
+type ingestSeries map[[2]string]*[3]float64 // ok, failed, unverified
+
+// scrapeIngest reads and sums the per-node series of the ingest instances.
+func scrapeIngest(ctx context.Context, hc *http.Client, urls []string) (ingestSeries, error) {
+	if len(urls) == 0 {
+		return nil, nil
+	}
+	out := ingestSeries{}
+	add := func(chain, node string, i int, v float64) {
+		k := [2]string{chain, node}
+		if out[k] == nil {
+			out[k] = new([3]float64)
+		}
+		out[k][i] += v
+	}
+	var errs []error
+	for _, u := range urls {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("ingest metrics %s: unreachable", rpc.Redact(u)))
+			continue
+		}
+		parser := expfmt.NewTextParser(model.UTF8Validation)
+		families, err := parser.TextToMetricFamilies(io.LimitReader(resp.Body, 64<<20))
+		resp.Body.Close()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("ingest metrics %s: %w", rpc.Redact(u), err))
+			continue
+		}
+		for name, f := range families {
+			for _, m := range f.GetMetric() {
+				l := map[string]string{}
+				for _, p := range m.GetLabel() {
+					l[p.GetName()] = p.GetValue()
+				}
+				v := m.GetCounter().GetValue()
+				switch name {
+				case "moraine_rpc_requests_total":
+					if l["result"] == "ok" {
+						add(l["chain"], l["node"], 0, v)
+					} else {
+						add(l["chain"], l["node"], 1, v)
+					}
+				case "moraine_ingest_verification_failures_total":
+					add(l["chain"], l["node"], 2, v)
+				}
+			}
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+func addIngest(n *Node, chain string, s ingestSeries, err error) {
+	if s == nil || err != nil && len(s) == 0 {
+		return
+	}
+	if v := s[[2]string{chain, n.Name}]; v != nil {
+		n.Known, n.OK, n.Failed, n.Unverified = true, v[0], v[1], v[2]
+	}
 }
 
 // indexedHeads reads every chain's head row from ClickHouse.
@@ -383,6 +480,40 @@ func Render(w io.Writer, prev *Snapshot, cur Snapshot) error {
 		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", c.ID, c.Name,
 			position(c.Node, c.NodeErr), position(c.Ingested, c.KafkaErr), position(c.Indexed, c.CHErr),
 			behind, lag, bps, tps, eta)
+	}
+	fmt.Fprintln(tw)
+	fmt.Fprintf(tw, "CHAIN\tNODE\tURL\tHEAD\tBEHIND\tLATENCY\tSHARE\tERRORS\tUNVERIFIED\t\n")
+	for _, c := range cur.Chains {
+		var best uint64
+		total := 0.0
+		for _, n := range c.Nodes {
+			if n.HeadKnown {
+				best = max(best, n.Head)
+			}
+			total += n.OK
+		}
+		for _, n := range c.Nodes {
+			head, behind := "? ("+n.Err+")", "-"
+			if n.Err == "" {
+				head, behind = strconv.FormatUint(n.Head, 10), strconv.FormatUint(best-min(best, n.Head), 10)
+			}
+			share, errRate, unverified := "-", "-", "-"
+			if n.Known {
+				if total > 0 {
+					share = strconv.FormatFloat(100*n.OK/total, 'f', 0, 64) + "%"
+				}
+				if calls := n.OK + n.Failed; calls > 0 {
+					errRate = strconv.FormatFloat(100*n.Failed/calls, 'f', 1, 64) + "%"
+				}
+				unverified = strconv.FormatFloat(n.Unverified, 'f', 0, 64)
+			}
+			latency := "-"
+			if n.Err == "" {
+				latency = n.Latency.Round(100 * time.Microsecond).String()
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", c.ID, n.Name, n.URL, head, behind,
+				latency, share, errRate, unverified)
+		}
 	}
 	fmt.Fprintln(tw)
 	fmt.Fprintf(tw, "CONSUMER GROUP\tSTATE\tMEMBERS\tTOPIC\tLAG\t\n")

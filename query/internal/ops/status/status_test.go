@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -67,16 +68,38 @@ func TestStatusIntegration(t *testing.T) {
 	require.NoError(t, adm.CommitAllOffsets(ctx, group, offs))
 	t.Cleanup(func() { _, _ = adm.DeleteGroups(context.Background(), group) })
 
-	node := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":1,"result":{"number":"0x64","timestamp":"%#x","hash":"0x00"}}`, 1_700_000_000+200)
-	}))
+	// Two nodes of chain 4242: one at block 100, one 10 behind.
+	newNode := func(head int) *httptest.Server {
+		return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			if strings.Contains(string(body), "eth_blockNumber") {
+				fmt.Fprintf(w, `[{"jsonrpc":"2.0","id":0,"result":"%#x"}]`, head)
+				return
+			}
+			fmt.Fprintf(w, `[{"jsonrpc":"2.0","id":0,"result":{"number":"%#x","timestamp":"%#x","hash":"0x00"}}]`, head, 1_700_000_000+2*head)
+		}))
+	}
+	node, behind := newNode(100), newNode(90)
 	defer node.Close()
+	defer behind.Close()
+	// What ingest says of them.
+	ingest := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `# TYPE moraine_rpc_requests_total counter
+moraine_rpc_requests_total{chain="4242",method="eth_getBlockReceipts",node="a",result="ok"} 300
+moraine_rpc_requests_total{chain="4242",method="eth_getBlockReceipts",node="a",result="timeout"} 0
+moraine_rpc_requests_total{chain="4242",method="eth_getBlockReceipts",node="b",result="ok"} 100
+moraine_rpc_requests_total{chain="4242",method="eth_getBlockReceipts",node="b",result="rate_limited"} 25
+# TYPE moraine_ingest_verification_failures_total counter
+moraine_ingest_verification_failures_total{chain="4242",check="receiptsRoot",node="b"} 7
+`)
+	}))
+	defer ingest.Close()
 	src := Source{
 		Chains: []chains.Chain{
-			{EVMChainID: "4242", Name: "Test chain", RPCURLs: []string{node.URL}},
+			{EVMChainID: "4242", Name: "Test chain", Nodes: []chains.Node{{URL: node.URL + "/secret-key", Name: "a"}, {URL: behind.URL, Name: "b"}}},
 			{EVMChainID: "7", Name: "Other", RPCURLs: []string{"http://127.0.0.1:1"}},
 		},
-		Kafka: kc, Client: cl, Conn: conn,
+		Kafka: kc, Client: cl, Conn: conn, IngestMetrics: []string{ingest.URL},
 	}
 	s := Take(ctx, src)
 	require.Len(t, s.Chains, 2)
@@ -117,4 +140,10 @@ func TestStatusIntegration(t *testing.T) {
 	require.Regexp(t, `^4242\s+Test chain\s+100\s+50\s+50\s+50\s+1m40s\s+2\.0\s+20\s+25s\s*$`, lines[1])
 	require.Regexp(t, `^7\s+Other\s+\? \(node unreachable\)\s+3\s+-\s+-`, lines[2])
 	require.Regexp(t, fmt.Sprintf(`(?m)^%s\s+Empty\s+0\s+%s\s+%d\s*$`, group, topic, want), out.String())
+	// Each node: head, how far behind the best, latency, share of the
+	// calls, error rate and verification failures (from ingest).
+	require.Regexp(t, `(?m)^4242\s+a\s+http://127\.0\.0\.1:\d+/\.\.\.\s+100\s+0\s+\S+\s+75%\s+0\.0%\s+0\s*$`, out.String())
+	require.Regexp(t, `(?m)^4242\s+b\s+http://127\.0\.0\.1:\d+\s+90\s+10\s+\S+\s+25%\s+20\.0%\s+7\s*$`, out.String())
+	require.Regexp(t, `(?m)^7\s+0\s+http://127\.0\.0\.1:1\s+\? \(unreachable\)`, out.String())
+	require.NotContains(t, out.String(), "secret-key")
 }

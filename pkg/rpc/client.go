@@ -1,19 +1,3 @@
-// Package rpc is ingest's JSON-RPC client: batched calls over HTTP with a
-// per-request timeout, retries with backoff, and metrics; plus head tracking
-// by WebSocket newHeads subscription with eth_blockNumber polling as the
-// fallback (heads.go).
-//
-// Results stay raw (json.RawMessage): the caller decodes them, so a block's
-// megabytes of traces are parsed once, by the converter.
-//
-// Metrics (registered by NewMetrics):
-//
-//	moraine_ingest_rpc_requests_total{chain,method,result}       calls by outcome
-//	moraine_ingest_rpc_request_duration_seconds{chain,method}    HTTP round trips
-//
-// result is one of ok, rpc_error, rate_limited, http_error, timeout,
-// transport_error, bad_response. A batch mixing methods is timed under
-// method="batch".
 package rpc
 
 import (
@@ -25,15 +9,14 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/moraine-data/moraine/ingest/internal/jsonx"
 	"github.com/moraine-data/moraine/pkg/iox"
+	"github.com/moraine-data/moraine/pkg/jsonx"
 	"github.com/moraine-data/moraine/pkg/obs"
 )
 
@@ -43,6 +26,9 @@ type Config struct {
 	URL string
 	// Chain labels the metrics (the decimal chain id).
 	Chain string
+	// Node labels the metrics: the node's name in the chains file (never
+	// its URL, which may hold an API key).
+	Node string
 	// Timeout bounds one HTTP request, retries excluded.
 	Timeout time.Duration
 	// Attempts is how many times a failing request is sent before the error
@@ -58,7 +44,9 @@ type Config struct {
 	HTTPClient *http.Client
 }
 
-// Client sends JSON-RPC requests. It is safe for concurrent use.
+// Client sends JSON-RPC requests to one node. It is safe for concurrent
+// use. Code that reads a chain uses a Pool, which spreads calls over all the
+// chain's nodes; a Client alone is for one known endpoint.
 type Client struct {
 	cfg     Config
 	http    *http.Client
@@ -120,6 +108,9 @@ type Request struct {
 	// Err is the call's error: an *Error for a JSON-RPC error answer, or the
 	// transport error that ended the batch.
 	Err error
+	// Node is the name of the node that answered (set by Pool.Batch and
+	// Client.Batch): which node to blame for an answer that fails a check.
+	Node string
 	// answer is the response Result points into, until Release.
 	answer *answer
 }
@@ -129,6 +120,9 @@ type answer struct {
 	body []byte
 	// results is how many Requests still point into body.
 	results atomic.Int32
+	// spare is the reading client's pool of buffers, where Release returns
+	// body.
+	spare chan []byte
 }
 
 // Release hands the memory behind the results of reqs back to the client,
@@ -138,36 +132,20 @@ type answer struct {
 // while another goroutine might: it sets them to nil. An answer is reused
 // only once every request it answered is released; a caller that never
 // releases leaves its answers to the garbage collector.
-func (c *Client) Release(reqs []*Request) {
+func (c *Client) Release(reqs []*Request) { Release(reqs) }
+
+// Release is Client.Release for requests answered by any client or pool.
+func Release(reqs []*Request) {
 	for _, r := range reqs {
 		a := r.answer
 		r.Result, r.answer = nil, nil
 		if a != nil && a.results.Add(-1) == 0 {
 			select {
-			case c.spare <- a.body[:0]:
+			case a.spare <- a.body[:0]:
 			default:
 			}
 		}
 	}
-}
-
-// Error is a JSON-RPC error answer.
-type Error struct {
-	Code    int             `json:"code"`
-	Message string          `json:"message"`
-	Data    json.RawMessage `json:"data,omitempty"`
-}
-
-func (e *Error) Error() string { return fmt.Sprintf("rpc error %d: %s", e.Code, e.Message) }
-
-// rateLimited reports whether a JSON-RPC error means "slow down": providers
-// use -32005 (limit exceeded), 429, or only say so in the message.
-func (e *Error) rateLimited() bool {
-	if e.Code == -32005 || e.Code == 429 {
-		return true
-	}
-	m := strings.ToLower(e.Message)
-	return strings.Contains(m, "rate limit") || strings.Contains(m, "too many requests")
 }
 
 // Call sends one request (as a batch of one, so that the answer is parsed
@@ -240,46 +218,6 @@ func (c *Client) batch(ctx context.Context, reqs []*Request, reuse bool) error {
 	return lastErr
 }
 
-// retryAfterError carries a server's Retry-After.
-type retryAfterError struct {
-	err   error
-	after time.Duration
-}
-
-func (e *retryAfterError) Error() string { return e.err.Error() }
-func (e *retryAfterError) Unwrap() error { return e.err }
-
-// RetryAfter makes obs.Retry wait what the server asked.
-func (e *retryAfterError) RetryAfter() time.Duration { return e.after }
-
-// statusError is an HTTP answer that is not 200.
-type statusError struct {
-	code int
-	body string
-}
-
-func (e *statusError) Error() string { return fmt.Sprintf("http %d: %s", e.code, e.body) }
-
-var (
-	// errBadResponse is an answer that is not a JSON-RPC response.
-	errBadResponse = errors.New("bad JSON-RPC response")
-	// errTimeout is one HTTP request running past Config.Timeout.
-	errTimeout = errors.New("rpc request timed out")
-)
-
-func retryable(ctx context.Context, err error) bool {
-	if ctx.Err() != nil {
-		return false
-	}
-	var se *statusError
-	if errors.As(err, &se) {
-		return se.code >= 500 || se.code == http.StatusTooManyRequests || se.code == http.StatusRequestTimeout
-	}
-	// Transport errors, timeouts and truncated answers are transient; a
-	// well-formed answer that is not JSON-RPC will not improve.
-	return !errors.Is(err, errBadResponse)
-}
-
 // send performs one HTTP round trip for reqs. A nil error means every
 // request got an answer (Result or a JSON-RPC Err).
 func (c *Client) send(ctx context.Context, reqs []*Request, reuse bool) (err error) {
@@ -291,13 +229,13 @@ func (c *Client) send(ctx context.Context, reqs []*Request, reuse bool) (err err
 		}
 	}
 	for _, r := range reqs {
-		r.Result, r.Err = nil, nil
+		r.Result, r.Err, r.Node = nil, nil, c.cfg.Node
 	}
 	start := time.Now()
 	defer func() {
-		c.metrics.duration.WithLabelValues(c.cfg.Chain, method).Observe(time.Since(start).Seconds())
+		c.metrics.duration.WithLabelValues(c.cfg.Chain, c.cfg.Node, method).Observe(time.Since(start).Seconds())
 		for _, r := range reqs {
-			c.metrics.requests.WithLabelValues(c.cfg.Chain, r.Method, resultLabel(r.Err, err)).Inc()
+			c.metrics.requests.WithLabelValues(c.cfg.Chain, c.cfg.Node, r.Method, resultLabel(r.Err, err)).Inc()
 		}
 	}()
 
@@ -347,7 +285,7 @@ func (c *Client) send(ctx context.Context, reqs []*Request, reuse bool) (err err
 	if err := decodeBatch(buf, reqs); err != nil {
 		return err
 	}
-	a := &answer{body: buf}
+	a := &answer{body: buf, spare: c.spare}
 	for _, r := range reqs {
 		if r.Result != nil {
 			r.answer = a
@@ -525,46 +463,4 @@ func decodeBatch(buf []byte, reqs []*Request) error {
 		}
 	}
 	return nil
-}
-
-func resultLabel(callErr, batchErr error) string {
-	err := batchErr
-	if err == nil {
-		err = callErr
-	}
-	if err == nil {
-		return "ok"
-	}
-	var re *Error
-	var se *statusError
-	switch {
-	case errors.As(err, &re):
-		if re.rateLimited() {
-			return "rate_limited"
-		}
-		return "rpc_error"
-	case errors.As(err, &se):
-		if se.code == http.StatusTooManyRequests {
-			return "rate_limited"
-		}
-		return "http_error"
-	case errors.Is(err, errBadResponse):
-		return "bad_response"
-	case errors.Is(err, errTimeout) || errors.Is(err, context.DeadlineExceeded):
-		return "timeout"
-	}
-	return "transport_error"
-}
-
-// Redact returns the scheme and host of a node URL: providers put API keys
-// in the path or query, which must not reach logs.
-func Redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.Host == "" {
-		return "(unparsable URL)"
-	}
-	if u.Path != "" && u.Path != "/" || u.RawQuery != "" || u.User != nil {
-		return u.Scheme + "://" + u.Host + "/..."
-	}
-	return u.Scheme + "://" + u.Host
 }

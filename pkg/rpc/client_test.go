@@ -54,7 +54,7 @@ func echo(calls []rpcCall, w http.ResponseWriter) {
 
 func newClient(url string, reg prometheus.Registerer) (*Client, *Metrics) {
 	m := NewMetrics(reg)
-	return New(Config{URL: url, Chain: "43114", Timeout: 500 * time.Millisecond, Attempts: 4,
+	return New(Config{URL: url, Chain: "43114", Node: "a", Timeout: 500 * time.Millisecond, Attempts: 4,
 		BackoffInitial: time.Millisecond, BackoffMax: 5 * time.Millisecond}, m), m
 }
 
@@ -72,7 +72,7 @@ func TestBatchIsOnePostAndMatchesByID(t *testing.T) {
 		require.NoError(t, r.Err)
 		require.JSONEq(t, fmt.Sprintf(`"0x%x"`, i), string(r.Result), "answers are matched by id, not position")
 	}
-	require.Equal(t, 30.0, testutil.ToFloat64(m.requests.WithLabelValues("43114", "eth_getBlockByNumber", "ok")))
+	require.Equal(t, 30.0, testutil.ToFloat64(m.requests.WithLabelValues("43114", "a", "eth_getBlockByNumber", "ok")))
 	require.Equal(t, 1, testutil.CollectAndCount(m.duration))
 }
 
@@ -169,7 +169,7 @@ func TestBatchRetries(t *testing.T) {
 				require.JSONEq(t, `"0x1"`, string(reqs[1].Result))
 			}
 			require.Equal(t, tc.wantPosts, posts.Load())
-			require.Positive(t, testutil.ToFloat64(m.requests.WithLabelValues("43114", "eth_chainId", tc.wantResult)))
+			require.Positive(t, testutil.ToFloat64(m.requests.WithLabelValues("43114", "a", "eth_chainId", tc.wantResult)))
 		})
 	}
 }

@@ -17,10 +17,10 @@ import (
 func TestInitCreatesErrorSeries(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg)
-	m.Init("43114", "eth_getBlockByNumber", "debug_traceBlockByNumber")
-	require.Equal(t, 2*len(results), testutil.CollectAndCount(reg, "moraine_ingest_rpc_requests_total"))
+	m.Init("43114", "a", "eth_getBlockByNumber", "debug_traceBlockByNumber")
+	require.Equal(t, 2*len(results), testutil.CollectAndCount(reg, "moraine_rpc_requests_total"))
 	for _, r := range results {
-		require.Equal(t, 0.0, testutil.ToFloat64(m.requests.WithLabelValues("43114", "debug_traceBlockByNumber", r)), r)
+		require.Equal(t, 0.0, testutil.ToFloat64(m.requests.WithLabelValues("43114", "a", "debug_traceBlockByNumber", r)), r)
 	}
 	// Every label resultLabel gives is among them.
 	for _, err := range []error{nil, &Error{Code: -32000}, &Error{Code: 429}, &statusError{code: http.StatusTooManyRequests},
