@@ -32,6 +32,17 @@ LOG_DIR=
 CHAIN_RPC=
 declare -A ARGS=() READY=()
 
+# nft_args are the processor's NFT metadata flags for the local chain source: the development chain serves its
+# collections' metadata documents and an IPFS gateway on its JSON-RPC address (package devchain), on
+# loopback, which production refuses (--nft.allow-private-targets, like --delivery.allow-private-targets).
+nft_args() {
+    if [ "${MORAINE_CHAIN_SOURCE:-devchain}" = replay ]; then
+        echo "--nft.allow-private-targets"
+    else
+        echo "--nft.allow-private-targets --nft.ipfs-gateway $1/ipfs/"
+    fi
+}
+
 chain_source_args() {
     local listen=$1
     if [ "${MORAINE_CHAIN_SOURCE:-devchain}" = replay ]; then
@@ -51,7 +62,7 @@ single_profile() {
     ARGS=(
         [devchain]="$(chain_source_args "" "$STATE_DIR/devchain")"
         [ingest]="$BIN/ingest --chains.file $CHAINS_FILE"
-        [processor]="$BIN/processor --chains.file $CHAINS_FILE"
+        [processor]="$BIN/processor --chains.file $CHAINS_FILE $(nft_args "$CHAIN_RPC")"
         # The development stack delivers to receivers on this machine (loopback), which production refuses:
         # query (when it accepts a webhook URL) and delivery (when it connects) apply the same policy, one flag.
         [query]="$BIN/query --chains.file $CHAINS_FILE --delivery.allow-private-targets"
@@ -102,7 +113,7 @@ cluster_profile() {
             ingest) ARGS[$name]="$BIN/ingest $common" ;;
             # Each matcher needs its own transactional id, stable across its restarts; the default
             # (from the host name) would be the same for both, and each would fence the other.
-            processor) ARGS[$name]="$BIN/processor $common --matcher.transactional-id moraine-matcher-$name" ;;
+            processor) ARGS[$name]="$BIN/processor $common --matcher.transactional-id moraine-matcher-$name $(nft_args "$CHAIN_RPC")" ;;
             # Behind nginx (127.0.0.1): client IPs come from X-Forwarded-For, and each instance enforces
             # 1/N of every plan's budget. The page-token key file is shared through the state dir.
             query) ARGS[$name]="$BIN/query $common --http.listen-address 127.0.0.1:$(port_query "$i") --http.trusted-proxies 127.0.0.1 --ratelimit.instances $CLUSTER_INSTANCES --delivery.allow-private-targets" ;;

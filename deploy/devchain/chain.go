@@ -72,10 +72,19 @@ type Config struct {
 	// restart (see the package documentation). Only one chain at a time can
 	// use a directory.
 	DataDir string
+	// MetadataBaseURL is the URL prefix under which the metadata
+	// collections' token URIs name this chain's metadata documents
+	// (default: the HTTP endpoint + "/nft/", e.g. http://127.0.0.1:8545/nft/).
+	// Set it when the metadata worker reaches the chain under another name
+	// (a container network). The server answers under /nft/ whatever it is.
+	MetadataBaseURL string
 	// Logger receives the chain's own log lines (default slog.Default()).
 	// go-ethereum's internal logging is configured separately (its log package).
 	Logger *slog.Logger
 
+	// noMeta deploys no metadata collections: a chain as made before they
+	// existed, for the test of resuming one.
+	noMeta bool
 	// noLogIndex disables go-ethereum's log index (eth_getLogs then scans the
 	// blocks). For tests only: under the race detector, loading the index's
 	// head map from disk on restart takes tens of seconds.
@@ -122,6 +131,10 @@ type Chain struct {
 	branch    uint64     // incremented by every reorg; feeds the traffic generator
 	closed    bool
 	warnedCap bool
+	// metaPointed: the metadata collections' base URI names this process's
+	// metadata server (set by their deployment, or by the first block
+	// mined after a resume).
+	metaPointed bool
 
 	stop      chan struct{}
 	wg        sync.WaitGroup
@@ -254,6 +267,9 @@ func Start(ctx context.Context, cfg Config) (*Chain, error) {
 	stack.RegisterAPIs([]rpc.API{{Namespace: "eth", Service: filters.NewFilterAPI(filterSystem)}})
 	stack.RegisterAPIs(tracers.APIs(backend.APIBackend))
 	stack.RegisterAPIs([]rpc.API{{Namespace: "moraine", Service: &moraineAPI{c: c}}})
+	meta := &metadataServer{}
+	stack.RegisterHandler("moraine-nft-metadata", "/nft/", meta)
+	stack.RegisterHandler("moraine-ipfs-gateway", "/ipfs/", meta)
 	if err := stack.Start(); err != nil {
 		stack.Close()
 		return nil, fmt.Errorf("devchain: start node: %w", err)
@@ -420,11 +436,34 @@ func (c *Chain) mineLocked() error {
 			return errors.New("devchain: deployer nonce is not 0 but the contracts are missing")
 		}
 		g.deployCore()
+		if !c.cfg.noMeta {
+			if !g.deployMeta() {
+				return errors.New("devchain: the metadata collections would not get their fixed addresses")
+			}
+			c.metaPointed = true
+		}
 		if c.cfg.TxPerBlock > 0 {
 			g.fill(len(g.txs)+c.cfg.TxPerBlock/2, true)
 		}
-	} else if c.cfg.TxPerBlock > 0 {
-		g.fill(c.cfg.TxPerBlock, false)
+	} else if len(st.GetCode(c.contracts.MetaNFT)) == 0 && !c.cfg.noMeta {
+		// A chain stored before the metadata collections existed: deploy
+		// them now (native traffic only in this block, as in the first).
+		if !g.deployMeta() {
+			return fmt.Errorf("devchain: the deployer's nonce is %d, not 9: the metadata collections cannot be deployed at their fixed addresses", g.nextNonce(c.deployer))
+		}
+		c.metaPointed = true
+		if c.cfg.TxPerBlock > 0 {
+			g.fill(len(g.txs)+c.cfg.TxPerBlock/2, true)
+		}
+	} else {
+		if !c.metaPointed && !c.cfg.noMeta {
+			// Resumed: this process's metadata server may listen elsewhere.
+			g.pointMeta()
+			c.metaPointed = true
+		}
+		if c.cfg.TxPerBlock > 0 {
+			g.fill(c.cfg.TxPerBlock, false)
+		}
 	}
 	if want := len(g.txs); g.capGas(head.GasLimit/100*95) && !c.warnedCap {
 		c.warnedCap = true
@@ -571,6 +610,10 @@ func (a *moraineAPI) Mine(ctx context.Context, count int) (BlockRef, error) {
 
 // Contracts is moraine_contracts(): the addresses of the deployed contracts.
 func (a *moraineAPI) Contracts() Contracts { return a.c.contracts }
+
+// MetaTokens is moraine_metaTokens(): the special tokens of the metadata
+// collections with the indexStatus each earns (see MetaTokens).
+func (a *moraineAPI) MetaTokens() []MetaToken { return MetaTokens() }
 
 // Accounts is moraine_accounts(): the funded traffic accounts.
 func (a *moraineAPI) Accounts() []common.Address { return a.c.Accounts() }

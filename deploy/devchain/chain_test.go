@@ -309,7 +309,9 @@ func TestTrafficKinds(t *testing.T) {
 // TestDeterministicTraffic checks that the same seed gives the same transactions.
 func TestDeterministicTraffic(t *testing.T) {
 	hashes := func(seed uint64) []common.Hash {
-		c := startChain(t, Config{BlockInterval: -1, TxPerBlock: 12, Seed: seed})
+		// A fixed metadata URL: the collections' deployment carries it, and
+		// the default one holds the chain's (random) port.
+		c := startChain(t, Config{BlockInterval: -1, TxPerBlock: 12, Seed: seed, MetadataBaseURL: "http://devchain.invalid/nft/"})
 		if err := c.Mine(t.Context(), 2); err != nil {
 			t.Fatal(err)
 		}

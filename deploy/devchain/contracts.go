@@ -25,6 +25,8 @@ var (
 	erc721Contract  = mustLoad("MoraineERC721")
 	erc1155Contract = mustLoad("MoraineERC1155")
 	relayContract   = mustLoad("Relay")
+	metaERC721      = mustLoad("MoraineMetaERC721")
+	metaERC1155     = mustLoad("MoraineMetaERC1155")
 	factoryContract = mustLoad("Factory")
 )
 

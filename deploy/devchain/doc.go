@@ -25,9 +25,30 @@
 // caller, and reverted transactions (status 0). The block gas limit (150M) and
 // the generous per-transaction gas limits let about 300 generated transactions
 // fit in a block; more are cut (with a warning). The contracts are compiled from
-// contracts/Moraine.sol (go generate, solc-js) and deployed in block 1; their
-// addresses are fixed (Chain.Contracts, moraine_contracts). The tokens answer
-// name(), symbol() and, for ERC-20, decimals().
+// contracts/Moraine.sol and contracts/MoraineMeta.sol (go generate, solc-js)
+// and deployed in block 1; their addresses are fixed (Chain.Contracts,
+// moraine_contracts). The tokens answer name(), symbol() and, for ERC-20,
+// decimals().
+//
+// # NFT metadata
+//
+// Two collections exist for moraine's NFT metadata worker: ERC-721 "Moraine
+// Meta" (Contracts.MetaNFT) and ERC-1155 "Moraine Meta Items"
+// (Contracts.MetaItems). Their token URIs point at a metadata server that
+// the chain serves itself, on its JSON-RPC address under /nft/ (and an IPFS
+// gateway under /ipfs/): wherever the chain runs (make run, the tests, the
+// local cluster), its documents do. Block 1 mints one special token per
+// metadata outcome (MetaTokens: a good document by http, base64 and plain
+// data: URIs and ipfs://; a document that is not JSON, JSON that is not
+// metadata, 2 MiB of JSON, HTTP 429, HTTP 404, 503 twice then a document, an
+// ftp:// URI, a string that is not a URI, a tokenURI that returns a number,
+// one that hits an invalid opcode, a burned token, an item at a closed port), each
+// with the Data API indexStatus moraine's worker gives it; the traffic then
+// mints and transfers tokens with good documents (ids from
+// MetaTrafficIDBase; item ids 1..MetaItemIDs through the {id} template). The
+// older collections' URIs (ipfs://moraine/...) are good documents through
+// the gateway. The documents' URL prefix is Config.MetadataBaseURL
+// (--metadata.base-url), by default the HTTP endpoint + "/nft/".
 //
 // Reorganisations: Chain.Reorg(ctx, depth) or the JSON-RPC method
 // moraine_reorg(depth) replaces the last depth blocks (1..64) with a new branch
@@ -40,7 +61,7 @@
 // with SetHead, which deletes the replaced blocks). The "finalized" and "safe"
 // block tags are the simulated beacon's: moraine_reorg can replace finalized
 // blocks. moraine_mine(n) seals n blocks at once; moraine_accounts lists the
-// funded accounts.
+// funded accounts; moraine_metaTokens the metadata collections' special tokens.
 //
 // # Persistence
 //
@@ -55,7 +76,10 @@
 //     the stored head: the stored blocks keep their hashes and the new blocks go
 //     on top (Start mines one before it returns);
 //   - the traffic generator resumes: the contracts are found by their code at
-//     their fixed addresses (not deployed again), nonces come from the head
+//     their fixed addresses (not deployed again; a chain stored before the
+//     metadata collections existed gets them, at their fixed addresses, in
+//     its next block), the first block after a start points the metadata
+//     collections at this process's metadata server, nonces come from the head
 //     state, ERC-721 token ids and CREATE2 salts contain the block number
 //     (always above the stored head), so every generated transaction is
 //     accepted. <DataDir>/devchain.json keeps the reorg counter (a new branch
@@ -84,6 +108,7 @@
 // The command deploy/cmd/devchain runs it with the flags --rpc.listen-address,
 // --chain.id, --block.interval (0s: blocks only on moraine_mine),
 // --traffic.tx-per-block (0: empty blocks), --traffic.seed, --traffic.accounts,
-// --datadir (empty: in memory), --log.level and --log.format, each also read
+// --datadir (empty: in memory), --metadata.base-url, --log.level and
+// --log.format, each also read
 // from MORAINE_<NAME> (upper case, '.' and '-' as '_').
 package devchain

@@ -23,6 +23,12 @@ type Contracts struct {
 	Items   common.Address    `json:"items"`   // ERC-1155 "Moraine Items" (MITEM)
 	Relays  [4]common.Address `json:"relays"`  // value-forwarding relays (nested internal transactions)
 	Factory common.Address    `json:"factory"` // creates tokens and relays from inside transactions
+	// MetaNFT and MetaItems are the collections whose token URIs point at
+	// the chain's metadata server (metadata.go): ERC-721 "Moraine Meta"
+	// (MMETA) with one token per metadata outcome (MetaTokens), and ERC-1155
+	// "Moraine Meta Items" (MMITEM) whose uri(id) is the {id} template.
+	MetaNFT   common.Address `json:"metaNft"`
+	MetaItems common.Address `json:"metaItems"`
 }
 
 // account is a funded genesis account.
@@ -68,7 +74,44 @@ func contractsOf(deployer common.Address) Contracts {
 		USD: at(0), WMOR: at(1), NFT: at(2), Items: at(3),
 		Relays:  [4]common.Address{at(4), at(5), at(6), at(7)},
 		Factory: at(8),
+		// Deployed after the core contracts (metaDeployments): at the
+		// deployer's nonces 9 and 10 on a new chain and on one resumed
+		// from a data dir made before they existed alike.
+		MetaNFT: at(9), MetaItems: at(10),
 	}
+}
+
+// metaDeployments lists the deployer's transactions that deploy the
+// metadata collections and mint their special tokens, in nonce order; base
+// is the metadata server's URL prefix.
+func metaDeployments(base string) []struct {
+	to   *common.Address
+	data []byte
+	gas  uint64
+} {
+	type dep = struct {
+		to   *common.Address
+		data []byte
+		gas  uint64
+	}
+	deployer := deriveAccount(0).addr
+	c := contractsOf(deployer)
+	out := []dep{
+		{nil, metaERC721.deployData("Moraine Meta", "MMETA", base), 4_000_000},
+		{nil, metaERC1155.deployData("Moraine Meta Items", "MMITEM", base), 4_000_000},
+	}
+	for _, t := range MetaTokens() {
+		if t.ERC1155 {
+			out = append(out, dep{&c.MetaItems, metaERC1155.pack("setURI", new(big.Int).SetUint64(t.ID), t.mode, t.text), 300_000})
+			out = append(out, dep{&c.MetaItems, metaERC1155.pack("mint", deployer, new(big.Int).SetUint64(t.ID), big.NewInt(10)), 200_000})
+			continue
+		}
+		out = append(out, dep{&c.MetaNFT, metaERC721.pack("mintWithURI", deployer, new(big.Int).SetUint64(t.ID), t.mode, t.text), 400_000})
+		if t.burn {
+			out = append(out, dep{&c.MetaNFT, metaERC721.pack("burn", new(big.Int).SetUint64(t.ID)), 200_000})
+		}
+	}
+	return out
 }
 
 // nonceSource gives the account nonces of the parent state.
@@ -149,6 +192,27 @@ func (g *blockGen) deployCore() {
 	}
 }
 
+// deployMeta deploys the metadata collections and mints their special
+// tokens, from the deployer; it reports false (and sends nothing) when the
+// deployer's next nonce would not give them their fixed addresses.
+func (g *blockGen) deployMeta() bool {
+	if crypto.CreateAddress(g.c.deployer.addr, g.nextNonce(g.c.deployer)) != g.c.contracts.MetaNFT {
+		return false
+	}
+	for _, d := range metaDeployments(g.c.metadataBase()) {
+		g.send(g.c.deployer, d.to, nil, d.data, d.gas)
+	}
+	return true
+}
+
+// pointMeta points the metadata collections at this process's metadata
+// server (the address may differ from the one stored in a resumed chain).
+func (g *blockGen) pointMeta() {
+	base := g.c.metadataBase()
+	g.send(g.c.deployer, &g.c.contracts.MetaNFT, nil, metaERC721.pack("setBaseURI", base), 300_000)
+	g.send(g.c.deployer, &g.c.contracts.MetaItems, nil, metaERC1155.pack("setBaseURI", base), 300_000)
+}
+
 // fill adds traffic until the block holds n transactions. Kinds are taken in a
 // seeded random order so that every kind shows up within a few blocks.
 func (g *blockGen) fill(n int, nativeOnly bool) {
@@ -184,7 +248,7 @@ type kind struct {
 }
 
 func (g *blockGen) kinds() []kind {
-	return []kind{
+	kinds := []kind{
 		{"native", g.native},
 		{"erc20-transfer", g.erc20Transfer},
 		{"erc20-approve-pull", g.erc20ApprovePull},
@@ -198,6 +262,10 @@ func (g *blockGen) kinds() []kind {
 		{"revert-transfer", g.revertTransfer},
 		{"revert-deep", g.revertDeep},
 	}
+	if g.c.cfg.noMeta {
+		return kinds
+	}
+	return append(kinds, kind{"erc721-meta", g.erc721Meta}, kind{"erc1155-meta", g.erc1155Meta})
 }
 
 // two returns two different traffic accounts.
@@ -301,6 +369,26 @@ func (g *blockGen) erc1155Batch() {
 	}
 	g.send(a, &items, nil, erc1155Contract.pack("mintBatch", a.addr, ids, amounts), 400_000)
 	g.send(a, &items, nil, erc1155Contract.pack("safeBatchTransferFrom", a.addr, b.addr, ids, halves, []byte{}), 400_000)
+}
+
+// erc721Meta mints a token of the metadata collection (a good document)
+// and gives it to another account.
+func (g *blockGen) erc721Meta() {
+	a, b := g.two()
+	nft := g.c.contracts.MetaNFT
+	id := new(big.Int).Add(g.uniqueID(), big.NewInt(MetaTrafficIDBase))
+	g.send(a, &nft, nil, metaERC721.pack("mint", a.addr, id), 200_000)
+	g.send(a, &nft, nil, metaERC721.pack("transferFrom", a.addr, b.addr, id), 200_000)
+}
+
+// erc1155Meta mints one of the metadata items' template ids and passes
+// some on.
+func (g *blockGen) erc1155Meta() {
+	a, b := g.two()
+	items := g.c.contracts.MetaItems
+	id := big.NewInt(1 + g.rng.Int64N(MetaItemIDs))
+	g.send(a, &items, nil, metaERC1155.pack("mint", a.addr, id, big.NewInt(10)), 200_000)
+	g.send(a, &items, nil, metaERC1155.pack("safeTransferFrom", a.addr, b.addr, id, big.NewInt(3), []byte{}), 200_000)
 }
 
 // create deploys a contract from a traffic account and uses it in the same block.

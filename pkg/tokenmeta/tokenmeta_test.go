@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -54,6 +55,7 @@ type node struct {
 	answers map[string]string
 	calls   atomic.Int32
 	fail    atomic.Bool
+	blocks  atomic.Value // the block parameter of the last eth_call
 }
 
 func (n *node) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -74,6 +76,15 @@ func (n *node) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var out []map[string]any
 	for _, q := range reqs {
 		var args struct{ To, Data string }
+		if q.Method == "eth_blockNumber" {
+			out = append(out, map[string]any{"jsonrpc": "2.0", "id": q.ID, "result": "0x10"})
+			continue
+		}
+		if q.Method == "eth_call" && len(q.Params) > 1 {
+			var block string
+			_ = json.Unmarshal(q.Params[1], &block)
+			n.blocks.Store(block)
+		}
 		if q.Method == "eth_getCode" {
 			// The answers table keys code by address and method.
 			_ = json.Unmarshal(q.Params[0], &args.To)
@@ -83,6 +94,10 @@ func (n *node) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		res, ok := n.answers[strings.ToLower(args.To)+args.Data]
 		switch {
+		case strings.HasPrefix(res, "error:"):
+			code, msg, _ := strings.Cut(strings.TrimPrefix(res, "error:"), ":")
+			c, _ := strconv.Atoi(code)
+			out = append(out, map[string]any{"jsonrpc": "2.0", "id": q.ID, "error": map[string]any{"code": c, "message": msg}})
 		case !ok || res == "revert":
 			out = append(out, map[string]any{"jsonrpc": "2.0", "id": q.ID, "error": map[string]any{"code": 3, "message": "execution reverted"}})
 		default:

@@ -203,6 +203,16 @@ func streamSamples() map[string]*record.StreamEntry {
 	}
 }
 
+func nftRequestSamples() map[string]*record.NftMetadataRequest {
+	return map[string]*record.NftMetadataRequest{
+		"nft_metadata_request": {
+			ChainId: 43114, Contract: h("0x71c7656ec7ab88b098defb751b7401b5f6d8976f"), TokenId: "145", Standard: 721,
+			SeenBlock: 44568834, Reason: record.NftMetadataRequest_REASON_DISCOVERED, RequestedAtUnixMs: 1713884373000,
+			Attempt: 2, DueUnixMs: 1713884433000,
+		},
+	}
+}
+
 func txDetailSamples() map[string]*record.TxDetail {
 	return map[string]*record.TxDetail{
 		"tx_detail": {
@@ -259,6 +269,10 @@ func goldenCases() map[string]golden {
 	}
 	out["activity_retraction"] = golden{activityRetraction, func() ([]byte, error) { return EncodeActivity(activityRetraction) },
 		func(b []byte) (proto.Message, error) { return DecodeActivity(b) }}
+	for name, r := range nftRequestSamples() {
+		out[name] = golden{r, func() ([]byte, error) { return EncodeNftMetadataRequest(r) },
+			func(b []byte) (proto.Message, error) { return DecodeNftMetadataRequest(b) }}
+	}
 	for name, d := range txDetailSamples() {
 		out[name] = golden{d, func() ([]byte, error) { return EncodeTxDetail(d) },
 			func(b []byte) (proto.Message, error) { return DecodeTxDetail(b) }}
@@ -270,7 +284,7 @@ func goldenCases() map[string]golden {
 // and when the golden bytes no longer decode to the sample: both mean the
 // wire contract between the services drifted (blocks: ingest -> processor;
 // address-watch: query -> processor and delivery; activity: processor ->
-// delivery; tx detail: processor -> query through ClickHouse).
+// delivery; nft metadata request: processor and query -> processor; tx detail: processor -> query through ClickHouse).
 func TestGoldenWireFormat(t *testing.T) {
 	for name, g := range goldenCases() {
 		t.Run(name, func(t *testing.T) {

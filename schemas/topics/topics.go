@@ -37,7 +37,23 @@ const (
 	// group on it, and the instance assigned a partition writes the chains
 	// whose ids hash to it (ingest/internal/lease).
 	IngestLeases = "moraine.ingest-leases"
+	// NftMetadata carries record.NftMetadataRequest values (codec) keyed by
+	// codec.NftMetadataKey: NFTs whose metadata the processor's metadata
+	// worker is asked to fetch (discovered in blocks, or reindexNft).
+	NftMetadata = "moraine.nft-metadata"
 )
+
+// NftMetadataRetryLevels is the number of NFT metadata retry topics: one
+// per delay of the metadata worker's retry schedule (--nft.retry-schedule).
+const NftMetadataRetryLevels = 4
+
+// NftMetadataRetry returns the name of retry level l
+// (1..NftMetadataRetryLevels): requests waiting out the l-th delay after a
+// transient failure (throttled, unreachable, node unavailable), with the
+// attempt to make next and its due time in the record. As for delivery's
+// levels, every record of a level waits the same delay, so a partition is
+// in due order.
+func NftMetadataRetry(l int) string { return fmt.Sprintf("moraine.nft-metadata-retry-%d", l) }
 
 // DeliveryRetryLevels is the number of delivery retry topics: one per
 // delay of the hosted service's retry schedule (the waits before attempts
@@ -105,6 +121,18 @@ var All = []Spec{
 }
 
 func init() {
+	// 8 partitions: the metadata worker's unit of scale-out (a partition's
+	// requests go to one instance at a time).
+	All = append(All, Spec{Name: NftMetadata, Partitions: 8, Configs: map[string]string{
+		"cleanup.policy": "delete",
+		"retention.ms":   "604800000", // 7 days, as the blocks it comes from.
+	}})
+	for l := 1; l <= NftMetadataRetryLevels; l++ {
+		All = append(All, Spec{Name: NftMetadataRetry(l), Partitions: 8, Configs: map[string]string{
+			"cleanup.policy": "delete",
+			"retention.ms":   "604800000", // 7 days: far above the longest delay.
+		}})
+	}
 	for l := 1; l <= DeliveryRetryLevels; l++ {
 		All = append(All, Spec{Name: DeliveryRetry(l), Partitions: 4, Configs: map[string]string{
 			"cleanup.policy":    "delete",

@@ -42,6 +42,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.IntVar(&o.cfg.Accounts, "traffic.accounts", devchain.DefaultAccounts, "number of funded accounts that send traffic")
 	fs.StringVar(&o.cfg.DataDir, "datadir", "", "directory of the chain database: a restart continues the chain stored there "+
 		"(created if missing; keep --chain.id and --traffic.accounts unchanged, or remove it). Empty: in memory, every start is a new chain from genesis")
+	fs.StringVar(&o.cfg.MetadataBaseURL, "metadata.base-url", "", "URL prefix of the NFT metadata documents the metadata collections' token URIs name "+
+		"(served under /nft/ on --rpc.listen-address); empty: http://<rpc.listen-address>/nft/. Set it when the metadata worker reaches the chain under another name")
 	if err := toolmain.Parse(fs, args, &o.log); err != nil {
 		return nil, err
 	}

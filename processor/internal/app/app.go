@@ -17,10 +17,13 @@ import (
 
 	"github.com/moraine-data/moraine/pkg/chains"
 	"github.com/moraine-data/moraine/pkg/chclient"
+	"github.com/moraine-data/moraine/pkg/guard"
 	"github.com/moraine-data/moraine/pkg/kafkautil"
 	"github.com/moraine-data/moraine/pkg/obs"
 	"github.com/moraine-data/moraine/pkg/process"
 	"github.com/moraine-data/moraine/processor/internal/matcher"
+	"github.com/moraine-data/moraine/processor/internal/nftdiscover"
+	"github.com/moraine-data/moraine/processor/internal/nftworker"
 	"github.com/moraine-data/moraine/processor/internal/sink"
 )
 
@@ -35,8 +38,11 @@ type Config struct {
 	ShutdownTimeout time.Duration
 	// Matcher is the address-activity matcher (package matcher).
 	Matcher matcher.Config
+	// NFT is NFT discovery and the metadata worker (packages nftdiscover
+	// and nftworker).
+	NFT nftworker.Config
 	// ChainsFile names the chains file (RPC URLs for token metadata, native
-	// tokens); only the matcher reads it.
+	// tokens); the matcher and the NFT metadata worker read it.
 	ChainsFile string
 }
 
@@ -56,6 +62,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.Matcher.RegisterFlags(fs)
 	chains.RegisterFlag(fs, &c.ChainsFile)
 	c.Sink.RegisterFlags(fs)
+	c.NFT.RegisterFlags(fs)
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown.timeout", 30*time.Second, "time to finish the in-flight batch on shutdown")
 }
 
@@ -63,14 +70,20 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 func (c Config) Validate() error {
 	var errs []error
 	errs = append(errs, c.Kafka.Validate())
-	if !c.Sink.Enabled && !c.Matcher.Enabled {
-		errs = append(errs, errors.New("processor: nothing to run: --processor.sink-enabled and --matcher.enabled are both false"))
+	if !c.Sink.Enabled && !c.Matcher.Enabled && !c.NFT.Enabled {
+		errs = append(errs, errors.New("processor: nothing to run: --processor.sink-enabled, --matcher.enabled and --nft.enabled are all false"))
 	}
 	if c.Matcher.Enabled {
 		errs = append(errs, c.Matcher.Validate())
 	}
 	if c.Sink.Enabled {
-		errs = append(errs, c.ClickHouse.Validate(), c.Sink.Validate())
+		errs = append(errs, c.Sink.Validate())
+	}
+	if c.NFT.Enabled {
+		errs = append(errs, c.NFT.Validate())
+	}
+	if c.Sink.Enabled || c.NFT.Enabled {
+		errs = append(errs, c.ClickHouse.Validate())
 	}
 	return errors.Join(errs...)
 }
@@ -89,6 +102,9 @@ type App struct {
 	// matcher, which both read every one (64 MiB of recent batches kept).
 	blocks kgo.Decompressor
 	sink   *sink.Consumer // nil when --processor.sink-enabled=false
+	// nftDiscover and nftWorker are nil when --nft.enabled=false.
+	nftDiscover *nftdiscover.Discoverer
+	nftWorker   *nftworker.Worker
 
 	ops atomic.Pointer[obs.Server]
 }
@@ -96,6 +112,15 @@ type App struct {
 // testHookBeforeEnd, when set (by tests only, before Run), becomes the
 // matcher's Deps.BeforeEnd.
 var testHookBeforeEnd func() (abort bool)
+
+// nftDiscoveryPoll is how many block records NFT discovery takes at a time:
+// a batch's requests are produced and acknowledged before its offsets are
+// committed, so a smaller batch commits sooner without costing more calls.
+const nftDiscoveryPoll = 256
+
+// testHookResolver, when set (by tests only, before New), resolves host
+// names for the NFT metadata worker's SSRF checks.
+var testHookResolver guard.Resolver
 
 // New validates cfg and loads the chains file (when the matcher runs); it
 // does no network I/O.
@@ -107,14 +132,15 @@ func New(cfg Config, deps Deps) (*App, error) {
 		return nil, err
 	}
 	var chainCfg *chains.Config
-	if cfg.Matcher.Enabled {
+	if cfg.Matcher.Enabled || cfg.NFT.Enabled {
 		var err error
 		chainCfg, err = chains.Load(cfg.ChainsFile)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
 			// Matching needs no chain configuration; payloads do, for their
-			// networkToken and token metadata. Run, but say so loudly.
-			deps.Logger.Warn("chains file not found: payloads will have no networkToken and no token metadata; pass --chains.file",
+			// networkToken and token metadata, and NFT metadata for its node
+			// calls. Run, but say so loudly.
+			deps.Logger.Warn("chains file not found: payloads will have no networkToken and no token metadata, NFT metadata stays UNINDEXED; pass --chains.file",
 				"path", cfg.ChainsFile)
 			chainCfg = nil
 		case err != nil:
@@ -124,12 +150,25 @@ func New(cfg Config, deps Deps) (*App, error) {
 	cfg.Kafka.Metrics = deps.Registry // franz-go's client metrics (kafkautil.ClientMetrics)
 	cfg.Sink.ShutdownTimeout = cfg.ShutdownTimeout
 	cfg.Matcher.ShutdownTimeout = cfg.ShutdownTimeout
+	cfg.NFT.ShutdownTimeout = cfg.ShutdownTimeout
 	a := &App{cfg: cfg, logger: deps.Logger, reg: deps.Registry, chains: chainCfg, health: obs.NewHealth(),
 		blocks: kafkautil.NewSharedDecompressor(64 << 20)}
 	if cfg.Sink.Enabled {
 		var err error
 		if a.sink, err = sink.New(cfg.Sink, sink.Deps{Logger: a.logger, Registerer: a.reg, Kafka: cfg.Kafka, ClickHouse: cfg.ClickHouse,
 			Health: a.health, Decompressor: a.blocks}); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.NFT.Enabled {
+		var err error
+		if a.nftDiscover, err = nftdiscover.New(nftdiscover.Config{Group: cfg.NFT.DiscoveryGroup, StartOffset: cfg.NFT.DiscoveryStartOffset,
+			CacheSize: cfg.NFT.DiscoveryCache, MaxPollRecords: nftDiscoveryPoll},
+			nftdiscover.Deps{Logger: a.logger, Registerer: a.reg, Kafka: cfg.Kafka, Decompressor: a.blocks}); err != nil {
+			return nil, err
+		}
+		if a.nftWorker, err = nftworker.New(cfg.NFT, nftworker.Deps{Logger: a.logger, Registerer: a.reg, Kafka: cfg.Kafka,
+			ClickHouse: cfg.ClickHouse, Chains: chainCfg, Health: a.health, Resolver: testHookResolver}); err != nil {
 			return nil, err
 		}
 	}
@@ -190,6 +229,9 @@ func (a *App) Run(ctx context.Context) error {
 		if cfg.Matcher.Enabled {
 			groups = append(groups, cfg.Kafka.TopicPrefix+cfg.Matcher.Group)
 		}
+		if a.nftWorker != nil {
+			groups = append(groups, a.nftDiscover.Group(), a.nftWorker.Group())
+		}
 		g.Go(func() error {
 			defer admCl.Close()
 			kafkautil.ExportLag(gctx, kadm.NewClient(admCl), reg, logger, kafkautil.LagInterval, groups...)
@@ -206,6 +248,10 @@ func (a *App) Run(ctx context.Context) error {
 		}
 		if sk != nil {
 			g.Go(func() error { return sk.Run(gctx) })
+		}
+		if a.nftWorker != nil {
+			g.Go(func() error { return a.nftDiscover.Run(gctx) })
+			g.Go(func() error { return a.nftWorker.Run(gctx) })
 		}
 		return nil
 	})

@@ -522,11 +522,15 @@ func TestConfig(t *testing.T) {
 		t.Fatalf("default config invalid: %v", err)
 	}
 	for name, mut := range map[string]func(*Config){
-		"nothing enabled":  func(c *Config) { c.Sink.Enabled, c.Matcher.Enabled = false, false },
-		"no txn id":        func(c *Config) { c.Matcher.TransactionalID = "" },
-		"bad start offset": func(c *Config) { c.Matcher.StartOffset = "middle" },
-		"zero cache":       func(c *Config) { c.Matcher.TokenCacheSize = 0 },
-		"zero catch-up":    func(c *Config) { c.Matcher.CatchUpTimeout = 0 },
+		"nothing enabled": func(c *Config) { c.Sink.Enabled, c.Matcher.Enabled, c.NFT.Enabled = false, false, false },
+		"nft without clickhouse": func(c *Config) {
+			c.Sink.Enabled, c.Matcher.Enabled, c.ClickHouse.Addr = false, false, ""
+		},
+		"nft retry schedule too short": func(c *Config) { c.NFT.RetrySchedule = c.NFT.RetrySchedule[:2] },
+		"no txn id":                    func(c *Config) { c.Matcher.TransactionalID = "" },
+		"bad start offset":             func(c *Config) { c.Matcher.StartOffset = "middle" },
+		"zero cache":                   func(c *Config) { c.Matcher.TokenCacheSize = 0 },
+		"zero catch-up":                func(c *Config) { c.Matcher.CatchUpTimeout = 0 },
 	} {
 		c := DefaultConfig()
 		mut(&c)
@@ -536,7 +540,7 @@ func TestConfig(t *testing.T) {
 	}
 	// The sink alone needs no matcher settings, the matcher alone no ClickHouse.
 	c := DefaultConfig()
-	c.Sink.Enabled, c.ClickHouse.Addr = false, ""
+	c.Sink.Enabled, c.NFT.Enabled, c.ClickHouse.Addr = false, false, ""
 	if err := c.Validate(); err != nil {
 		t.Errorf("matcher only: %v", err)
 	}

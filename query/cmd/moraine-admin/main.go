@@ -11,6 +11,7 @@
 //	moraine-admin plan list [--plans.file FILE]
 //	moraine-admin dev-key --out PATH [--plan free]   (make run: reuse or create the development key)
 //	moraine-admin status [--sample 5s] [--watch 10s]  (every chain's heads, lag, rate and ETA; consumer groups' lag)
+//	moraine-admin nft discover --chain ID [--from N] [--to M]  (ask the NFT metadata worker for the NFTs of indexed blocks)
 //
 // Every subcommand takes the --clickhouse.* flags (status also --kafka.*
 // and --chains.file); flags not given fall back to MORAINE_* environment
@@ -33,6 +34,7 @@ import (
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/moraine-data/moraine/pkg/accountdb"
 	"github.com/moraine-data/moraine/pkg/chains"
@@ -42,7 +44,9 @@ import (
 	"github.com/moraine-data/moraine/pkg/process"
 	"github.com/moraine-data/moraine/query/internal/access/plan"
 	"github.com/moraine-data/moraine/query/internal/ops/admin"
+	"github.com/moraine-data/moraine/query/internal/ops/nftdiscover"
 	"github.com/moraine-data/moraine/query/internal/ops/status"
+	"github.com/moraine-data/moraine/schemas/topics"
 )
 
 const usage = `usage: moraine-admin <command> [flags]
@@ -61,6 +65,10 @@ commands:
                                            share of the calls, error rate, verification failures
                                            (--status.ingest-metrics); every consumer group's lag
                                            (also takes --kafka.brokers, --kafka.topic-prefix, --chains.file)
+  nft discover --chain ID [--from N] [--to M]
+                                           ask the processor's NFT metadata worker for every NFT the indexed
+                                           blocks' transfer logs show (blocks older than the blocks topic, or
+                                           indexed with --nft.enabled=false); idempotent (also takes --kafka.*)
 
 plans: free, base, growth, pro, enterprise, custom
 every command takes --clickhouse.addr, --clickhouse.database, ... (env MORAINE_CLICKHOUSE_ADDR, ...)
@@ -81,7 +89,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	name := args[0]
 	rest := args[1:]
-	if (name == "account" || name == "key" || name == "plan") && len(rest) > 0 {
+	if (name == "account" || name == "key" || name == "plan" || name == "nft") && len(rest) > 0 {
 		name += " " + rest[0]
 		rest = rest[1:]
 	}
@@ -283,7 +291,8 @@ var commands = map[string]command{
 			return tw.Flush()
 		}
 	}},
-	"status": {db: true, setup: statusCommand},
+	"status":       {db: true, setup: statusCommand},
+	"nft discover": {db: true, setup: nftDiscoverCommand},
 	"dev-key": {db: true, setup: func(fs *flag.FlagSet, e *env) func(context.Context) error {
 		out := fs.String("out", defaultDevKeyPath(), "file holding the development key")
 		pl := planFlag(plan.Free)
@@ -305,6 +314,39 @@ var commands = map[string]command{
 // statusCommand is `moraine-admin status`: two snapshots --sample apart,
 // rendered with the rates between them; with --watch, a new one every
 // interval, its rates over that interval.
+// nftDiscoverCommand is `nft discover`: package nftdiscover.
+func nftDiscoverCommand(fs *flag.FlagSet, e *env) func(context.Context) error {
+	var kc kafkautil.Config
+	kc.RegisterFlags(fs)
+	chain := fs.Uint64("chain", 0, "EVM chain id")
+	from := fs.Uint64("from", 0, "first block")
+	to := fs.Uint64("to", 0, "last block (0: the chain's indexed head)")
+	return func(ctx context.Context) error {
+		if *chain == 0 {
+			return errors.New("--chain is required")
+		}
+		logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		cl, err := kafkautil.NewClient(cctx, logger, append(kc.ProducerOpts(logger, "moraine-admin-nft-discover"),
+			kgo.DefaultProduceTopic(kc.Topic(topics.NftMetadata)))...)
+		cancel()
+		if err != nil {
+			return err
+		}
+		defer cl.Close()
+		res, err := nftdiscover.Run(ctx, e.conn, cl, nftdiscover.Options{ChainID: *chain, From: *from, To: *to,
+			Progress: func(r nftdiscover.Result) {
+				fmt.Fprintf(e.stderr, "through block %d: %d transfer logs, %d requests\n", r.Through, r.Logs, r.Requests)
+			}})
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "%d\n", res.Requests)
+		fmt.Fprintf(e.stderr, "asked the metadata worker for %d NFTs of blocks %d..%d (it skips those it has)\n", res.Requests, *from, res.Through)
+		return nil
+	}
+}
+
 func statusCommand(fs *flag.FlagSet, e *env) func(context.Context) error {
 	var kc kafkautil.Config
 	kc.RegisterFlags(fs)

@@ -30,6 +30,7 @@ import (
 	"github.com/moraine-data/moraine/pkg/tokenmeta"
 	"github.com/moraine-data/moraine/query/internal/access"
 	"github.com/moraine-data/moraine/query/internal/data/api"
+	"github.com/moraine-data/moraine/query/internal/data/nftreindex"
 	"github.com/moraine-data/moraine/query/internal/data/store"
 	"github.com/moraine-data/moraine/query/internal/server"
 	"github.com/moraine-data/moraine/query/internal/server/pagetoken"
@@ -56,6 +57,7 @@ type App struct {
 	accounts *accountdb.DB
 	access   *access.Access
 	webhooks *webhooks.Webhooks
+	reindex  *nftreindex.Service
 	health   *obs.Health
 	// routes is the route table: every route of every family, each
 	// declared once by the package that serves it.
@@ -139,9 +141,15 @@ func (a *App) build() error {
 		pools[c.ID()] = pool
 	}
 	contracts := tokenmeta.NewWithPools(a.cfg.Contracts, pools, tokenmeta.Deps{Logger: a.logger, Registerer: a.reg, Subsystem: "query"})
+	// reindexNft requests go to the processor's NFT metadata worker over
+	// the same brokers as the webhook changes.
+	if a.reindex, err = nftreindex.New(nftreindex.Deps{Logger: a.logger, Registerer: a.reg, Kafka: a.cfg.Webhooks.Kafka}); err != nil {
+		return err
+	}
+	a.health.Add("nft_reindex", a.reindex.Ready)
 	data, err := api.New(api.Deps{
 		Logger: a.logger.With("component", "api"), Chains: a.chains, History: a.store, Contracts: contracts,
-		Store: a.store, Tokens: tokens, Config: a.cfg.API,
+		Store: a.store, Tokens: tokens, Config: a.cfg.API, Reindex: a.reindex,
 	})
 	if err != nil {
 		return err
@@ -181,6 +189,7 @@ func (a *App) Run(ctx context.Context) error {
 	g.Go(func() error { return api.Serve(gctx, a.cfg.ShutdownTimeout) })
 	g.Go(func() error { return a.access.Run(gctx) })
 	g.Go(func() error { return a.webhooks.Run(gctx) })
+	g.Go(func() error { return a.reindex.Run(gctx) })
 	g.Go(func() error {
 		conn, err := chclient.Open(gctx, a.cfg.ClickHouse, a.logger.With("component", "chclient"))
 		if err != nil {
@@ -194,6 +203,7 @@ func (a *App) Run(ctx context.Context) error {
 		a.mu.Unlock()
 		a.store.SetConn(conn)
 		a.accounts.SetConn(conn)
+		a.reindex.SetConn(conn)
 		a.logger.Info("clickhouse connected", "addr", a.cfg.ClickHouse.Addr, "database", a.cfg.ClickHouse.Database)
 		return nil
 	})

@@ -61,12 +61,22 @@ func TestOpenAPIListsEveryRoute(t *testing.T) {
 			}
 		}
 	}
+	// The route table, as the router serves it: a custom method after a
+	// parameter ("/tokens/{tokenId}:reindex") is one gin route ending in the
+	// parameter, whose suffix the server checks (server.Route), so the
+	// table's templates are compared, and their number with gin's routes.
 	var served []string
+	for _, r := range a.routes {
+		served = append(served, r.Method+" "+r.Template())
+	}
+	gin := 0
 	for _, r := range a.router.Routes() {
-		if r.Method != http.MethodHead {
-			served = append(served, r.Method+" "+strings.ReplaceAll(r.Path, `\:`, ":"))
+		if r.Method != http.MethodHead && r.Path != "/api-json" {
+			gin++
 		}
 	}
+	require.Equal(t, len(a.routes), gin, "every route of the table is a route of the router")
+	served = append(served, "GET /api-json")
 	documented = append(documented, "GET /api-json")
 	sort.Strings(documented)
 	sort.Strings(served)

@@ -47,6 +47,7 @@ const chainFile = `{"chains": [
 type env struct {
 	t         *testing.T
 	router    *server.Engine
+	routes    []server.Route
 	store     *fakeStore
 	history   *fakeHistory
 	contracts *fakeContracts
@@ -79,7 +80,7 @@ func newEnv(t *testing.T, mw ...gin.HandlerFunc) *env {
 		now: time.Unix(1_800_000_000, 0)}
 	e.tokens, err = pagetoken.NewCodec(bytes.Repeat([]byte("k"), 32), time.Hour, func() time.Time { return e.now })
 	require.NoError(t, err)
-	e.router, err = newRouter(Deps{
+	e.router, e.routes, err = newRouter(Deps{
 		Logger: testenv.Logger(t), Chains: cc, Store: e.store, History: e.history, Contracts: e.contracts, Tokens: e.tokens,
 		Config: DefaultConfig(), Now: func() time.Time { return e.now },
 	}, e.reg, mw...)
@@ -89,12 +90,16 @@ func newEnv(t *testing.T, mw ...gin.HandlerFunc) *env {
 
 // newRouter serves the data API's routes alone, as the query service
 // serves them among the others.
-func newRouter(d Deps, reg prometheus.Registerer, mw ...gin.HandlerFunc) (*server.Engine, error) {
+func newRouter(d Deps, reg prometheus.Registerer, mw ...gin.HandlerFunc) (*server.Engine, []server.Route, error) {
+	if d.Reindex == nil {
+		d.Reindex = &fakeReindexer{}
+	}
 	a, err := New(d)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return server.New(a.Routes(), server.Deps{Logger: d.Logger, Registerer: reg, Middleware: mw})
+	eng, err := server.New(a.Routes(), server.Deps{Logger: d.Logger, Registerer: reg, Middleware: mw})
+	return eng, a.Routes(), err
 }
 
 // seed gives the C-Chain blocks 1..30 (2 s apart) and Fuji blocks 1..20

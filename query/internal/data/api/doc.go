@@ -36,6 +36,13 @@
 //   - 503 "Chain data is temporarily unavailable": ClickHouse cannot answer
 //     (not connected yet, down, timed out, overloaded). /v1/chains is
 //     configuration and is still served, with every status UNAVAILABLE.
+//   - reindexNft (POST .../nfts/collections/{address}/tokens/{tokenId}:reindex):
+//     201 without a body when accepted; 429 "Reindexing can only be called
+//     once per hour for each NFT token: ..." with Retry-After (seconds until
+//     an hour after the last accepted request) within the hour; 400 for an
+//     address or a token id (decimal, up to 2^256-1) that is malformed; 503
+//     "NFT reindexing is temporarily unavailable" when ClickHouse or Kafka
+//     cannot take it (package nftreindex).
 //   - 500 "Internal server error": a bug (a panic, a query the server
 //     rejects); the cause is logged, never sent.
 //

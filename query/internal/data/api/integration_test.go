@@ -38,7 +38,7 @@ func TestPagingWhileAppending(t *testing.T) {
 	st.SetConn(conn)
 	tokens, err := pagetoken.NewCodec(bytes.Repeat([]byte("k"), 32), time.Hour, nil)
 	require.NoError(t, err)
-	router, err := newRouter(Deps{Logger: testenv.Logger(t), Chains: cc,
+	router, _, err := newRouter(Deps{Logger: testenv.Logger(t), Chains: cc,
 		Store: st, History: st, Contracts: newFakeContracts(), Tokens: tokens, Config: DefaultConfig()}, prometheus.NewRegistry())
 	require.NoError(t, err)
 	get := func(path string, into any) {

@@ -43,6 +43,8 @@ type Deps struct {
 	Contracts Contracts
 	Tokens    *pagetoken.Codec
 	Config    Config
+	// Reindex accepts reindexNft requests.
+	Reindex Reindexer
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 }
@@ -66,6 +68,8 @@ func New(d Deps) (*API, error) {
 		return nil, errors.New("api: Deps.History is required")
 	case d.Contracts == nil:
 		return nil, errors.New("api: Deps.Contracts is required")
+	case d.Reindex == nil:
+		return nil, errors.New("api: Deps.Reindex is required")
 	}
 	if err := d.Config.Validate(); err != nil {
 		return nil, err
@@ -74,7 +78,7 @@ func New(d Deps) (*API, error) {
 		d.Now = time.Now
 	}
 	return &API{h: &handlers{
-		logger: d.Logger, store: d.Store, tokens: d.Tokens, cfg: d.Config, now: d.Now,
+		logger: d.Logger, store: d.Store, tokens: d.Tokens, cfg: d.Config, now: d.Now, reindex: d.Reindex,
 		chains:  newChainIndex(d.Chains),
 		history: historyDeps{store: d.History, contracts: d.Contracts, tokens: newHistoryTokens(d.Tokens)},
 	}}, nil
@@ -120,6 +124,9 @@ func (a *API) Routes() []server.Route {
 		get("/v1/chains/{chainId}/tokens/{address}/transfers", "listTransfers", server.WeightMedium, h.listTransfers),
 		get("/v1/chains/{chainId}/contracts/{address}/transactions:getDeployment", "getDeploymentTransaction", server.WeightMedium, h.getDeployment),
 		get("/v1/chains/{chainId}/contracts/{address}/deployments", "listContractDeployments", server.WeightMedium, h.listDeployments),
+		// NFTs.
+		{Method: http.MethodPost, Path: "/v1/chains/{chainId}/nfts/collections/{address}/tokens/{tokenId}:reindex", Operation: "reindexNft",
+			Weight: server.WeightSmall, Access: server.Public, Handler: h.reindexNft},
 	}
 }
 
@@ -158,6 +165,7 @@ type handlers struct {
 	now     func() time.Time
 	chains  *chainIndex
 	history historyDeps
+	reindex Reindexer
 }
 
 // historyDeps are what the transaction, address and contract handlers add.
