@@ -36,6 +36,15 @@
 // (the processor's TestSinkCrashIntegration checks both while it kills
 // the sink).
 //
+// # Serving first
+//
+// With the write budget on (package budget, --processor.read-latency-target),
+// a batch holding backfill waits after its inserts while reads are slow;
+// what arrives meanwhile is held for the next batch, except the records of
+// a chain at its head, which go at once with their partition's held records
+// before them (pace.go). Offsets are still committed only for written
+// records, partition by partition in order.
+//
 // # Metrics
 //
 //	moraine_processor_records_consumed_total{topic}
