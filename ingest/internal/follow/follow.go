@@ -215,6 +215,7 @@ func (f *Follower) Run(ctx context.Context) error {
 		f.reportProgress(hctx, f.cfg.ProgressInterval)
 	}()
 	if f.lead = newLead(f); f.lead != nil {
+		f.lead.refresh(ctx)
 		hwg.Add(1)
 		go func() {
 			defer hwg.Done()
@@ -395,11 +396,19 @@ func (f *Follower) pipeline(ctx context.Context, p *producer, st *state) (*state
 		}
 		// A backfill waits while the sink is far behind (lead.go); near
 		// the head nothing waits.
-		holding, leadCh := f.lead.hold()
-		backfill := dispatchNext+uint64(f.cfg.Concurrency*f.cfg.BatchBlocks) < head
-		for known && inflight < maxInflight && dispatchNext <= head && !(holding && backfill) {
+		var leadCh <-chan struct{}
+		for known && inflight < maxInflight && dispatchNext <= head {
+			if dispatchNext+uint64(f.cfg.Concurrency*f.cfg.BatchBlocks) < head {
+				var holding bool
+				if holding, leadCh = f.lead.hold(); holding {
+					break
+				}
+			}
 			end := min(dispatchNext+s.spanSize(), head+1)
 			work <- span{start: dispatchNext, end: end}
+			// A span carries about BatchBlocks blocks (spanSize), fewer
+			// numbers only at the head.
+			f.lead.dispatched(min(end-dispatchNext, uint64(f.cfg.BatchBlocks)))
 			inflight++
 			dispatchNext = end
 			f.dispatchedNext.Store(dispatchNext)

@@ -19,6 +19,12 @@ import (
 //
 // Unknown (the group has committed nothing on the partition yet, or Kafka
 // does not answer): no bound, so a misnamed group never stalls a chain.
+//
+// Between two reads the lead is estimated: the lead read plus the blocks
+// dispatched since, as if the sink had committed nothing meanwhile. The
+// estimate only overstates, so the bound holds however late a read comes
+// (a loaded machine can delay one by seconds, in which a fast node's
+// backfill could otherwise run to the head).
 type lead struct {
 	f     *Follower
 	adm   *kadm.Client
@@ -26,13 +32,16 @@ type lead struct {
 	max   int64
 
 	mu      sync.Mutex
+	known   bool
+	read    int64  // the lead at the last read
+	sent    uint64 // blocks dispatched, in all
+	readAt  uint64 // sent at the last read
 	holding bool
 	wake    chan struct{} // closed when holding turns false
 }
 
 // leadPoll is how often the group's committed offset is read (a variable
-// for tests: their fake node backfills a hundred blocks in less). The bound
-// is soft by what the backfill produces in one period.
+// for tests).
 var leadPoll = 500 * time.Millisecond
 
 func newLead(f *Follower) *lead {
@@ -42,26 +51,42 @@ func newLead(f *Follower) *lead {
 	return &lead{f: f, adm: kadm.NewClient(f.deps.Kafka), group: f.cfg.LeadGroup, max: f.cfg.MaxLead, wake: make(chan struct{})}
 }
 
-// run reads the lead every leadPoll until ctx ends.
+// refresh reads the lead once. Run calls it before the first span is
+// dispatched, so that a restart against a sink far behind does not start
+// with a burst.
+func (l *lead) refresh(ctx context.Context) {
+	l.mu.Lock()
+	at := l.sent
+	l.mu.Unlock()
+	n, known := l.measure(ctx)
+	l.f.deps.Metrics.lead.WithLabelValues(l.f.chain).Set(float64(n))
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.known, l.read, l.readAt = known, n, at
+	l.setLocked(l.overLocked())
+}
+
+// run refreshes the lead every leadPoll until ctx ends.
 func (l *lead) run(ctx context.Context) {
 	t := time.NewTicker(leadPoll)
 	defer t.Stop()
 	for {
-		n, known := l.read(ctx)
-		l.f.deps.Metrics.lead.WithLabelValues(l.f.chain).Set(float64(n))
-		l.set(known && n > l.max)
 		select {
 		case <-ctx.Done():
-			l.set(false)
+			l.mu.Lock()
+			l.known = false
+			l.setLocked(false)
+			l.mu.Unlock()
 			return
 		case <-t.C:
+			l.refresh(ctx)
 		}
 	}
 }
 
-// read is how many records of the chain's partition the group has not
+// measure is how many records of the chain's partition the group has not
 // committed, plus the blocks dispatched but not yet acknowledged by Kafka.
-func (l *lead) read(ctx context.Context) (int64, bool) {
+func (l *lead) measure(ctx context.Context) (int64, bool) {
 	rctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	topic := l.f.cfg.Topic
@@ -92,9 +117,12 @@ func (l *lead) read(ctx context.Context) (int64, bool) {
 	return max(0, end.Offset-committed.At) + unacked, true
 }
 
-func (l *lead) set(holding bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+// overLocked is whether the estimated lead passes the bound.
+func (l *lead) overLocked() bool {
+	return l.known && l.read+int64(l.sent-l.readAt) > l.max
+}
+
+func (l *lead) setLocked(holding bool) {
 	if holding == l.holding {
 		return
 	}
@@ -118,5 +146,16 @@ func (l *lead) hold() (bool, <-chan struct{}) {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.setLocked(l.overLocked())
 	return l.holding, l.wake
+}
+
+// dispatched counts n blocks handed to a fetch into the estimate.
+func (l *lead) dispatched(n uint64) {
+	if l == nil {
+		return
+	}
+	l.mu.Lock()
+	l.sent += n
+	l.mu.Unlock()
 }
