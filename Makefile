@@ -119,7 +119,7 @@ corpus: ## Build the backfill corpus from ../shared/data (CORPUS=dir, CORPUS_BLO
 	@$(BIN)/corpus --out $(CORPUS) --blocks $(CORPUS_BLOCKS) --transactions $(CORPUS_TRANSACTIONS)
 
 .PHONY: bench-backfill
-bench-backfill: stack-up ## Backfill the corpus end to end (builds it if missing), reads while writing; results to bench/ and the README (about 15 min at 10,000 tx/s).
+bench-backfill: stack-up ## Backfill the corpus end to end twice (builds it if missing): nothing served, then serving reads and webhooks first; results to bench/ and the README (about 30 min at 10,000 tx/s).
 	@eval "$$(bash $(STACK) env)"; MORAINE_BENCH_CORPUS=$${MORAINE_BENCH_CORPUS:-$(CORPUS)} CORPUS_BLOCKS=$(CORPUS_BLOCKS) \
 		CORPUS_TRANSACTIONS=$(CORPUS_TRANSACTIONS) bash bench/backfill.sh
 

@@ -111,9 +111,11 @@ match=$( (cd processor && go test -run '^$' -bench 'BenchmarkMatchBlock|Benchmar
 echo "bench: read latency on the development stack (4 and 20 req/s, 2 min each)..."
 readlat=$( (cd e2e && go test -run '^$' -bench 'BenchmarkDevStackReadLatency' -benchtime 1x -timeout 15m . 2>&1) | grep -E '^reads ' || true)
 
-# 3c. Processor scaling: four chains at once through 1, then 2 processor instances (one chain is one partition,
-# consumed in order by one instance, so a second instance helps only with several chains).
-echo "bench: processor scaling (4 chains, 1 vs 2 instances)..."
+# 3c. Processor scaling: four chains at once through 1, 2 and 4 processor instances, each capped at
+# MORAINE_BENCH_SCALING_CPU cores (0.05) in its own cgroup, so that the instances and not this machine's two
+# cores are the bottleneck (one chain is one partition, consumed in order by one instance, so more instances
+# help only with several chains).
+echo "bench: processor scaling (4 chains, 1, 2 and 4 capped instances)..."
 scaling=$( (cd e2e && go test -run '^$' -bench 'BenchmarkProcessorScaling' -benchtime 3x -timeout 30m . 2>&1) | tee "$TMP/scaling.txt" | grep -E '^scaling ' || true)
 
 # 3d. Nodes: a backfill bound by its nodes (each replay node's tracer capped at 40 traced blocks/s) from 1, 2 and 4
@@ -196,8 +198,9 @@ micro=$( (cd schemas && go test -run '^$' -bench . -benchmem ./codec) | grep -E 
     echo "## Processor scaling"
     echo
     echo "Data: the Gunzilla recording served as four chains (each on its own partition of the blocks topic), produced to"
-    echo "Kafka first; then rounds alternate 1 and 2 processor instances (sink and matcher, fresh groups and database),"
-    echo "each timed from the first block written to the last of every chain (e2e BenchmarkProcessorScaling, 3 rounds each)."
+    echo "Kafka first; then each round runs 1, 2 and 4 processor instances (sink and matcher, fresh groups and database), each"
+    echo "instance in its own cgroup capped at ${MORAINE_BENCH_SCALING_CPU:-0.05} cores (the same cap for every instance), timed from"
+    echo "the first block written to the last of every chain (e2e BenchmarkProcessorScaling, 3 rounds)."
     echo
     echo '```'
     echo "$scaling"

@@ -522,7 +522,28 @@ func TestClusterFaults(t *testing.T) {
 	for h := range ledger {
 		canonical[h] = true
 	}
+	// Every activity delivered for a block that a reorg orphaned is
+	// followed by its retraction, and each webhook's sequence has no gap
+	// (docs/webhook-stream.md); retractions may still be in flight.
+	eventually(t, 2*time.Minute, "a retraction of every delivered message of an orphaned block, and no sequence gap", func() bool {
+		unretracted, gaps := streamProblems(recv.snapshot(), orphaned)
+		return len(unretracted) == 0 && len(gaps) == 0
+	})
+	unretracted, gaps := streamProblems(recv.snapshot(), orphaned)
+	for _, u := range unretracted {
+		t.Errorf("delivered without its retraction: %s", u)
+	}
+	for path, g := range gaps {
+		t.Errorf("%s: sequence gaps %v", path, g)
+	}
+	retractions := 0
 	for _, m := range recv.snapshot() {
+		if m.kind == "retraction" {
+			if m.code < 300 {
+				retractions++
+			}
+			continue // checked by streamProblems
+		}
 		hash, block, id := payloadTx(m.body)
 		k := m.path + " " + hash
 		if m.code >= 300 {
@@ -548,6 +569,7 @@ func TestClusterFaults(t *testing.T) {
 	if len(want) < 50 || retried == 0 {
 		t.Errorf("the run exercised too little: %d expected messages, %d failed first attempts", len(want), retried)
 	}
+	t.Logf("%d retractions delivered", retractions)
 
 	report := summarize(t, windows, allProbes, seed, head, len(want), dups, retried, time.Since(started))
 	t.Log("\n" + report)
@@ -680,6 +702,10 @@ type received struct {
 	path string
 	body []byte
 	code int
+	// kind and seq are the stream headers (moraine-message-kind,
+	// moraine-sequence).
+	kind string
+	seq  uint64
 }
 
 func newFlakyReceiver(t *testing.T, flaky string) *flakyReceiver {
@@ -695,7 +721,8 @@ func newFlakyReceiver(t *testing.T, flaky string) *flakyReceiver {
 				code = http.StatusServiceUnavailable
 			}
 		}
-		r.log = append(r.log, received{path: req.URL.Path, body: body, code: code})
+		seq, _ := strconv.ParseUint(req.Header.Get("moraine-sequence"), 10, 64)
+		r.log = append(r.log, received{path: req.URL.Path, body: body, code: code, kind: req.Header.Get("moraine-message-kind"), seq: seq})
 		r.mu.Unlock()
 		w.WriteHeader(code)
 	}))
@@ -707,6 +734,61 @@ func (r *flakyReceiver) snapshot() []received {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]received(nil), r.log...)
+}
+
+// streamProblems lists the activity messages delivered (2xx) for an
+// orphaned block that no retraction names, and each webhook's missing
+// sequence numbers below its highest.
+func streamProblems(got []received, orphaned map[string]uint64) (unretracted []string, gaps map[string][]uint64) {
+	retracted := map[string]bool{} // path messageId blockHash
+	seqs := map[string]map[uint64]bool{}
+	for _, m := range got {
+		if m.code >= 300 {
+			continue
+		}
+		if seqs[m.path] == nil {
+			seqs[m.path] = map[uint64]bool{}
+		}
+		seqs[m.path][m.seq] = true
+		if m.kind == "retraction" {
+			var r struct {
+				Event struct {
+					RetractedMessageID string `json:"retractedMessageId"`
+					BlockHash          string `json:"blockHash"`
+				} `json:"event"`
+			}
+			_ = json.Unmarshal(m.body, &r)
+			retracted[m.path+" "+r.Event.RetractedMessageID+" "+lower(r.Event.BlockHash)] = true
+		}
+	}
+	for _, m := range got {
+		if m.code >= 300 || m.kind == "retraction" {
+			continue
+		}
+		bh := payloadBlockHash(m.body)
+		if _, ok := orphaned[bh]; !ok {
+			continue
+		}
+		if _, _, id := payloadTx(m.body); !retracted[m.path+" "+id+" "+bh] {
+			unretracted = append(unretracted, m.path+" "+id+" of block "+bh)
+		}
+	}
+	gaps = map[string][]uint64{}
+	for path, set := range seqs {
+		var hi uint64
+		for s := range set {
+			hi = max(hi, s)
+		}
+		for s := uint64(1); s <= hi; s++ {
+			if !set[s] {
+				gaps[path] = append(gaps[path], s)
+			}
+		}
+		if len(gaps[path]) == 0 {
+			delete(gaps, path)
+		}
+	}
+	return unretracted, gaps
 }
 
 func payloadBlockHash(body []byte) string {

@@ -61,7 +61,7 @@ func rpcTxs(t testing.TB, url string, from, to uint64) map[string]*goldenTx {
 		}
 		for _, tx := range block.Transactions {
 			out[lower(tx.Hash)] = &goldenTx{tx: map[string]string{
-				"TRANSACTIONFROM": tx.From, "TRANSACTIONTO": tx.To, "BLOCKNUMBER": strconv.FormatUint(n, 10),
+				"TRANSACTIONFROM": tx.From, "TRANSACTIONTO": tx.To, "BLOCKNUMBER": strconv.FormatUint(n, 10), "BLOCKHASH": block.Hash,
 			}, receipt: map[string]string{}}
 		}
 		for _, r := range receipts {

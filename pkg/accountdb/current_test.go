@@ -32,7 +32,7 @@ func TestStatementsRunOnCurrentClickHouse(t *testing.T) {
 	stmts = append(stmts,
 		iAccount+" VALUES ('a', 'n', 'free', 1, 1)",
 		iKey+" VALUES ('h', 'k', 'mk_1', 'a', 1, 0, 1)",
-		iWebhook+" VALUES ('a', 'w', 'https://x', '43112', 'address_activity', '', '', ['0x01'], 0, 1, 'active', 1, 'r', 1)",
+		iWebhook+" VALUES ('a', 'w', 'https://x', '43112', 'address_activity', '', '', ['0x01'], 0, 1, 'active', 1, 'r', 12, 1)",
 		iAddress+" VALUES ('w', '0x01', '0x01', 0, 1)",
 		iSecret+" VALUES ('a', 's', 1)",
 		bind(qAccount, s), qAccounts,

@@ -31,7 +31,10 @@ type Webhook struct {
 	CreatedAt uint64
 	// RequestHash identifies the create request (retry dedupe).
 	RequestHash string
-	Version     uint64
+	// Confirmations is how many blocks must be on top of a block before its
+	// activity is delivered (a moraine extension; 0 delivers at once).
+	Confirmations uint32
+	Version       uint64
 }
 
 // WebhookCursor is a position in the createdAt-descending list: the next
@@ -46,7 +49,7 @@ type WebhookCursor struct {
 var FirstWebhookPage = WebhookCursor{CreatedAt: math.MaxUint64}
 
 const (
-	webhookCols = `account_id, id, url, chain_id, event_type, name, description, event_signatures, include_internal_txs, include_logs, status, created_at, request_hash, version`
+	webhookCols = `account_id, id, url, chain_id, event_type, name, description, event_signatures, include_internal_txs, include_logs, status, created_at, request_hash, confirmations, version`
 	qWebhook    = `SELECT ` + webhookCols + ` FROM webhooks FINAL WHERE account_id = ? AND id = ?`
 	// The status filter is outside the FINAL subquery: filters on non-key
 	// columns must see only the latest version of each row.
@@ -65,7 +68,7 @@ func scanWebhook(r driver.Rows) (Webhook, error) {
 	var w Webhook
 	var internal, logs uint8
 	err := r.Scan(&w.AccountID, &w.ID, &w.URL, &w.ChainID, &w.EventType, &w.Name, &w.Description,
-		&w.EventSignatures, &internal, &logs, &w.Status, &w.CreatedAt, &w.RequestHash, &w.Version)
+		&w.EventSignatures, &internal, &logs, &w.Status, &w.CreatedAt, &w.RequestHash, &w.Confirmations, &w.Version)
 	w.IncludeInternalTxs, w.IncludeLogs = internal == 1, logs == 1
 	if w.EventSignatures == nil {
 		w.EventSignatures = []string{}
@@ -85,7 +88,7 @@ func (db *DB) PutWebhook(ctx context.Context, w Webhook) error {
 	}
 	return db.insert(ctx, "put_webhook", iWebhook, [][]any{{
 		w.AccountID, w.ID, w.URL, w.ChainID, w.EventType, w.Name, w.Description, sigs,
-		b2u(w.IncludeInternalTxs), b2u(w.IncludeLogs), w.Status, w.CreatedAt, w.RequestHash, w.Version,
+		b2u(w.IncludeInternalTxs), b2u(w.IncludeLogs), w.Status, w.CreatedAt, w.RequestHash, w.Confirmations, w.Version,
 	}})
 }
 

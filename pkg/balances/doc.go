@@ -2,7 +2,7 @@
 // ERC-20, ERC-721 and ERC-1155 balances derived from the indexed transfer
 // logs, at any block, and native balances from the chains' nodes.
 //
-// The state is in ClickHouse (migration 11, docs/balances.md):
+// The state is in ClickHouse (migration 12, docs/balances.md):
 //   - balances: per (holder, token, kind, token id), signed amounts at four
 //     levels: each block's net change (written by the processor's sink from
 //     FromBlock, keyed by block hash), sums of settled buckets of 1,024 and

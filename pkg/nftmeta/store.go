@@ -19,7 +19,7 @@ import (
 var ErrUnavailable = errors.New("nftmeta: clickhouse unavailable")
 
 // Row is one stored fetch of an NFT's metadata (table nft_metadata,
-// migration 10): what the API renders (Metadata) and what the metadata
+// migration 11): what the API renders (Metadata) and what the metadata
 // worker keeps of its own work.
 type Row struct {
 	Ref

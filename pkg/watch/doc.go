@@ -61,12 +61,24 @@
 //     with the webhook already made (webhookapi's create dedupe window).
 //   - after step 3, before step 4: both hold the change; retries as above.
 //
+// # Readers: one rule (Versions)
+//
+// Every reader that builds state from the topic (the processor's watch
+// table, delivery's settings) applies a record only when its version is at
+// least the highest it has seen for the key, tombstones included, so a late
+// or republished record never resurrects a removed address or reactivates
+// a deactivated webhook (Versions states why this agrees with ClickHouse).
+// Readers wait for the table with kafkautil.TableReader.WaitReady. The
+// reconciler is not such a reader: it compares each key's last record with
+// ClickHouse, and republishes the row when a stale record came last.
+//
 // Order: records of one key reach the topic in version order within a
 // process, because writers and the reconciler hold the key's lock from the
 // ClickHouse write (or re-read) to the end of the produce. Across instances
-// two concurrent changes of one key can reach the topic out of order; the
-// reconciler then sees that the last record is not ClickHouse's latest row
-// and republishes it within one interval. Rows younger than --watch.grace
+// two concurrent changes of one key can reach the topic out of order;
+// readers drop the older one (Versions), and the reconciler sees that the
+// last record is not ClickHouse's latest row and republishes it within one
+// interval, so the compacted topic keeps the latest. Rows younger than --watch.grace
 // are left to their writer, so a reconciler does not race a healthy
 // in-flight produce.
 //

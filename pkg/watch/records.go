@@ -57,7 +57,7 @@ func WebhookRecord(w accountdb.Webhook) (*kgo.Record, error) {
 	v, err := codec.EncodeWatchEntry(&record.WatchEntry{Version: w.Version, Entry: &record.WatchEntry_Webhook{Webhook: &record.WatchedWebhook{
 		WebhookId: w.ID, AccountId: w.AccountID, ChainId: chain, EventType: w.EventType, Status: status, Url: w.URL,
 		IncludeInternalTxs: w.IncludeInternalTxs, IncludeLogs: w.IncludeLogs, EventSignatures: sigs,
-		CreatedAtUnixMs: int64(w.CreatedAt),
+		CreatedAtUnixMs: int64(w.CreatedAt), Confirmations: w.Confirmations,
 	}}})
 	if err != nil {
 		return nil, err

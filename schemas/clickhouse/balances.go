@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// The bal_key of balances (migration 11): the level of a row, where it
+// The bal_key of balances (migration 12): the level of a row, where it
 // stands in the block order, whose balance of which token it changes, and
 // the block it comes from, as bytes that sort in the order reads need. The
 // levels and their parents and buckets are described by the migration and
@@ -216,7 +216,7 @@ func SQLBalanceKey(chainID, level, parent, holder, bucket, kind, token, tokenID,
 		"), " + fmt.Sprint(BalanceKeyLen) + ")"
 }
 
-// The pair_key of balance_pairs (migration 11): one row per (holder, pair)
+// The pair_key of balance_pairs (migration 12): one row per (holder, pair)
 // that ever had a delta, the directory paged lists read their pairs from.
 const (
 	// PairKeyHolderLen is the length of one holder's prefix: chain id and
@@ -262,7 +262,7 @@ func SQLTokenID(x string) string {
 	return "concat(unhex('" + strings.Repeat("00", 24) + "'), " + sqlBigEndian(x, 8) + ")"
 }
 
-// The nft_key of nft_transfers (migration 11): one NFT transfer, ordered by
+// The nft_key of nft_transfers (migration 12): one NFT transfer, ordered by
 // token, token id and position in the chain.
 const (
 	// NFTPrefixLen is the length of the prefix shared by one NFT's rows:
@@ -365,7 +365,7 @@ func SQLNFTKey(chainID, token, tokenID, kind, block, logIndex, sub, blockHash st
 		"), " + fmt.Sprint(NFTKeyLen) + ")"
 }
 
-// Kinds of balance_progress rows (migration 11).
+// Kinds of balance_progress rows (migration 12).
 const (
 	// ProgressFirstBlock: the first block whose deltas were written
 	// (version 2^64-1 - block: the lowest wins).

@@ -115,7 +115,8 @@ type Options struct {
 // DDL at all: on a cluster, ON CLUSTER statements wait for every server,
 // and a service must start while a replica is down.
 //
-// Every statement is idempotent (IF NOT EXISTS), so several services
+// Every statement is idempotent (IF NOT EXISTS, or an ADD COLUMN that Apply
+// skips when the column exists: AddedColumn), so several services
 // migrating at once, or a migration interrupted halfway and run again, end
 // in the same schema (TestConcurrentApply).
 func Apply(ctx context.Context, conn driver.Conn, opts Options) ([]uint32, error) {
@@ -143,12 +144,19 @@ func Apply(ctx context.Context, conn driver.Conn, opts Options) ([]uint32, error
 			if name := ObjectName(s); name != "" && !existing[name] {
 				pending = true
 			}
+			if table, column, ok := AddedColumn(s); ok {
+				has, err := hasColumn(ctx, conn, table, column)
+				if err != nil {
+					return applied, err
+				}
+				pending = pending || !has
+			}
 		}
 		if !pending {
 			continue
 		}
 		for i, s := range m.Statements {
-			if err := execDDL(ctx, conn, opts, s); err != nil {
+			if err := execAddColumn(ctx, conn, opts, s); err != nil {
 				return applied, fmt.Errorf("migration %d_%s statement %d: %w", m.Version, m.Name, i+1, err)
 			}
 			if name := ObjectName(s); name != "" {
@@ -263,6 +271,49 @@ func (o Options) logger() *slog.Logger {
 		return slog.New(slog.DiscardHandler)
 	}
 	return o.Logger
+}
+
+// AddedColumn recognises ALTER TABLE t ADD COLUMN c ...: ClickHouse 18.16
+// has no ADD COLUMN IF NOT EXISTS, so Apply makes the statement idempotent
+// itself (execAddColumn).
+func AddedColumn(stmt string) (table, column string, ok bool) {
+	m := addColumn.FindStringSubmatch(strings.TrimSpace(stmt))
+	if m == nil {
+		return "", "", false
+	}
+	return m[1], m[2], true
+}
+
+var addColumn = regexp.MustCompile(`(?is)^ALTER\s+TABLE\s+([A-Za-z_][A-Za-z0-9_]*)\s+ADD\s+COLUMN\s+([A-Za-z_][A-Za-z0-9_]*)\s`)
+
+// hasColumn reports whether this server's table has column.
+func hasColumn(ctx context.Context, conn driver.Conn, table, column string) (bool, error) {
+	var n uint64
+	if err := conn.QueryRow(ctx, "SELECT count() FROM system.columns WHERE database = currentDatabase() AND table = ? AND name = ?", table, column).Scan(&n); err != nil {
+		return false, fmt.Errorf("look up column %s.%s: %w", table, column, err)
+	}
+	return n > 0, nil
+}
+
+// execAddColumn runs stmt (execDDL), except that an ADD COLUMN of a column
+// this server's table already has is skipped, and one that fails because
+// another service added the column meanwhile succeeds: the ADD COLUMN
+// IF NOT EXISTS that 18.16 lacks.
+func execAddColumn(ctx context.Context, conn driver.Conn, opts Options, stmt string) error {
+	table, column, ok := AddedColumn(stmt)
+	if !ok {
+		return execDDL(ctx, conn, opts, stmt)
+	}
+	if has, err := hasColumn(ctx, conn, table, column); err != nil || has {
+		return err
+	}
+	err := execDDL(ctx, conn, opts, stmt)
+	if err != nil {
+		if has, herr := hasColumn(ctx, conn, table, column); herr == nil && has {
+			return nil
+		}
+	}
+	return err
 }
 
 // localObjects lists the tables and views of conn's database on this

@@ -40,8 +40,13 @@ func ActivityMessageID(webhookID string, chainID uint64, txHash []byte) string {
 	h.Write(strconv.AppendUint(nil, chainID, 10))
 	h.Write([]byte("|0x"))
 	h.Write([]byte(hex.EncodeToString(txHash)))
+	return uuid8(h.Sum(nil))
+}
+
+// uuid8 lays the first 122 bits of sum out as an RFC 9562 version 8 UUID.
+func uuid8(sum []byte) string {
 	var u [16]byte
-	copy(u[:], h.Sum(nil))
+	copy(u[:], sum)
 	u[6] = u[6]&0x0f | 0x80 // version 8
 	u[8] = u[8]&0x3f | 0x80 // variant 10
 	var out [36]byte

@@ -185,6 +185,24 @@ func activitySamples() map[string]*record.Activity {
 	}
 }
 
+// streamSamples are fixed webhook-stream entries, and a retraction message.
+func streamSamples() map[string]*record.StreamEntry {
+	return map[string]*record.StreamEntry{
+		"stream_entry_sequence": {Version: 42, Entry: &record.StreamEntry_Sequence{Sequence: &record.WebhookSequence{
+			WebhookId: "401da7d9-d6d7-46c8-b431-72ff1e1543f4", Last: 42}}},
+		"stream_entry_emitted": {Version: 1234, Entry: &record.StreamEntry_Emitted{Emitted: &record.EmittedBlock{
+			ChainId: 43114, Number: 44568834, Hash: h("0xbd093536009f7dd785e9a5151d80069a93cc322f8b2df63d373865af4f6ee5be"),
+			Messages: []*record.EmittedMessage{{WebhookId: "401da7d9-d6d7-46c8-b431-72ff1e1543f4",
+				AccountId: "7c1e3b0a-5d4f-4e2a-9b8c-0d1e2f3a4b5c", MessageId: "94df1881-5d93-49d1-a1bd-607830608de2",
+				TxHash: h("0xf6a791920652e87ccc91d2f1b20c1505a94452b88f359acdeb5a6fa8205638c4")}},
+		}}},
+		"stream_entry_pending": {Version: 1235, Entry: &record.StreamEntry_Pending{Pending: &record.PendingBlock{
+			ChainId: 43114, Number: 44568834, Hash: h("0xbd093536009f7dd785e9a5151d80069a93cc322f8b2df63d373865af4f6ee5be"),
+			WebhookId: "401da7d9-d6d7-46c8-b431-72ff1e1543f4", Messages: []*record.Activity{activitySamples()["activity"]},
+		}}},
+	}
+}
+
 func nftRequestSamples() map[string]*record.NftMetadataRequest {
 	return map[string]*record.NftMetadataRequest{
 		"nft_metadata_request": {
@@ -212,6 +230,18 @@ func txDetailSamples() map[string]*record.TxDetail {
 	}
 }
 
+// activityRetraction is a retraction message with a sequence number.
+var activityRetraction = &record.Activity{
+	WebhookId: "401da7d9-d6d7-46c8-b431-72ff1e1543f4", MessageId: "2c0e4d5a-1b2c-8d3e-8f40-516273849a0b",
+	AccountId: "7c1e3b0a-5d4f-4e2a-9b8c-0d1e2f3a4b5c", ChainId: 43114, BlockNumber: 44568834,
+	BlockHash: h("0xbd093536009f7dd785e9a5151d80069a93cc322f8b2df63d373865af4f6ee5be"),
+	TxHash:    h("0xf6a791920652e87ccc91d2f1b20c1505a94452b88f359acdeb5a6fa8205638c4"),
+	Payload:   []byte(`{"event":{"retractedMessageId":"94df1881-5d93-49d1-a1bd-607830608de2"},"eventType":"address_activity_retraction"}`),
+	Sequence:  43, Kind: record.ActivityKind_ACTIVITY_KIND_RETRACTION, RetractedMessageId: "94df1881-5d93-49d1-a1bd-607830608de2",
+	ReplayId:        "",
+	MatchedAtUnixMs: 1713884373050,
+}
+
 // golden is one sample record with its codec.
 type golden struct {
 	msg    proto.Message
@@ -233,6 +263,12 @@ func goldenCases() map[string]golden {
 		out[name] = golden{a, func() ([]byte, error) { return EncodeActivity(a) },
 			func(b []byte) (proto.Message, error) { return DecodeActivity(b) }}
 	}
+	for name, e := range streamSamples() {
+		out[name] = golden{e, func() ([]byte, error) { return EncodeStreamEntry(e) },
+			func(b []byte) (proto.Message, error) { return DecodeStreamEntry(b) }}
+	}
+	out["activity_retraction"] = golden{activityRetraction, func() ([]byte, error) { return EncodeActivity(activityRetraction) },
+		func(b []byte) (proto.Message, error) { return DecodeActivity(b) }}
 	for name, r := range nftRequestSamples() {
 		out[name] = golden{r, func() ([]byte, error) { return EncodeNftMetadataRequest(r) },
 			func(b []byte) (proto.Message, error) { return DecodeNftMetadataRequest(b) }}
@@ -286,6 +322,22 @@ func TestGoldenWireFormat(t *testing.T) {
 
 // TestActivityMessageID pins the messageId derivation: it is part of the
 // contract (receivers deduplicate on it; ledgers in tests recompute it).
+func TestRetractionMessageID(t *testing.T) {
+	block := h("0xbd093536009f7dd785e9a5151d80069a93cc322f8b2df63d373865af4f6ee5be")
+	other := h("0x0d093536009f7dd785e9a5151d80069a93cc322f8b2df63d373865af4f6ee5be")
+	const msg = "94df1881-5d93-49d1-a1bd-607830608de2"
+	a := RetractionMessageID(msg, block)
+	if a != RetractionMessageID(msg, block) {
+		t.Fatal("not deterministic")
+	}
+	if a == RetractionMessageID(msg, other) || a == msg {
+		t.Fatal("the retraction of another block's inclusion, or the message itself, has the same id")
+	}
+	if len(a) != 36 || a[14] != '8' {
+		t.Fatalf("%q is not a version 8 UUID", a)
+	}
+}
+
 func TestActivityMessageID(t *testing.T) {
 	const hook = "3718a368-f4d7-4bab-a790-6eda1b0e6d07"
 	tx := h("0xb8ba5e8c941dadac65110b6a23dd662ed713b6ccd30338e810876ed2e81ef468")

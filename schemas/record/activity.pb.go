@@ -28,6 +28,56 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// ActivityKind tells activity from its withdrawal.
+type ActivityKind int32
+
+const (
+	// A transaction's activity (the hosted WebhookAddressActivityResponse).
+	ActivityKind_ACTIVITY_KIND_ACTIVITY ActivityKind = 0
+	// The withdrawal of an activity message whose block was orphaned by a
+	// reorg (a moraine extension; body: docs/webhook-stream.md).
+	ActivityKind_ACTIVITY_KIND_RETRACTION ActivityKind = 1
+)
+
+// Enum value maps for ActivityKind.
+var (
+	ActivityKind_name = map[int32]string{
+		0: "ACTIVITY_KIND_ACTIVITY",
+		1: "ACTIVITY_KIND_RETRACTION",
+	}
+	ActivityKind_value = map[string]int32{
+		"ACTIVITY_KIND_ACTIVITY":   0,
+		"ACTIVITY_KIND_RETRACTION": 1,
+	}
+)
+
+func (x ActivityKind) Enum() *ActivityKind {
+	p := new(ActivityKind)
+	*p = x
+	return p
+}
+
+func (x ActivityKind) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ActivityKind) Descriptor() protoreflect.EnumDescriptor {
+	return file_proto_moraine_v1_activity_proto_enumTypes[0].Descriptor()
+}
+
+func (ActivityKind) Type() protoreflect.EnumType {
+	return &file_proto_moraine_v1_activity_proto_enumTypes[0]
+}
+
+func (x ActivityKind) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ActivityKind.Descriptor instead.
+func (ActivityKind) EnumDescriptor() ([]byte, []int) {
+	return file_proto_moraine_v1_activity_proto_rawDescGZIP(), []int{0}
+}
+
 // Activity is one webhook message ready to send.
 type Activity struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
@@ -47,8 +97,19 @@ type Activity struct {
 	BlockFetchedAtUnixMs int64 `protobuf:"varint,9,opt,name=block_fetched_at_unix_ms,json=blockFetchedAtUnixMs,proto3" json:"block_fetched_at_unix_ms,omitempty"`
 	// When the matcher produced this message, Unix ms.
 	MatchedAtUnixMs int64 `protobuf:"varint,10,opt,name=matched_at_unix_ms,json=matchedAtUnixMs,proto3" json:"matched_at_unix_ms,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The webhook's sequence number of this message: 1 for its first message,
+	// then +1 for every message of the webhook (activity, retraction,
+	// replay), in the order the matcher produced them. 0 on records written
+	// before sequences existed.
+	Sequence uint64       `protobuf:"varint,11,opt,name=sequence,proto3" json:"sequence,omitempty"`
+	Kind     ActivityKind `protobuf:"varint,12,opt,name=kind,proto3,enum=moraine.v1.ActivityKind" json:"kind,omitempty"`
+	// For a RETRACTION, the messageId of the message it withdraws (message_id
+	// is then the retraction's own id).
+	RetractedMessageId string `protobuf:"bytes,13,opt,name=retracted_message_id,json=retractedMessageId,proto3" json:"retracted_message_id,omitempty"`
+	// For a replayed message, the replay job's id; empty on live messages.
+	ReplayId      string `protobuf:"bytes,14,opt,name=replay_id,json=replayId,proto3" json:"replay_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Activity) Reset() {
@@ -151,12 +212,40 @@ func (x *Activity) GetMatchedAtUnixMs() int64 {
 	return 0
 }
 
+func (x *Activity) GetSequence() uint64 {
+	if x != nil {
+		return x.Sequence
+	}
+	return 0
+}
+
+func (x *Activity) GetKind() ActivityKind {
+	if x != nil {
+		return x.Kind
+	}
+	return ActivityKind_ACTIVITY_KIND_ACTIVITY
+}
+
+func (x *Activity) GetRetractedMessageId() string {
+	if x != nil {
+		return x.RetractedMessageId
+	}
+	return ""
+}
+
+func (x *Activity) GetReplayId() string {
+	if x != nil {
+		return x.ReplayId
+	}
+	return ""
+}
+
 var File_proto_moraine_v1_activity_proto protoreflect.FileDescriptor
 
 const file_proto_moraine_v1_activity_proto_rawDesc = "" +
 	"\n" +
 	"\x1fproto/moraine/v1/activity.proto\x12\n" +
-	"moraine.v1\"\xdc\x02\n" +
+	"moraine.v1\"\xf5\x03\n" +
 	"\bActivity\x12\x1d\n" +
 	"\n" +
 	"webhook_id\x18\x01 \x01(\tR\twebhookId\x12\x1d\n" +
@@ -172,7 +261,14 @@ const file_proto_moraine_v1_activity_proto_rawDesc = "" +
 	"\apayload\x18\b \x01(\fR\apayload\x126\n" +
 	"\x18block_fetched_at_unix_ms\x18\t \x01(\x03R\x14blockFetchedAtUnixMs\x12+\n" +
 	"\x12matched_at_unix_ms\x18\n" +
-	" \x01(\x03R\x0fmatchedAtUnixMsB0Z.github.com/moraine-data/moraine/schemas/recordb\x06proto3"
+	" \x01(\x03R\x0fmatchedAtUnixMs\x12\x1a\n" +
+	"\bsequence\x18\v \x01(\x04R\bsequence\x12,\n" +
+	"\x04kind\x18\f \x01(\x0e2\x18.moraine.v1.ActivityKindR\x04kind\x120\n" +
+	"\x14retracted_message_id\x18\r \x01(\tR\x12retractedMessageId\x12\x1b\n" +
+	"\treplay_id\x18\x0e \x01(\tR\breplayId*H\n" +
+	"\fActivityKind\x12\x1a\n" +
+	"\x16ACTIVITY_KIND_ACTIVITY\x10\x00\x12\x1c\n" +
+	"\x18ACTIVITY_KIND_RETRACTION\x10\x01B0Z.github.com/moraine-data/moraine/schemas/recordb\x06proto3"
 
 var (
 	file_proto_moraine_v1_activity_proto_rawDescOnce sync.Once
@@ -186,16 +282,19 @@ func file_proto_moraine_v1_activity_proto_rawDescGZIP() []byte {
 	return file_proto_moraine_v1_activity_proto_rawDescData
 }
 
+var file_proto_moraine_v1_activity_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
 var file_proto_moraine_v1_activity_proto_msgTypes = make([]protoimpl.MessageInfo, 1)
 var file_proto_moraine_v1_activity_proto_goTypes = []any{
-	(*Activity)(nil), // 0: moraine.v1.Activity
+	(ActivityKind)(0), // 0: moraine.v1.ActivityKind
+	(*Activity)(nil),  // 1: moraine.v1.Activity
 }
 var file_proto_moraine_v1_activity_proto_depIdxs = []int32{
-	0, // [0:0] is the sub-list for method output_type
-	0, // [0:0] is the sub-list for method input_type
-	0, // [0:0] is the sub-list for extension type_name
-	0, // [0:0] is the sub-list for extension extendee
-	0, // [0:0] is the sub-list for field type_name
+	0, // 0: moraine.v1.Activity.kind:type_name -> moraine.v1.ActivityKind
+	1, // [1:1] is the sub-list for method output_type
+	1, // [1:1] is the sub-list for method input_type
+	1, // [1:1] is the sub-list for extension type_name
+	1, // [1:1] is the sub-list for extension extendee
+	0, // [0:1] is the sub-list for field type_name
 }
 
 func init() { file_proto_moraine_v1_activity_proto_init() }
@@ -208,13 +307,14 @@ func file_proto_moraine_v1_activity_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_proto_moraine_v1_activity_proto_rawDesc), len(file_proto_moraine_v1_activity_proto_rawDesc)),
-			NumEnums:      0,
+			NumEnums:      1,
 			NumMessages:   1,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
 		GoTypes:           file_proto_moraine_v1_activity_proto_goTypes,
 		DependencyIndexes: file_proto_moraine_v1_activity_proto_depIdxs,
+		EnumInfos:         file_proto_moraine_v1_activity_proto_enumTypes,
 		MessageInfos:      file_proto_moraine_v1_activity_proto_msgTypes,
 	}.Build()
 	File_proto_moraine_v1_activity_proto = out.File

@@ -25,8 +25,9 @@
 // Versions: every record carries the version of the ClickHouse row it
 // mirrors (WatchEntry.version, and for tombstones the "version" header), a
 // nanosecond clock. The query service's reconciler makes the last record of
-// every key equal ClickHouse's state; consumers need not compare versions,
-// but may use them to drop a stale record that arrives late.
+// every key equal ClickHouse's state. Consumers apply the one rule of
+// pkg/watch (Versions): a record whose version is below the highest seen for
+// its key, tombstones included, is stale and dropped.
 //
 // Evolution rules as in chain.proto: never renumber or reuse a field number,
 // never change a field's type; add new fields with new numbers.
@@ -232,8 +233,12 @@ type WatchedWebhook struct {
 	// topic0 filters, 32 bytes each; empty means no filter.
 	EventSignatures [][]byte `protobuf:"bytes,9,rep,name=event_signatures,json=eventSignatures,proto3" json:"event_signatures,omitempty"`
 	CreatedAtUnixMs int64    `protobuf:"varint,10,opt,name=created_at_unix_ms,json=createdAtUnixMs,proto3" json:"created_at_unix_ms,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Blocks that must be on top of a block before its activity is delivered
+	// (a moraine extension; 0, the default, delivers at once and retracts on
+	// a reorg).
+	Confirmations uint32 `protobuf:"varint,11,opt,name=confirmations,proto3" json:"confirmations,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *WatchedWebhook) Reset() {
@@ -332,6 +337,13 @@ func (x *WatchedWebhook) GetEventSignatures() [][]byte {
 func (x *WatchedWebhook) GetCreatedAtUnixMs() int64 {
 	if x != nil {
 		return x.CreatedAtUnixMs
+	}
+	return 0
+}
+
+func (x *WatchedWebhook) GetConfirmations() uint32 {
+	if x != nil {
+		return x.Confirmations
 	}
 	return 0
 }
@@ -478,7 +490,7 @@ const file_proto_moraine_v1_watch_proto_rawDesc = "" +
 	"\awebhook\x18\x02 \x01(\v2\x1a.moraine.v1.WatchedWebhookH\x00R\awebhook\x126\n" +
 	"\aaddress\x18\x03 \x01(\v2\x1a.moraine.v1.WatchedAddressH\x00R\aaddress\x126\n" +
 	"\aaccount\x18\x04 \x01(\v2\x1a.moraine.v1.WatchedAccountH\x00R\aaccountB\a\n" +
-	"\x05entry\"\xfa\x02\n" +
+	"\x05entry\"\xa0\x03\n" +
 	"\x0eWatchedWebhook\x12\x1d\n" +
 	"\n" +
 	"webhook_id\x18\x01 \x01(\tR\twebhookId\x12\x1d\n" +
@@ -493,7 +505,8 @@ const file_proto_moraine_v1_watch_proto_rawDesc = "" +
 	"\finclude_logs\x18\b \x01(\bR\vincludeLogs\x12)\n" +
 	"\x10event_signatures\x18\t \x03(\fR\x0feventSignatures\x12+\n" +
 	"\x12created_at_unix_ms\x18\n" +
-	" \x01(\x03R\x0fcreatedAtUnixMs\"d\n" +
+	" \x01(\x03R\x0fcreatedAtUnixMs\x12$\n" +
+	"\rconfirmations\x18\v \x01(\rR\rconfirmations\"d\n" +
 	"\x0eWatchedAddress\x12\x1d\n" +
 	"\n" +
 	"webhook_id\x18\x01 \x01(\tR\twebhookId\x12\x19\n" +

@@ -153,6 +153,11 @@ func (m *WatchedWebhook) MarshalToSizedBufferVT(dAtA []byte) (int, error) {
 		i -= len(m.unknownFields)
 		copy(dAtA[i:], m.unknownFields)
 	}
+	if m.Confirmations != 0 {
+		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.Confirmations))
+		i--
+		dAtA[i] = 0x58
+	}
 	if m.CreatedAtUnixMs != 0 {
 		i = protohelpers.EncodeVarint(dAtA, i, uint64(m.CreatedAtUnixMs))
 		i--
@@ -428,6 +433,9 @@ func (m *WatchedWebhook) SizeVT() (n int) {
 	}
 	if m.CreatedAtUnixMs != 0 {
 		n += 1 + protohelpers.SizeOfVarint(uint64(m.CreatedAtUnixMs))
+	}
+	if m.Confirmations != 0 {
+		n += 1 + protohelpers.SizeOfVarint(uint64(m.Confirmations))
 	}
 	n += len(m.unknownFields)
 	return n
@@ -951,6 +959,25 @@ func (m *WatchedWebhook) UnmarshalVT(dAtA []byte) error {
 				b := dAtA[iNdEx]
 				iNdEx++
 				m.CreatedAtUnixMs |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 11:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Confirmations", wireType)
+			}
+			m.Confirmations = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Confirmations |= uint32(b&0x7F) << shift
 				if b < 0x80 {
 					break
 				}
@@ -1750,6 +1777,25 @@ func (m *WatchedWebhook) UnmarshalVTUnsafe(dAtA []byte) error {
 				b := dAtA[iNdEx]
 				iNdEx++
 				m.CreatedAtUnixMs |= int64(b&0x7F) << shift
+				if b < 0x80 {
+					break
+				}
+			}
+		case 11:
+			if wireType != 0 {
+				return fmt.Errorf("proto: wrong wireType = %d for field Confirmations", wireType)
+			}
+			m.Confirmations = 0
+			for shift := uint(0); ; shift += 7 {
+				if shift >= 64 {
+					return protohelpers.ErrIntOverflow
+				}
+				if iNdEx >= l {
+					return io.ErrUnexpectedEOF
+				}
+				b := dAtA[iNdEx]
+				iNdEx++
+				m.Confirmations |= uint32(b&0x7F) << shift
 				if b < 0x80 {
 					break
 				}

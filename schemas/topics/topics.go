@@ -28,6 +28,11 @@ const (
 	AddressWatch = "moraine.address-watch"
 	// Activity carries one matched (webhook, transaction) message, keyed by webhook id.
 	Activity = "moraine.activity"
+	// WebhookStreams is the matcher's compacted state of every webhook's
+	// message stream (sequence numbers, messages awaiting confirmations,
+	// messages to retract on a reorg), written in the matcher's
+	// transactions (proto/moraine/v1/stream.proto).
+	WebhookStreams = "moraine.webhook-streams"
 	// IngestLeases carries no records: ingest instances join a consumer
 	// group on it, and the instance assigned a partition writes the chains
 	// whose ids hash to it (ingest/internal/lease).
@@ -97,6 +102,15 @@ var All = []Spec{
 		"cleanup.policy":    "delete",
 		"retention.ms":      "259200000", // 3 days: longer than the 48 h retry window.
 		"max.message.bytes": maxRecordBytes,
+	}},
+	{Name: WebhookStreams, Partitions: 4, Configs: map[string]string{
+		"cleanup.policy":            "compact",
+		"min.cleanable.dirty.ratio": "0.1",
+		"segment.ms":                "3600000", // roll hourly so compaction can run.
+		// Tombstones of blocks that left the retraction window must
+		// outlive a reader's full read; a day is plenty.
+		"delete.retention.ms": "86400000",
+		"max.message.bytes":   maxRecordBytes,
 	}},
 	// 16 leases: enough for the chains of a deployment to spread over its
 	// ingest instances; chains sharing a lease move together.

@@ -189,10 +189,8 @@ func run(ctx context.Context, cfg Config, logger *slog.Logger, reg prometheus.Re
 	})
 	g.Go(func() error {
 		// No message is judged before the table has caught up.
-		for !table.Ready() {
-			if !obs.Sleep(gctx, 50*time.Millisecond) {
-				return nil
-			}
+		if table.WaitReady(gctx) != nil {
+			return nil
 		}
 		wcfg := watch.DefaultConfig()
 		wcfg.ProduceTimeout = cfg.WatchProduceTimeout

@@ -86,6 +86,12 @@
 // gives the development account a secret. Receivers that verify reject
 // such messages, which is the safe failure.
 //
+// Stream headers (moraine extensions, docs/webhook-stream.md): every
+// message the matcher numbered carries moraine-sequence, moraine-message-kind
+// (activity or retraction), moraine-replay on replayed messages, and
+// moraine-signature over them and the body. Retractions are delivered,
+// retried and counted like any other message.
+//
 // # Delivery log (package dlog)
 //
 // Every attempt is a row of ClickHouse's deliveries table (migration

@@ -157,9 +157,13 @@ func (p *Pipeline) durably(ctx context.Context, what string, fn func() error) bo
 // secret (counted, and logged at most every 10 minutes per account).
 func (p *Pipeline) headers(a *record.Activity, wh settings.Webhook, at time.Time) sign.Headers {
 	acct, _ := p.d.Table.Account(wh.AccountID)
+	st := sign.Stream{Sequence: a.GetSequence(), Kind: sign.KindActivity, ReplayID: a.GetReplayId()}
+	if a.GetKind() == record.ActivityKind_ACTIVITY_KIND_RETRACTION {
+		st.Kind = sign.KindRetraction
+	}
 	key, err := sign.Key(acct.Secret, p.enc)
 	if err == nil {
-		return sign.Sign(key, a.GetMessageId(), at.Unix(), a.GetPayload())
+		return sign.WithStream(sign.Sign(key, a.GetMessageId(), at.Unix(), a.GetPayload()), key, st, a.GetPayload())
 	}
 	p.m.unsigned.Inc()
 	p.warnMu.Lock()
@@ -169,7 +173,7 @@ func (p *Pipeline) headers(a *record.Activity, wh settings.Webhook, at time.Time
 			"account_id", wh.AccountID, "webhook_id", wh.ID, "err", err)
 	}
 	p.warnMu.Unlock()
-	return sign.Unsigned(a.GetMessageId(), at.Unix())
+	return sign.WithStream(sign.Unsigned(a.GetMessageId(), at.Unix()), nil, st, a.GetPayload())
 }
 
 func (p *Pipeline) row(a *record.Activity, wh settings.Webhook, attempt int, at time.Time, result string, status int, latency time.Duration, errText string, next uint64) accountdb.Delivery {

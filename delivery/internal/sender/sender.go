@@ -136,6 +136,14 @@ func (s *Sender) send(ctx context.Context, r Request) Result {
 	if r.Headers.WebhookSignature != "" {
 		h.Set(sign.HeaderWebhookSignature, r.Headers.WebhookSignature)
 	}
+	for name, v := range map[string]string{
+		sign.HeaderSequence: r.Headers.Sequence, sign.HeaderMessageKind: r.Headers.MessageKind,
+		sign.HeaderReplay: r.Headers.Replay, sign.HeaderStreamSignature: r.Headers.StreamSignature,
+	} {
+		if v != "" {
+			h.Set(name, v)
+		}
+	}
 	resp, err := s.client.Do(req)
 	if err != nil {
 		return classify(ctx, actx, err, r.URL)

@@ -46,7 +46,7 @@ func TestSendClassifiesResponses(t *testing.T) {
 	defer srv.Close()
 	s := New(Config{Timeout: 300 * time.Millisecond, AllowPrivateTargets: true})
 	defer s.Close()
-	hdr := sign.Headers{Signature: "c2ln", WebhookID: "m-1", WebhookTimestamp: "1700000000", WebhookSignature: "v1,c2ln"}
+	hdr := sign.Headers{Signature: "c2ln", WebhookID: "m-1", WebhookTimestamp: "1700000000", WebhookSignature: "v1,c2ln", Sequence: "12", MessageKind: "retraction", StreamSignature: "v1,c3Ry"}
 	for _, tc := range []struct {
 		name    string
 		path    string
@@ -87,6 +87,10 @@ func TestSendClassifiesResponses(t *testing.T) {
 			require.Equal(t, "m-1", gotHeader.Get("webhook-id"))
 			require.Equal(t, "1700000000", gotHeader.Get("webhook-timestamp"))
 			require.Equal(t, "v1,c2ln", gotHeader.Get("webhook-signature"))
+			require.Equal(t, "12", gotHeader.Get("moraine-sequence"))
+			require.Equal(t, "retraction", gotHeader.Get("moraine-message-kind"))
+			require.Equal(t, "v1,c3Ry", gotHeader.Get("moraine-signature"))
+			require.Empty(t, gotHeader.Values("moraine-replay"), "no replay header on a live message")
 		})
 	}
 }

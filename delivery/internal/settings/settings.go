@@ -5,10 +5,12 @@
 // Address records are skipped; delivery never needs them.
 //
 // Ready reports whether the table holds everything the topic held at
-// start-up; delivery consumes no activity before. A record older (by its
-// version) than what the table holds for its key is ignored, so delivery's
-// own change applied locally (SetInactive) is not undone by a record that
-// was already in flight.
+// start-up (WaitReady waits for it); delivery consumes no activity before.
+// Records are applied by the one rule of pkg/watch (Versions): a record
+// older than what the table has seen for its key, tombstones included, is
+// dropped, so neither a late record nor delivery's own change applied
+// locally (SetInactive) being overtaken by a record already in flight can
+// reactivate a deactivated webhook.
 package settings
 
 import (
@@ -53,8 +55,9 @@ type Account struct {
 
 // Table is the webhook and account table.
 type Table struct {
-	reader *kafkautil.TableReader
-	logger *slog.Logger
+	reader   *kafkautil.TableReader
+	logger   *slog.Logger
+	versions *watch.Versions
 
 	mu       sync.RWMutex
 	webhooks map[string]Webhook
@@ -63,7 +66,7 @@ type Table struct {
 
 // New returns a table fed from k's address-watch topic; Run reads it.
 func New(k kafkautil.Config, logger *slog.Logger) *Table {
-	t := &Table{logger: logger.With("component", "settings"), webhooks: map[string]Webhook{}, accounts: map[string]Account{}}
+	t := &Table{logger: logger.With("component", "settings"), versions: watch.NewVersions(), webhooks: map[string]Webhook{}, accounts: map[string]Account{}}
 	t.reader = kafkautil.NewTableReader(k, k.Topic(topics.AddressWatch), t.Apply, t.logger)
 	return t
 }
@@ -73,6 +76,9 @@ func (t *Table) Run(ctx context.Context) error { return t.reader.Run(ctx) }
 
 // Ready reports whether the start-up contents have been read.
 func (t *Table) Ready() bool { return t.reader.Ready() }
+
+// WaitReady waits until Ready, or ctx ends.
+func (t *Table) WaitReady(ctx context.Context) error { return t.reader.WaitReady(ctx) }
 
 // ReadyCheck is Ready as a readiness check.
 func (t *Table) ReadyCheck(ctx context.Context) error { return t.reader.ReadyCheck(ctx) }
@@ -97,21 +103,31 @@ func (t *Table) Account(id string) (Account, bool) {
 }
 
 // SetInactive applies delivery's own deactivation (written as version)
-// before its record comes back from the topic.
+// before its record comes back from the topic. The version is admitted
+// first, so a record of the webhook older than the deactivation, still in
+// flight, is dropped when it arrives.
 func (t *Table) SetInactive(id string, version uint64) {
+	if !t.versions.Admit([]byte(codec.WatchWebhookKey(id)), version) {
+		return
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if w, ok := t.webhooks[id]; ok && version >= w.Version {
+	if w, ok := t.webhooks[id]; ok {
 		w.Active, w.Version = false, version
 		t.webhooks[id] = w
 	}
 }
 
 // Apply applies one address-watch record (TableReader's callback; tests
-// call it directly).
+// call it directly) by the rule of watch.Versions. Address records are
+// skipped before the rule: delivery never needs them, and remembering their
+// versions would cost memory for nothing.
 func (t *Table) Apply(r *kgo.Record) {
 	k, err := codec.ParseWatchKey(string(r.Key))
 	if err != nil || k.Kind == codec.WatchKeyAddress {
+		return
+	}
+	if !t.versions.AdmitRecord(r) {
 		return
 	}
 	version := watch.RecordVersion(r)
@@ -121,15 +137,11 @@ func (t *Table) Apply(r *kgo.Record) {
 			t.logger.Warn("undecodable address-watch record skipped", "key", string(r.Key), "offset", r.Offset, "err", err)
 			return
 		}
-		version = max(version, e.GetVersion())
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	switch k.Kind {
 	case codec.WatchKeyWebhook:
-		if cur, ok := t.webhooks[k.WebhookID]; ok && version < cur.Version {
-			return
-		}
 		wh := e.GetWebhook()
 		if wh == nil {
 			delete(t.webhooks, k.WebhookID)
@@ -137,9 +149,6 @@ func (t *Table) Apply(r *kgo.Record) {
 		}
 		t.webhooks[k.WebhookID] = newWebhook(k.WebhookID, wh, version)
 	case codec.WatchKeyAccount:
-		if cur, ok := t.accounts[k.AccountID]; ok && version < cur.Version {
-			return
-		}
 		acc := e.GetAccount()
 		if acc == nil {
 			delete(t.accounts, k.AccountID)

@@ -59,3 +59,47 @@ func TestApply(t *testing.T) {
 	require.Equal(t, 0, hooks)
 	require.Equal(t, 1, accounts)
 }
+
+// TestStaleRecordsAreDropped checks pkg/watch's rule (Versions) in
+// delivery's table: a stale or replayed record cannot reactivate a webhook
+// deactivated through the topic or by delivery itself, nor bring back a
+// deleted webhook or an account's old secret.
+func TestStaleRecordsAreDropped(t *testing.T) {
+	tb := New(kafkautil.Config{Brokers: "127.0.0.1:1"}, slog.New(slog.DiscardHandler))
+	const id = "6f1c7a52-7e8e-4a39-9d59-2f0f4c8b1a01"
+	wh := func(status string, v uint64) *kgo.Record {
+		r, err := watch.WebhookRecord(accountdb.Webhook{ID: id, AccountID: "acc", ChainID: "43112", URL: "https://example.com/hook", Status: status, Version: v})
+		require.NoError(t, err)
+		return r
+	}
+	active := func() bool { w, ok := tb.Webhook(id); return ok && w.Active }
+
+	tb.Apply(wh(accountdb.StatusActive, 10))
+	tb.Apply(wh(accountdb.StatusInactive, 20))
+	tb.Apply(wh(accountdb.StatusActive, 10)) // replayed
+	require.False(t, active(), "a replayed record reactivated a deactivated webhook")
+	tb.Apply(wh(accountdb.StatusActive, 30))
+	require.True(t, active())
+
+	tb.SetInactive(id, 40)
+	tb.Apply(wh(accountdb.StatusActive, 35)) // in flight before delivery's deactivation
+	require.False(t, active(), "a record older than delivery's own deactivation undid it")
+	tb.SetInactive(id, 38) // an older local change is refused too
+	tb.Apply(wh(accountdb.StatusActive, 41))
+	require.True(t, active(), "a reactivation after the deactivation is applied")
+
+	tb.Apply(watch.Tombstone(codec.WatchWebhookKey(id), 50))
+	tb.Apply(wh(accountdb.StatusActive, 41))
+	_, ok := tb.Webhook(id)
+	require.False(t, ok, "a stale record brought a deleted webhook back")
+
+	acc := func(secret string, v uint64) *kgo.Record {
+		r, err := watch.AccountRecord(accountdb.Account{ID: "acc", Plan: "free", Version: 1}, accountdb.Secret{Secret: secret, Version: v})
+		require.NoError(t, err)
+		return r
+	}
+	tb.Apply(acc("new", 9))
+	tb.Apply(acc("old", 5))
+	a, _ := tb.Account("acc")
+	require.Equal(t, "new", a.Secret, "a stale record restored an old secret")
+}

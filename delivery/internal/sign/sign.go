@@ -28,6 +28,17 @@
 //
 // Standard Webhooks libraries take the key as "whsec_" + base64(key bytes).
 //
+// The webhook stream (moraine extensions, docs/webhook-stream.md) adds:
+//
+//	moraine-sequence:      the webhook's sequence number of the message (decimal)
+//	moraine-message-kind:  activity or retraction
+//	moraine-replay:        the replay job's id, on replayed messages only
+//	moraine-signature:     "v1," + base64(HMAC-SHA256(key, webhook-id + "." + webhook-timestamp + "." +
+//	                       moraine-sequence + "." + moraine-message-kind + "." + moraine-replay + "." + body))
+//
+// so a receiver can trust the sequence it uses to find gaps; the body, and
+// with it x-signature and webhook-signature, stays the hosted service's.
+//
 // An account without a secret cannot be signed for: delivery then sends
 // no x-signature and no webhook-signature (see package pipeline).
 //
@@ -96,12 +107,63 @@ func Key(secret string, enc Encoding) ([]byte, error) {
 	return nil, fmt.Errorf("sign: unknown key encoding %q", enc)
 }
 
+// Stream header names (moraine extensions).
+const (
+	HeaderSequence        = "moraine-sequence"
+	HeaderMessageKind     = "moraine-message-kind"
+	HeaderReplay          = "moraine-replay"
+	HeaderStreamSignature = "moraine-signature"
+)
+
+// Message kinds (moraine-message-kind).
+const (
+	KindActivity   = "activity"
+	KindRetraction = "retraction"
+)
+
 // Headers are the signature headers of one attempt.
 type Headers struct {
 	Signature        string // x-signature
 	WebhookID        string // webhook-id
 	WebhookTimestamp string // webhook-timestamp
 	WebhookSignature string // webhook-signature
+	// The stream's (empty on messages without a sequence, written before
+	// sequences existed).
+	Sequence        string // moraine-sequence
+	MessageKind     string // moraine-message-kind
+	Replay          string // moraine-replay
+	StreamSignature string // moraine-signature
+}
+
+// Stream is what the stream headers carry.
+type Stream struct {
+	// Sequence is the webhook's number of the message; 0: none.
+	Sequence uint64
+	// Kind is KindActivity or KindRetraction.
+	Kind string
+	// ReplayID is the replay job of a replayed message, else "".
+	ReplayID string
+}
+
+// WithStream adds the stream headers of s to h (from Sign or Unsigned),
+// signed with key when key is not nil.
+func WithStream(h Headers, key []byte, s Stream, body []byte) Headers {
+	if s.Sequence == 0 {
+		return h
+	}
+	h.Sequence = strconv.FormatUint(s.Sequence, 10)
+	h.MessageKind = s.Kind
+	h.Replay = s.ReplayID
+	if key != nil {
+		m := hmac.New(sha256.New, key)
+		for _, part := range []string{h.WebhookID, h.WebhookTimestamp, h.Sequence, h.MessageKind, h.Replay} {
+			m.Write([]byte(part))
+			m.Write([]byte{'.'})
+		}
+		m.Write(body)
+		h.StreamSignature = standardWebhooksVersion + base64.StdEncoding.EncodeToString(m.Sum(nil))
+	}
+	return h
 }
 
 // Sign computes the headers of body for messageID at unixSeconds with key

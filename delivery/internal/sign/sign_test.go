@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"os"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -83,4 +84,39 @@ func BenchmarkSign(b *testing.B) {
 	for b.Loop() {
 		Sign(key, "2f7c4a8e-5d0b-5c2e-9f1a-3b6d8e0c4a71", 1715621587, body)
 	}
+}
+
+// TestStreamVectors checks WithStream against testdata/stream_vectors.json
+// (generated with Python hmac, published in docs/webhook-stream.md).
+func TestStreamVectors(t *testing.T) {
+	raw, err := os.ReadFile("testdata/stream_vectors.json")
+	require.NoError(t, err)
+	var f struct {
+		Vectors []struct {
+			Name      string            `json:"name"`
+			Secret    string            `json:"secret"`
+			Body      string            `json:"body"`
+			MessageID string            `json:"messageId"`
+			Timestamp int64             `json:"timestamp"`
+			Sequence  uint64            `json:"sequence"`
+			Kind      string            `json:"kind"`
+			Replay    string            `json:"replay"`
+			Expected  map[string]string `json:"expected"`
+		} `json:"vectors"`
+	}
+	require.NoError(t, json.Unmarshal(raw, &f))
+	require.Len(t, f.Vectors, 3)
+	for _, v := range f.Vectors {
+		t.Run(v.Name, func(t *testing.T) {
+			key, err := Key(v.Secret, Hex)
+			require.NoError(t, err)
+			h := WithStream(Sign(key, v.MessageID, v.Timestamp, []byte(v.Body)), key, Stream{Sequence: v.Sequence, Kind: v.Kind, ReplayID: v.Replay}, []byte(v.Body))
+			require.Equal(t, v.Expected[HeaderStreamSignature], h.StreamSignature)
+			require.Equal(t, strconv.FormatUint(v.Sequence, 10), h.Sequence)
+			require.Equal(t, v.Kind, h.MessageKind)
+			require.Equal(t, v.Replay, h.Replay)
+		})
+	}
+	// No sequence (a record from before sequences): no stream headers.
+	require.Equal(t, Unsigned("m", 1), WithStream(Unsigned("m", 1), []byte("k"), Stream{Kind: KindActivity}, nil))
 }

@@ -2,6 +2,7 @@ package app
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -315,6 +317,31 @@ kill:
 	}
 	if len(raw.all()) == len(got) {
 		t.Errorf("no kill landed inside a transaction (no aborted activity records): the test did not exercise the case it is for")
+	}
+	checkSequences(t, got)
+}
+
+// checkSequences checks the webhook stream's numbering on committed
+// activity: each webhook's messages, in topic order (one partition per
+// webhook), are numbered 1, 2, 3, ... with no gap and no repeat, whatever
+// crashed or aborted in between.
+func checkSequences(t *testing.T, got []activity) {
+	t.Helper()
+	byHook := map[string][]activity{}
+	for _, a := range got {
+		byHook[a.rec.WebhookId] = append(byHook[a.rec.WebhookId], a)
+	}
+	for hook, as := range byHook {
+		slices.SortFunc(as, func(x, y activity) int { return cmp.Compare(x.raw.Offset, y.raw.Offset) })
+		for i, a := range as {
+			if a.raw.Partition != as[0].raw.Partition {
+				t.Errorf("webhook %s: messages on partitions %d and %d", hook, as[0].raw.Partition, a.raw.Partition)
+			}
+			if a.rec.Sequence != uint64(i+1) {
+				t.Errorf("webhook %s: message %d in topic order has sequence %d", hook, i+1, a.rec.Sequence)
+				break
+			}
+		}
 	}
 }
 

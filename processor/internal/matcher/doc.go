@@ -56,15 +56,22 @@
 // its reconciler publishes the record within its interval; the change then
 // applies from the first batch after the record arrives.)
 //
-// # Reorgs
+// # Webhook streams: sequence, confirmations, reorgs
 //
-// Nothing is retracted. Activity is produced from blocks as they arrive,
-// and a delivered webhook cannot be recalled; on chains that reorganize,
-// activity of a block later orphaned may already have been delivered. The
-// replacing blocks are matched like any others; a transaction included
-// again carries the same messageId (webhook, chain, tx hash), so receivers
-// that deduplicate see it once. Avalanche chains have single-block
-// finality, so this does not arise there.
+// The matched messages go through package stream before they are produced:
+// each gets its webhook's next sequence number; a webhook with
+// confirmations N has its messages held until a block N higher is matched;
+// a reorg marker retracts the messages already delivered for the orphaned
+// blocks (within --matcher.retraction-window blocks) and drops those still
+// held. The streams' state is on the compacted webhook-stream topic,
+// written in the same transaction as the messages, and read back by every
+// instance; before each batch the matcher waits until it has read it up to
+// date (--matcher.stream-catchup-timeout; past it the batch's transaction
+// is aborted and the batch read again), so numbers continue across crashes
+// and rebalances. The replacing blocks are matched like any others; a
+// transaction included again carries the same messageId (webhook, chain,
+// tx hash) and a new sequence number. Receivers' guide:
+// docs/webhook-stream.md.
 //
 // # Poison input
 //
@@ -79,9 +86,14 @@
 //	moraine_processor_match_records_total{kind}           records of committed batches: block|reorg|undecodable,
 //	                                                      or unwatched: a chain without watched addresses, skipped
 //	                                                      undecoded
+//	moraine_processor_retractions_emitted_total{chain}    committed retraction messages (also in activities_emitted_total)
+//	moraine_processor_stream_catchup_failures_total       batches aborted: the webhook-stream state was not read in time
+//	moraine_processor_stream_emitted_blocks               recent blocks whose messages can still be retracted
+//	moraine_processor_stream_pending_blocks               (block, webhook) pairs waiting for confirmations
 //	moraine_processor_payload_errors_total
 //	moraine_processor_watchlist_ready                     0/1
 //	moraine_processor_watchlist_catchup_timeouts_total
-//	moraine_processor_watchlist_addresses, _webhooks, _records_applied_total{kind}, _malformed_records_total (package watchlist)
+//	moraine_processor_watchlist_addresses, _webhooks, _records_applied_total{kind}, _malformed_records_total,
+//	  _stale_records_total (package watchlist)
 //	moraine_processor_token_metadata_lookups_total{result} (package tokenmeta)
 package matcher

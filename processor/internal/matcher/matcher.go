@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,6 +22,7 @@ import (
 	"github.com/moraine-data/moraine/pkg/tokenmeta"
 	"github.com/moraine-data/moraine/processor/internal/match"
 	"github.com/moraine-data/moraine/processor/internal/payload"
+	"github.com/moraine-data/moraine/processor/internal/stream"
 	"github.com/moraine-data/moraine/processor/internal/watchlist"
 	"github.com/moraine-data/moraine/schemas/codec"
 	"github.com/moraine-data/moraine/schemas/record"
@@ -48,6 +50,12 @@ type Config struct {
 	StartOffset    string
 	TokenCacheSize int
 	EthCallTimeout time.Duration
+	// RetractionWindow is how many blocks a delivered message stays
+	// retractable (package stream).
+	RetractionWindow uint64
+	// StreamCatchUpTimeout bounds the wait for the webhook-stream state
+	// before a batch; past it the batch is aborted and read again.
+	StreamCatchUpTimeout time.Duration
 	// ShutdownTimeout (the processor's --shutdown.timeout, not a --matcher
 	// flag) is how long past the transaction timeout a batch already polled
 	// may take to finish on shutdown.
@@ -81,6 +89,10 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.StartOffset, "matcher.start-offset", "start", "where a matcher group without committed offsets starts: start (all retained blocks) or end (new blocks only)")
 	fs.IntVar(&c.TokenCacheSize, "matcher.token-cache-size", 100000, "token metadata (name, symbol, decimals) cache entries, per (chain, token)")
 	fs.DurationVar(&c.EthCallTimeout, "matcher.eth-call-timeout", 2*time.Second, "deadline of the eth_call lookups of token metadata for one batch")
+	fs.Uint64Var(&c.RetractionWindow, "matcher.retraction-window", 256,
+		"blocks during which a delivered message can still be retracted after a reorg (keep at least ingest's --ingest.reorg-window)")
+	fs.DurationVar(&c.StreamCatchUpTimeout, "matcher.stream-catchup-timeout", 10*time.Second,
+		"how long a batch waits for the webhook-stream state (sequences, pending and emitted messages) to be read up to date; past it the batch is aborted and read again")
 }
 
 // Validate checks the matcher configuration.
@@ -104,6 +116,9 @@ func (c Config) Validate() error {
 	if c.IdleCommitInterval <= 0 || c.IdleCommitInterval >= c.TransactionTimeout {
 		errs = append(errs, errors.New("matcher: --matcher.idle-commit-interval must be positive and shorter than --matcher.transaction-timeout"))
 	}
+	if c.RetractionWindow == 0 || c.StreamCatchUpTimeout <= 0 {
+		errs = append(errs, errors.New("matcher: --matcher.retraction-window and --matcher.stream-catchup-timeout must be positive"))
+	}
 	if c.TokenCacheSize <= 0 {
 		errs = append(errs, errors.New("matcher: --matcher.token-cache-size must be positive"))
 	}
@@ -120,9 +135,11 @@ type metrics struct {
 	records      *prometheus.CounterVec
 	catchUpSlow  prometheus.Counter
 	payloadErrs  prometheus.Counter
+	retractions  *prometheus.CounterVec
+	streamSlow   prometheus.Counter
 }
 
-func newMetrics(reg prometheus.Registerer, reader tableReader) *metrics {
+func newMetrics(reg prometheus.Registerer, reader tableReader, streams *stream.State) *metrics {
 	f := obs.NewMetrics(reg, "processor")
 	m := &metrics{
 		emitted: f.CounterVec("activities_emitted_total", "Activity messages committed to the activity topic.", "chain"),
@@ -134,7 +151,15 @@ func newMetrics(reg prometheus.Registerer, reader tableReader) *metrics {
 		catchUpSlow: f.Counter("watchlist_catchup_timeouts_total",
 			"Batches matched before the watch table caught up (catch-up timed out or failed)."),
 		payloadErrs: f.Counter("payload_errors_total", "Matches whose payload could not be built (skipped, logged)."),
+		retractions: f.CounterVec("retractions_emitted_total",
+			"Retraction messages committed to the activity topic (delivered messages of blocks a reorg orphaned).", "chain"),
+		streamSlow: f.Counter("stream_catchup_failures_total",
+			"Batches aborted because the webhook-stream state could not be read up to date in time (read again)."),
 	}
+	f.GaugeFunc("stream_emitted_blocks", "Recent blocks whose delivered messages the matcher can still retract.",
+		func() float64 { e, _ := streams.Sizes(); return float64(e) })
+	f.GaugeFunc("stream_pending_blocks", "(block, webhook) pairs whose messages wait for the webhook's confirmations.",
+		func() float64 { _, p := streams.Sizes(); return float64(p) })
 	for _, s := range []string{"catchup", "match", "tokens", "payload", "transaction", "total"} {
 		m.stage.WithLabelValues(s)
 	}
@@ -158,6 +183,7 @@ func newMetrics(reg prometheus.Registerer, reader tableReader) *metrics {
 type tableReader interface {
 	Run(ctx context.Context) error
 	Ready() bool
+	WaitReady(ctx context.Context) error
 	CatchUp(ctx context.Context) error
 }
 
@@ -186,18 +212,22 @@ type Deps struct {
 // Consumer is the address-activity matcher: the watch table, its reader,
 // and the transactional consume-match-produce loop.
 type Consumer struct {
-	cfg      Config
-	kafka    kafkautil.Config
-	logger   *slog.Logger
-	table    *watchlist.Table
-	reader   tableReader
-	match    *match.Matcher
-	tokens   *tokenmeta.Resolver
-	natives  map[uint64]*chains.Token
-	m        *metrics
-	activity string
-	blocks   string
-	now      func() time.Time
+	cfg     Config
+	kafka   kafkautil.Config
+	logger  *slog.Logger
+	table   *watchlist.Table
+	reader  tableReader
+	streams *stream.State
+	// streamReader reads the webhook-stream topic into streams.
+	streamReader tableReader
+	streamTopic  string
+	match        *match.Matcher
+	tokens       *tokenmeta.Resolver
+	natives      map[uint64]*chains.Token
+	m            *metrics
+	activity     string
+	blocks       string
+	now          func() time.Time
 	// decompressor, when set, is shared with the sink.
 	decompressor kgo.Decompressor
 	beforeEnd    func() (abort bool)
@@ -213,6 +243,8 @@ func New(cfg Config, deps Deps) (*Consumer, error) {
 	reg := deps.Registerer
 	table := watchlist.New(watchlist.Deps{Logger: logger, Registerer: reg})
 	reader := kafkautil.NewTableReader(deps.Kafka, deps.Kafka.Topic(topics.AddressWatch), table.ApplyRecord, logger)
+	streams := stream.New(cfg.RetractionWindow, logger)
+	streamReader := kafkautil.NewTableReader(deps.Kafka, deps.Kafka.Topic(topics.WebhookStreams), streams.ApplyRecord, logger)
 	pools := map[uint64]*rpc.Pool{}
 	natives := map[uint64]*chains.Token{}
 	if deps.Chains != nil {
@@ -231,14 +263,17 @@ func New(cfg Config, deps Deps) (*Consumer, error) {
 	tokens := tokenmeta.NewWithPools(tokenmeta.Config{CacheSize: cfg.TokenCacheSize, CallTimeout: cfg.EthCallTimeout}, pools,
 		tokenmeta.Deps{Logger: logger, Registerer: reg})
 	deps.Health.Add("watchlist", reader.ReadyCheck)
-	m := newMetrics(reg, reader)
+	deps.Health.Add("webhook-streams", streamReader.ReadyCheck)
+	m := newMetrics(reg, reader, streams)
 	for id := range natives {
 		// Every configured chain's series from start-up: a rate over a
 		// series created by its first increment misses that increment.
 		m.emitted.WithLabelValues(strconv.FormatUint(id, 10))
+		m.retractions.WithLabelValues(strconv.FormatUint(id, 10))
 	}
 	return &Consumer{
 		cfg: cfg, kafka: deps.Kafka, logger: logger, table: table, reader: reader, match: match.New(table), tokens: tokens, natives: natives,
+		streams: streams, streamReader: streamReader, streamTopic: deps.Kafka.Topic(topics.WebhookStreams),
 		m: m, activity: deps.Kafka.Topic(topics.Activity), blocks: deps.Kafka.Topic(topics.Blocks),
 		now: time.Now, decompressor: deps.Decompressor, beforeEnd: deps.BeforeEnd,
 	}, nil
@@ -248,21 +283,42 @@ func New(cfg Config, deps Deps) (*Consumer, error) {
 // ctx ends. A failed transactional session (Kafka unreachable, fenced) is
 // rebuilt with backoff; what it had not committed is reprocessed.
 func (m *Consumer) Run(ctx context.Context) error {
-	readerDone := make(chan error, 1)
-	go func() { readerDone <- m.reader.Run(ctx) }()
-	defer func() { <-readerDone }()
-	for !m.reader.Ready() {
-		select {
-		case <-ctx.Done():
-			return nil
-		case err := <-readerDone:
-			readerDone <- err
-			if ctx.Err() != nil || err == nil {
-				return nil
+	// Both tables are read from the start and then tailed for as long as
+	// the matcher runs; it matches nothing before both caught up.
+	rctx, stopReaders := context.WithCancel(ctx)
+	defer stopReaders()
+	var readers sync.WaitGroup
+	defer func() { stopReaders(); readers.Wait() }()
+	failed := make(chan error, 2)
+	for name, r := range map[string]tableReader{"watch table": m.reader, "webhook-stream state": m.streamReader} {
+		readers.Go(func() {
+			// A reader fails only before it applied any record (no broker,
+			// no end offsets).
+			if err := r.Run(rctx); err != nil && rctx.Err() == nil {
+				failed <- fmt.Errorf("matcher: %s reader: %w", name, err)
 			}
-			return fmt.Errorf("matcher: watch table reader: %w", err)
-		case <-time.After(50 * time.Millisecond):
+		})
+	}
+	ready := make(chan error, 1)
+	go func() {
+		err := m.reader.WaitReady(rctx)
+		if err == nil {
+			err = m.streamReader.WaitReady(rctx)
 		}
+		ready <- err
+	}()
+	select {
+	case err := <-ready:
+		if err != nil {
+			return nil // ctx ended
+		}
+	case err := <-failed:
+		stopReaders()
+		<-ready
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
 	}
 	m.logger.Info("watch table ready", "webhooks", m.table.Webhooks(), "addresses", m.table.Addresses())
 	rebuild := obs.Retry{Initial: 200 * time.Millisecond, Max: 10 * time.Second, Log: m.logger, Msg: "matcher session failed; starting a new one"}
@@ -366,7 +422,7 @@ func (m *Consumer) session(ctx context.Context) error {
 				if err := sess.Begin(); err != nil {
 					return fmt.Errorf("matcher: begin transaction: %w", err)
 				}
-				txn = &openTxn{started: time.Now(), counts: newBatchCounts()}
+				txn = &openTxn{started: time.Now(), counts: newBatchCounts(), stream: m.streams.Begin(m.now().UnixMilli())}
 			}
 			m.batch(ctx, sess, txn, records)
 		}
@@ -394,6 +450,9 @@ type openTxn struct {
 	produced   int
 	produceErr error
 	counts     batchCounts
+	// stream holds the transaction's changes to the webhook streams,
+	// applied to the state only if it commits.
+	stream *stream.Batch
 }
 
 // batch matches records and produces their activity into txn.
@@ -402,9 +461,16 @@ func (m *Consumer) batch(ctx context.Context, sess *kgo.GroupTransactSession, tx
 	// A batch already polled is finished even when shutdown begins.
 	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), m.cfg.TransactionTimeout+m.cfg.ShutdownTimeout)
 	defer cancel()
-	out, counts := m.prepare(bctx, records)
+	out, counts, err := m.prepare(bctx, records, txn.stream)
 	txn.records += len(records)
 	txn.counts.merge(counts)
+	if err != nil {
+		// The batch cannot be numbered right: abort the transaction, so
+		// its records are read again.
+		m.logger.Warn("matcher batch failed; aborting the transaction", "err", err)
+		txn.produceErr = err
+		return
+	}
 	if len(out) == 0 {
 		return
 	}
@@ -442,6 +508,7 @@ func (m *Consumer) end(ctx context.Context, sess *kgo.GroupTransactSession, txn 
 		return nil
 	}
 	m.m.transactions.WithLabelValues("committed").Inc()
+	m.streams.Commit(txn.stream)
 	txn.counts.add(m.m)
 	m.logger.Debug("matcher transaction committed", "records", txn.records, "activities", txn.produced, "open_for", time.Since(txn.started))
 	return nil
@@ -452,12 +519,13 @@ func (m *Consumer) end(ctx context.Context, sess *kgo.GroupTransactSession, txn 
 // is read again, and counting it twice would make the counters disagree
 // with what consumers of the activity topic see.
 type batchCounts struct {
-	records  map[string]int // block|reorg|unwatched|undecodable
-	perChain map[uint64]int // activity messages
+	records     map[string]int // block|reorg|unwatched|undecodable
+	perChain    map[uint64]int // activity messages (retractions included)
+	retractions map[uint64]int
 }
 
 func newBatchCounts() batchCounts {
-	return batchCounts{records: map[string]int{}, perChain: map[uint64]int{}}
+	return batchCounts{records: map[string]int{}, perChain: map[uint64]int{}, retractions: map[uint64]int{}}
 }
 
 func (c batchCounts) merge(o batchCounts) {
@@ -466,6 +534,9 @@ func (c batchCounts) merge(o batchCounts) {
 	}
 	for chain, n := range o.perChain {
 		c.perChain[chain] += n
+	}
+	for chain, n := range o.retractions {
+		c.retractions[chain] += n
 	}
 }
 
@@ -476,12 +547,27 @@ func (c batchCounts) add(m *metrics) {
 	for chain, n := range c.perChain {
 		m.emitted.WithLabelValues(strconv.FormatUint(chain, 10)).Add(float64(n))
 	}
+	for chain, n := range c.retractions {
+		m.retractions.WithLabelValues(strconv.FormatUint(chain, 10)).Add(float64(n))
+	}
 }
 
-// prepare catches the watch table up, then matches records and builds
-// their activity records.
-func (m *Consumer) prepare(ctx context.Context, records []*kgo.Record) ([]*kgo.Record, batchCounts) {
+// prepare catches the watch table and the webhook-stream state up, then
+// matches records and builds their activity and stream records into sb.
+func (m *Consumer) prepare(ctx context.Context, records []*kgo.Record, sb *stream.Batch) ([]*kgo.Record, batchCounts, error) {
 	start := time.Now()
+	// Both tables are caught up at once: each costs a round trip to the
+	// brokers (their end offsets), and every millisecond here is webhook
+	// latency.
+	//
+	// The stream state must include every committed transaction, the
+	// previous owner's of a partition included, or numbers would repeat.
+	streamErr := make(chan error, 1)
+	go func() {
+		sctx, cancel := context.WithTimeout(ctx, m.cfg.StreamCatchUpTimeout)
+		defer cancel()
+		streamErr <- m.streamReader.CatchUp(sctx)
+	}()
 	// Address changes acknowledged before this moment must be matched:
 	// wait (briefly) until the table has applied everything the topic holds.
 	cctx, cancel := context.WithTimeout(ctx, m.cfg.CatchUpTimeout)
@@ -490,8 +576,13 @@ func (m *Consumer) prepare(ctx context.Context, records []*kgo.Record) ([]*kgo.R
 		m.logger.Warn("watch table catch-up incomplete; matching with the table as it is", "err", err)
 	}
 	cancel()
+	err := <-streamErr
 	m.m.stage.WithLabelValues("catchup").Observe(time.Since(start).Seconds())
-	return m.build(ctx, records)
+	if err != nil {
+		m.m.streamSlow.Inc()
+		return nil, newBatchCounts(), fmt.Errorf("matcher: webhook-stream state not read up to date: %w", err)
+	}
+	return m.build(ctx, records, sb)
 }
 
 // matched is one match with its block, before its payload is built.
@@ -500,17 +591,37 @@ type matched struct {
 	match match.Match
 }
 
-// build decodes the records, matches their blocks and builds the activity
-// records, with their counts.
-func (m *Consumer) build(ctx context.Context, records []*kgo.Record) ([]*kgo.Record, batchCounts) {
+// event is one decoded blocks-topic record of a batch: a block with the
+// range of its matches in the batch's list, or a reorg marker.
+type event struct {
+	offset       int64
+	block        *record.Block
+	reorg        *record.Reorg
+	first, count int
+}
+
+// build decodes the records, matches their blocks, builds the activity
+// messages and hands them, in blocks-topic order, to the webhook streams
+// (sb), which number them, hold them for confirmations or add retractions.
+// It returns the records to produce, with their counts.
+func (m *Consumer) build(ctx context.Context, records []*kgo.Record, sb *stream.Batch) ([]*kgo.Record, batchCounts, error) {
 	mStart := time.Now()
 	counts := newBatchCounts()
 	var all []matched
+	var events []event
 	var ms []match.Match
+	skip := map[string]bool{} // by record key (the chain id), decided once a batch
 	for _, r := range records {
-		if chain, err := strconv.ParseUint(string(r.Key), 10, 64); err == nil && !m.table.Watches(chain) {
-			// The key is the chain id: a chain nobody watches has nothing to
-			// match, so its blocks are not even decoded.
+		skipped, known := skip[string(r.Key)]
+		if !known {
+			chain, err := strconv.ParseUint(string(r.Key), 10, 64)
+			skipped = err == nil && !m.table.Watches(chain) && !m.streams.HasChain(chain)
+			skip[string(r.Key)] = skipped
+		}
+		if skipped {
+			// The key is the chain id: a chain nobody watches (and with
+			// nothing left to release or retract) has nothing to match, so
+			// its blocks are not even decoded.
 			counts.records["unwatched"]++
 			continue
 		}
@@ -526,21 +637,24 @@ func (m *Consumer) build(ctx context.Context, records []*kgo.Record) ([]*kgo.Rec
 		case *record.ChainEvent_Block:
 			counts.records["block"]++
 			ms = m.match.Block(e.Block, ms[:0])
+			events = append(events, event{offset: r.Offset, block: e.Block, first: len(all), count: len(ms)})
 			for _, x := range ms {
 				all = append(all, matched{block: e.Block, match: x})
 			}
 		case *record.ChainEvent_Reorg:
-			// Activity is matched from canonical blocks as they arrive and
-			// cannot be recalled once delivered; the replacing blocks follow
-			// and are matched like any other (package app's doc, "Reorgs").
+			// Messages already delivered for the orphaned blocks are
+			// retracted, those waiting for confirmations dropped (package
+			// stream); the replacing blocks follow and are matched like any
+			// other.
 			counts.records["reorg"]++
-			m.logger.Info("reorg: activity already emitted for orphaned blocks stands", "chain_id", e.Reorg.GetChainId(),
+			events = append(events, event{offset: r.Offset, reorg: e.Reorg})
+			m.logger.Info("reorg", "chain_id", e.Reorg.GetChainId(),
 				"fork_number", e.Reorg.GetForkNumber(), "orphaned", len(e.Reorg.GetOrphaned()))
 		}
 	}
 	m.m.stage.WithLabelValues("match").Observe(time.Since(mStart).Seconds())
-	if len(all) == 0 {
-		return nil, counts
+	if len(events) == 0 {
+		return nil, counts, nil
 	}
 
 	tStart := time.Now()
@@ -558,32 +672,54 @@ func (m *Consumer) build(ctx context.Context, records []*kgo.Record) ([]*kgo.Rec
 	m.m.stage.WithLabelValues("tokens").Observe(time.Since(tStart).Seconds())
 
 	pStart := time.Now()
-	out := make([]*kgo.Record, 0, len(all))
+	acts := make([]*record.Activity, len(all))
 	now := m.now().UnixMilli()
-	for _, x := range all {
+	for i, x := range all {
 		b, w := x.block, x.match.Webhook
 		tx := b.GetTransactions()[x.match.Tx]
 		body, id, err := payload.Build(payload.Input{Webhook: w, Block: b, Tx: tx, Native: m.natives[b.GetChainId()], Tokens: tokens[b.GetChainId()]})
-		var v []byte
-		if err == nil {
-			v, err = codec.EncodeActivity(&record.Activity{
-				WebhookId: w.ID, MessageId: id, AccountId: w.AccountID, ChainId: b.GetChainId(),
-				BlockNumber: b.GetNumber(), BlockHash: b.GetHash(), TxHash: tx.GetHash(), Payload: body,
-				BlockFetchedAtUnixMs: b.GetFetchedAtUnixMs(), MatchedAtUnixMs: now,
-			})
-		}
 		if err != nil {
 			m.m.payloadErrs.Inc()
 			m.logger.Error("skipping a match whose message cannot be built", "webhook_id", w.ID, "chain_id", b.GetChainId(),
 				"block", b.GetNumber(), "tx_hash", evm.HexBytes(tx.GetHash()), "err", err)
 			continue
 		}
-		out = append(out, &kgo.Record{
-			Topic: m.activity, Key: []byte(w.ID), Value: v,
-			Headers: []kgo.RecordHeader{{Key: codec.SchemaHeader, Value: []byte(codec.ActivitySchema)}},
-		})
-		counts.perChain[b.GetChainId()]++
+		acts[i] = &record.Activity{
+			WebhookId: w.ID, MessageId: id, AccountId: w.AccountID, ChainId: b.GetChainId(),
+			BlockNumber: b.GetNumber(), BlockHash: b.GetHash(), TxHash: tx.GetHash(), Payload: body,
+			BlockFetchedAtUnixMs: b.GetFetchedAtUnixMs(), MatchedAtUnixMs: now,
+		}
 	}
+	confirmations := func(id string) uint32 {
+		if w := m.table.Webhook(id); w != nil {
+			return w.Confirmations
+		}
+		return 0
+	}
+	before := len(sb.Out())
+	for _, e := range events {
+		if e.reorg != nil {
+			if err := sb.Reorg(uint64(e.offset), e.reorg); err != nil {
+				return nil, counts, err
+			}
+			continue
+		}
+		b := e.block
+		var msgs []*record.Activity
+		for _, a := range acts[e.first : e.first+e.count] {
+			if a != nil {
+				msgs = append(msgs, a)
+			}
+		}
+		sb.Block(uint64(e.offset), b.GetChainId(), b.GetNumber(), b.GetHash(), msgs, confirmations)
+	}
+	for _, a := range sb.Out()[before:] {
+		counts.perChain[a.GetChainId()]++
+		if a.GetKind() == record.ActivityKind_ACTIVITY_KIND_RETRACTION {
+			counts.retractions[a.GetChainId()]++
+		}
+	}
+	out, err := sb.Records(m.activity, m.streamTopic)
 	m.m.stage.WithLabelValues("payload").Observe(time.Since(pStart).Seconds())
-	return out, counts
+	return out, counts, err
 }

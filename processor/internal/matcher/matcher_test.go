@@ -140,8 +140,9 @@ type fakeReader struct {
 	calls   int
 }
 
-func (f *fakeReader) Run(ctx context.Context) error { <-ctx.Done(); return nil }
-func (f *fakeReader) Ready() bool                   { return true }
+func (f *fakeReader) Run(ctx context.Context) error   { <-ctx.Done(); return nil }
+func (f *fakeReader) Ready() bool                     { return true }
+func (f *fakeReader) WaitReady(context.Context) error { return nil }
 func (f *fakeReader) CatchUp(context.Context) error {
 	f.calls++
 	if f.err != nil {
@@ -187,7 +188,17 @@ func TestBatchCatchesUpBeforeMatching(t *testing.T) {
 				fr.err = context.DeadlineExceeded
 			}
 			m.reader = fr
-			out, counts := m.prepare(t.Context(), records)
+			m.streamReader = &fakeReader{}
+			all, counts, err := m.prepare(t.Context(), records, m.streams.Begin(0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []*kgo.Record
+			for _, r := range all {
+				if r.Topic == kcfg.Topic(topics.Activity) {
+					out = append(out, r)
+				}
+			}
 			if fr.calls != 1 || len(out) != tc.wantMsgs || counts.perChain[devChain] != tc.wantMsgs {
 				t.Fatalf("CatchUp calls %d, %d messages (%v), want %d", fr.calls, len(out), counts.perChain, tc.wantMsgs)
 			}
@@ -198,9 +209,33 @@ func TestBatchCatchesUpBeforeMatching(t *testing.T) {
 				return
 			}
 			a, err := codec.DecodeActivity(out[0].Value)
-			if err != nil || a.WebhookId != hook || string(out[0].Key) != hook || out[0].Topic != kcfg.Topic(topics.Activity) {
+			if err != nil || a.WebhookId != hook || string(out[0].Key) != hook || out[0].Topic != kcfg.Topic(topics.Activity) || a.Sequence != 1 {
 				t.Fatalf("activity %+v, %v", a, err)
 			}
 		})
+	}
+}
+
+// TestBatchAbortsWithoutStreamState: a batch whose webhook-stream state
+// cannot be read up to date is not matched (its numbers could repeat the
+// previous owner's): prepare fails, and the matcher aborts the transaction.
+func TestBatchAbortsWithoutStreamState(t *testing.T) {
+	kcfg := kafkautil.Config{Brokers: "127.0.0.1:1"}
+	reg := prometheus.NewRegistry()
+	m, err := New(testConfig(), Deps{Logger: testenv.Logger(t), Registerer: reg, Kafka: kcfg, Health: obs.NewHealth()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.reader = &fakeReader{}
+	m.streamReader = &fakeReader{err: context.DeadlineExceeded}
+	ev, err := codec.EncodeChainEvent(block(7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := m.prepare(t.Context(), []*kgo.Record{{Value: ev}}, m.streams.Begin(0)); err == nil {
+		t.Fatal("prepare matched without the stream state")
+	}
+	if v := metricSum(t, reg, "moraine_processor_stream_catchup_failures_total"); v != 1 {
+		t.Fatalf("stream_catchup_failures_total = %v", v)
 	}
 }

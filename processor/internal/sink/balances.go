@@ -9,7 +9,7 @@ import (
 	schema "github.com/moraine-data/moraine/schemas/clickhouse"
 )
 
-// The balance tables (migration 11; package balances): each block's net
+// The balance tables (migration 12; package balances): each block's net
 // token changes per holder (balances, level 0) and their pairs
 // (balance_pairs), its NFT transfers by token id (nft_transfers), and per
 // chain the lowest block written (balance_progress), which tells readers whether a chain's balances need

@@ -17,6 +17,7 @@ import (
 	"github.com/moraine-data/moraine/pkg/chclient"
 	"github.com/moraine-data/moraine/pkg/kafkautil"
 	"github.com/moraine-data/moraine/pkg/obs"
+	"github.com/moraine-data/moraine/processor/internal/budget"
 	"github.com/moraine-data/moraine/schemas/codec"
 	"github.com/moraine-data/moraine/schemas/record"
 	"github.com/moraine-data/moraine/schemas/topics"
@@ -42,6 +43,9 @@ type Config struct {
 	// is how long past the insert timeout a batch already polled may take
 	// to finish on shutdown.
 	ShutdownTimeout time.Duration
+	// Budget holds backfill batches back while reads are slow (package
+	// budget).
+	Budget budget.Config
 }
 
 // RegisterFlags adds the sink's --processor.* flags.
@@ -54,6 +58,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.BatchRows, "processor.batch-rows", 50000, "flush a batch once it holds this many rows (all tables); smaller batches overlap ClickHouse inserts with consuming")
 	fs.DurationVar(&c.FlushInterval, "processor.flush-interval", 100*time.Millisecond, "flush a batch at most this long after its first record (bounds latency at the head)")
 	fs.DurationVar(&c.InsertTimeout, "processor.insert-timeout", 2*time.Minute, "deadline of one batch insert")
+	c.Budget.RegisterFlags(fs)
 }
 
 // Validate checks the configuration of an enabled sink.
@@ -68,6 +73,7 @@ func (c Config) Validate() error {
 	if c.Balances && c.BalancesSettle == 0 {
 		errs = append(errs, errors.New("sink: --processor.balances-settle-blocks must be positive"))
 	}
+	errs = append(errs, c.Budget.Validate())
 	return errors.Join(errs...)
 }
 
@@ -89,10 +95,11 @@ type Deps struct {
 // Consumer is the sink's consumer group: it writes every block batch to
 // ClickHouse and commits its offsets only once the batch is written.
 type Consumer struct {
-	cfg  Config
-	deps Deps
-	m    *metrics
-	up   chan struct{}
+	cfg    Config
+	deps   Deps
+	m      *metrics
+	budget *budget.Budget
+	up     chan struct{}
 }
 
 // New registers the sink's metrics; it does no network I/O.
@@ -103,7 +110,8 @@ func New(cfg Config, deps Deps) (*Consumer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Consumer{cfg: cfg, deps: deps, m: newMetrics(deps.Registerer), up: make(chan struct{})}, nil
+	return &Consumer{cfg: cfg, deps: deps, m: newMetrics(deps.Registerer), budget: budget.New(cfg.Budget, deps.Registerer, deps.Logger),
+		up: make(chan struct{})}, nil
 }
 
 // Connected is closed once the consumer has its ClickHouse connection and
@@ -135,7 +143,11 @@ func (s *Consumer) Run(ctx context.Context) error {
 	s.deps.Health.Add("clickhouse", chclient.Ping(conn))
 	close(s.up)
 	logger.Info("processor consuming", "topic", blocksTopic, "group", group)
-	c := &consumer{cfg: cfg, cl: cl, writer: NewWriter(conn, cfg.InsertTimeout), m: s.m, logger: logger}
+	bctx, stopBudget := context.WithCancel(ctx)
+	defer stopBudget()
+	go s.budget.Run(bctx, probeRead(conn))
+	c := &consumer{cfg: cfg, cl: cl, writer: NewWriter(conn, cfg.InsertTimeout), m: s.m, logger: logger,
+		budget: s.budget, atHead: map[string]bool{}}
 	var rolled chan struct{}
 	if cfg.Balances {
 		rcfg := balances.DefaultRollerConfig()
@@ -193,6 +205,15 @@ type consumer struct {
 	logger *slog.Logger
 	// roller sums settled balance buckets (nil without balances).
 	roller *balances.Roller
+	// budget holds backfill batches back while reads are slow: after such
+	// a batch, the next is written no earlier than pauseUntil, unless a
+	// record of a chain whose last batch was at its head (atHead, by
+	// record key) arrives first.
+	budget     *budget.Budget
+	pauseUntil time.Time
+	atHead     map[string]bool
+	// held are records polled during a pause, not yet written.
+	held []*kgo.Record
 	// progress of the periodic "indexed" log line
 	progress indexProgress
 }
@@ -248,7 +269,13 @@ func (c *consumer) run(ctx context.Context) error {
 // good, or the finisher stops.
 func (c *consumer) poll(ctx context.Context, toFinish chan<- *written, finisherDone <-chan struct{}) error {
 	for {
-		fetches := c.cl.PollRecords(ctx, pollChunk)
+		// A backfill batch's pause: what arrives meanwhile is the next
+		// batch.
+		records := c.pausedPoll(ctx)
+		var fetches kgo.Fetches
+		if len(records) == 0 {
+			fetches = c.cl.PollRecords(ctx, pollChunk)
+		}
 		if ctx.Err() != nil {
 			c.cl.AllowRebalance()
 			return nil
@@ -265,11 +292,12 @@ func (c *consumer) poll(ctx context.Context, toFinish chan<- *written, finisherD
 		if fetchErr != nil {
 			c.logger.Warn("fetch error, retrying", "err", fetchErr)
 		}
-		records := fetches.Records()
+		records = append(records, fetches.Records()...)
 		// Top up the batch while more records arrive quickly: large inserts
 		// during backfill, one flush interval of latency at the head.
+		// Not during a backfill's pause: only a head's records go then.
 		deadline := time.Now().Add(c.cfg.FlushInterval)
-		for len(records) > 0 && rowsEstimate(records) < c.cfg.BatchRows && time.Now().Before(deadline) {
+		for len(records) > 0 && !time.Now().Before(c.pauseUntil) && rowsEstimate(records) < c.cfg.BatchRows && time.Now().Before(deadline) {
 			pctx, cancel := context.WithDeadline(ctx, deadline)
 			more := c.cl.PollRecords(pctx, pollChunk)
 			cancel()
@@ -284,6 +312,7 @@ func (c *consumer) poll(ctx context.Context, toFinish chan<- *written, finisherD
 				c.cl.AllowRebalance()
 				return err
 			}
+			c.pace(w, time.Now())
 			select {
 			case toFinish <- w:
 			case <-finisherDone:

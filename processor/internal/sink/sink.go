@@ -5,7 +5,7 @@
 // endpoints read (transactions_by_hash and address_lists; index.go, migrations
 // 8 and 9), and unless turned off (--processor.balances) the balance tables
 // the balance and NFT routes read (balances level 0, nft_transfers,
-// balance_progress; balances.go, migration 11), whose settled buckets its
+// balance_progress; balances.go, migration 12), whose settled buckets its
 // roller (pkg/balances.Roller) sums once each chain's written head is past
 // them.
 //
@@ -39,6 +39,15 @@
 // block without its children, nor a head ahead of its blocks
 // (the processor's TestSinkCrashIntegration checks both while it kills
 // the sink).
+//
+// # Serving first
+//
+// With the write budget on (package budget, --processor.read-latency-target),
+// a batch holding backfill waits after its inserts while reads are slow;
+// what arrives meanwhile is held for the next batch, except the records of
+// a chain at its head, which go at once with their partition's held records
+// before them (pace.go). Offsets are still committed only for written
+// records, partition by partition in order.
 //
 // # Metrics
 //

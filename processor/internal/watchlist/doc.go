@@ -13,8 +13,11 @@
 //	<webhookId>/<0x…lowercase>   WatchedAddress: one watched address (tombstone: removed)
 //	account:<accountId>          ignored here (delivery's)
 //
-// Apply is last-write-wins per key in topic order, a tombstone deletes the
-// key, and a malformed record deletes what its key held (counted, logged).
+// Records are applied by the one rule of pkg/watch (Versions): a record
+// whose version is below the highest the table has seen for its key,
+// tombstones included, is dropped (counted as stale); otherwise it replaces
+// what its key held, a tombstone deletes the key, and a malformed record
+// deletes what its key held (counted, logged).
 // Address records carry their chain id, so an address is indexed before its
 // webhook's settings arrive; until then (and after the settings' tombstone)
 // the webhook has no settings and never matches. A deactivated webhook
@@ -36,4 +39,5 @@
 //	moraine_processor_watchlist_webhooks                  webhooks with settings (any status)
 //	moraine_processor_watchlist_records_applied_total{kind}  webhook, address, account, tombstone
 //	moraine_processor_watchlist_malformed_records_total
+//	moraine_processor_watchlist_stale_records_total        dropped by the version rule
 package watchlist

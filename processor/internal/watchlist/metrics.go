@@ -9,6 +9,7 @@ import (
 type metrics struct {
 	applied   *prometheus.CounterVec
 	malformed prometheus.Counter
+	stale     prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, t *Table) *metrics {
@@ -17,6 +18,8 @@ func newMetrics(reg prometheus.Registerer, t *Table) *metrics {
 		applied: f.CounterVec("watchlist_records_applied_total", "Address-watch records applied to the watch table, by kind.", "kind"),
 		malformed: f.Counter("watchlist_malformed_records_total",
 			"Address-watch records that could not be used (their key was dropped)."),
+		stale: f.Counter("watchlist_stale_records_total",
+			"Address-watch records dropped because the table had seen a newer version of their key (pkg/watch Versions)."),
 	}
 	for _, k := range []string{"webhook", "address", "account", "tombstone"} {
 		m.applied.WithLabelValues(k)

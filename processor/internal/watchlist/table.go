@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/moraine-data/moraine/pkg/evm"
+	"github.com/moraine-data/moraine/pkg/watch"
 	"github.com/moraine-data/moraine/schemas/codec"
 	"github.com/moraine-data/moraine/schemas/record"
 )
@@ -33,6 +34,9 @@ type Webhook struct {
 	IncludeLogs        bool
 	// EventSignatures are topic0 filters (32 bytes each); empty means none.
 	EventSignatures [][]byte
+	// Confirmations is how many blocks must be on top of a block before its
+	// activity is delivered (0: at once, retracted on a reorg).
+	Confirmations uint32
 }
 
 // WebhookFrom converts a settings record.
@@ -44,6 +48,7 @@ func WebhookFrom(w *record.WatchedWebhook) *Webhook {
 		IncludeInternalTxs: w.GetIncludeInternalTxs(),
 		IncludeLogs:        w.GetIncludeLogs(),
 		EventSignatures:    w.GetEventSignatures(),
+		Confirmations:      w.GetConfirmations(),
 	}
 }
 
@@ -71,6 +76,7 @@ type Table struct {
 	chains    map[uint64]map[evm.Address]uint32
 	multi     [][]uint32
 	freeMulti []uint32
+	versions  *watch.Versions
 
 	addresses atomic.Int64
 	webhooks  atomic.Int64
@@ -86,7 +92,7 @@ type Deps struct {
 
 // New returns an empty table.
 func New(deps Deps) *Table {
-	t := &Table{byID: map[string]uint32{}, chains: map[uint64]map[evm.Address]uint32{}, logger: deps.Logger}
+	t := &Table{byID: map[string]uint32{}, chains: map[uint64]map[evm.Address]uint32{}, versions: watch.NewVersions(), logger: deps.Logger}
 	if t.logger == nil {
 		t.logger = slog.New(slog.DiscardHandler)
 	}
@@ -100,9 +106,19 @@ func New(deps Deps) *Table {
 // ErrMalformed is returned by Apply for a record it cannot use.
 var ErrMalformed = errors.New("watchlist: malformed record")
 
-// ApplyRecord is Apply for a Kafka record: the kafkautil.TableReader
-// callback. A malformed record is logged and counted.
+// ApplyRecord applies one record of the address-watch topic (the
+// kafkautil.TableReader callback) by the rule of watch.Versions: a record
+// older than what the table has seen for its key (tombstones included) is
+// dropped and counted as stale, so a late or republished record can
+// neither resurrect a removed address nor reactivate a deactivated webhook.
+// A malformed record is logged and counted.
 func (t *Table) ApplyRecord(r *kgo.Record) {
+	if !t.versions.AdmitRecord(r) {
+		if t.m != nil {
+			t.m.stale.Inc()
+		}
+		return
+	}
 	if err := t.Apply(r.Key, r.Value); err != nil {
 		if t.m != nil {
 			t.m.malformed.Inc()
@@ -112,13 +128,11 @@ func (t *Table) ApplyRecord(r *kgo.Record) {
 	}
 }
 
-// Apply applies one record of the address-watch topic: key and value
-// (nil value: a tombstone). The last record of a key wins; a tombstone
-// deletes the key. Records are applied in topic order, never compared by
-// version: the query service's reconciler makes each key's last record equal
-// the source of truth, so the last record is right even when a stale one
-// arrived late (comparing versions could refuse a correct republication
-// after clock skew).
+// Apply applies one record's key and value (nil value: a tombstone) to the
+// table, unconditionally: the record replaces what its key held, a
+// tombstone deletes the key. Records from the topic go through ApplyRecord,
+// which decides first whether the record is current; tests and benchmarks
+// that feed the table in order call Apply.
 //
 // A malformed record (bad key, undecodable value, value of the wrong kind)
 // deletes what its key held and returns an error wrapping ErrMalformed: the

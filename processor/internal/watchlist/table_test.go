@@ -10,8 +10,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/moraine-data/moraine/pkg/accountdb"
 	"github.com/moraine-data/moraine/pkg/evm"
+	"github.com/moraine-data/moraine/pkg/watch"
 	"github.com/moraine-data/moraine/schemas/codec"
 	"github.com/moraine-data/moraine/schemas/record"
 )
@@ -239,5 +242,59 @@ func TestMetrics(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(tbl.m.applied.WithLabelValues("tombstone")); got != 1 {
 		t.Errorf("applied{tombstone} = %v", got)
+	}
+}
+
+// TestStaleRecordsAreDropped drives ApplyRecord, the topic reader's entry
+// point, with the records pkg/watch builds from ClickHouse rows, and checks
+// pkg/watch's rule (Versions): a stale or replayed record can neither
+// resurrect a removed address nor reactivate a deactivated webhook, and a
+// newer change still applies.
+func TestStaleRecordsAreDropped(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	tbl := New(Deps{Registerer: reg})
+	hook := func(status string, v uint64) *kgo.Record {
+		r, err := watch.WebhookRecord(accountdb.Webhook{ID: hookA, AccountID: "acc", ChainID: "43114", EventType: "address_activity", Status: status, Version: v})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	addrRec := func(v uint64, removed bool) *kgo.Record {
+		r, err := watch.AddressRecord(accountdb.Address{WebhookID: hookA, Address: addr1, Version: v, Removed: removed}, "43114")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	watching := func() bool { return len(tbl.Watching(43114, address(addr1))) == 1 }
+	active := func() bool { w := tbl.Webhook(hookA); return w != nil && w.Active }
+
+	tbl.ApplyRecord(hook(accountdb.StatusActive, 10))
+	tbl.ApplyRecord(addrRec(11, false))
+	if !watching() || !active() {
+		t.Fatal("the webhook and its address are not in the table")
+	}
+	tbl.ApplyRecord(addrRec(20, true))
+	tbl.ApplyRecord(hook(accountdb.StatusInactive, 21))
+	// Late records from before the changes: one produced by a slower
+	// instance, one republished by a reconciler that read ClickHouse early.
+	tbl.ApplyRecord(addrRec(11, false))
+	tbl.ApplyRecord(hook(accountdb.StatusActive, 10))
+	tbl.ApplyRecord(addrRec(19, false))
+	if watching() {
+		t.Error("a stale record resurrected a removed address")
+	}
+	if active() {
+		t.Error("a stale record reactivated a deactivated webhook")
+	}
+	if got := testutil.ToFloat64(tbl.m.stale); got != 3 {
+		t.Errorf("stale_records_total = %v, want 3", got)
+	}
+	// Newer changes apply.
+	tbl.ApplyRecord(addrRec(30, false))
+	tbl.ApplyRecord(hook(accountdb.StatusActive, 31))
+	if !watching() || !active() {
+		t.Error("a newer re-add or reactivation was dropped")
 	}
 }

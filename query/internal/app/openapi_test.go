@@ -88,6 +88,13 @@ func TestOpenAPIListsEveryRoute(t *testing.T) {
 	payload := doc.Webhooks["address_activity"]["post"].RequestBody.Content["application/json"].Schema.Ref
 	require.Equal(t, "#/components/schemas/WebhookAddressActivityResponse", payload)
 	require.Contains(t, doc.Components.Schemas, "WebhookAddressActivityResponse")
+	// moraine's extension fields of hosted schemas are documented and marked.
+	for _, schema := range []string{"EVMAddressActivityRequest", "UpdateWebhookRequest", "EVMAddressActivityResponse"} {
+		props, _ := doc.Components.Schemas[schema].(map[string]any)["properties"].(map[string]any)
+		c, _ := props["confirmations"].(map[string]any)
+		require.Equal(t, true, c["x-moraine-extension"], "%s.confirmations", schema)
+		require.Equal(t, "integer", c["type"], "%s.confirmations", schema)
+	}
 }
 
 // TestOpenAPIBalanceExtensions: blockNumber on listErc721Balances and

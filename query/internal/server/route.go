@@ -33,7 +33,10 @@ type Route struct {
 	// operation (a JSON array of OpenAPI parameter objects; "" for none),
 	// such as blockNumber on listErc721Balances.
 	ExtraParameters string
-	Handler         gin.HandlerFunc
+	// Properties are moraine's extension properties of the hosted schemas
+	// a hosted operation takes or returns (openapi.Operation.Properties).
+	Properties string
+	Handler gin.HandlerFunc
 }
 
 // Weight is a route's cost in compute units (CONTRACT.md section 7.1).

@@ -154,6 +154,7 @@ func Operations(routes []Route) []openapi.Operation {
 		out[i] = openapi.Operation{
 			Method: rt.Method, Path: rt.Path, ID: rt.Operation, Weight: rt.Weight.String(),
 			KeyRequired: rt.Access == Account, Extension: rt.Extension, ExtraParameters: rt.ExtraParameters,
+			Properties: rt.Properties,
 		}
 	}
 	return out

@@ -6,7 +6,7 @@
 // the moraine.nft-metadata topic, which the processor's metadata worker
 // fetches (processor/internal/nftworker).
 //
-// The hour is kept in ClickHouse (nft_reindex_requests, migration 10): a
+// The hour is kept in ClickHouse (nft_reindex_requests, migration 11): a
 // request is refused (TooSoonError) while the last accepted one is less
 // than an hour old. An accepted request is produced first (acks=all), then
 // recorded; if recording fails the client gets an error and may ask again,

@@ -48,6 +48,11 @@ type Operation struct {
 	// a JSON array of OpenAPI parameter objects ("" for none); each is
 	// marked x-moraine-extension.
 	ExtraParameters string
+	// Properties are moraine's extension properties of hosted schemas that
+	// a hosted operation takes or returns, as a JSON object: schema name ->
+	// {property name: property schema}. Each is added to the schema marked
+	// x-moraine-extension; a name the hosted schema has is an error.
+	Properties string
 }
 
 // Extension documents one of moraine's own operations.
@@ -123,6 +128,11 @@ func Build(ops []Operation) ([]byte, error) {
 	}
 	// ListWebhooksResponse's items too: one kind.
 	narrowToEVM(schemas)
+	for _, o := range ops {
+		if err := addProperties(o, schemas); err != nil {
+			return nil, fmt.Errorf("openapi: %s %s: %w", o.Method, o.Path, err)
+		}
+	}
 
 	result := map[string]any{
 		"openapi": doc["openapi"],
@@ -298,6 +308,38 @@ func addParameters(op map[string]any, extra string) error {
 		params = append(params, p)
 	}
 	op["parameters"] = params
+	return nil
+}
+
+// addProperties adds o's extension properties to the hosted schemas they
+// name. Two operations may add the same property to a schema they share
+// (a request and a response schema of several routes) only identically.
+func addProperties(o Operation, schemas map[string]any) error {
+	if o.Properties == "" {
+		return nil
+	}
+	var add map[string]map[string]map[string]any
+	if err := json.Unmarshal([]byte(o.Properties), &add); err != nil {
+		return fmt.Errorf("extension properties: %w", err)
+	}
+	for name, props := range add {
+		schema, ok := schemas[name].(map[string]any)
+		if !ok {
+			return fmt.Errorf("extension properties: no schema %s", name)
+		}
+		have, _ := schema["properties"].(map[string]any)
+		if have == nil {
+			have = map[string]any{}
+			schema["properties"] = have
+		}
+		for p, ps := range props {
+			ps["x-moraine-extension"] = true
+			if old, clash := have[p]; clash && !equalJSON(old, ps) {
+				return fmt.Errorf("extension property %s.%s: the schema has it already", name, p)
+			}
+			have[p] = ps
+		}
+	}
 	return nil
 }
 

@@ -6,7 +6,8 @@
 //	POST   /v1/webhooks                                201 EVMAddressActivityResponse
 //	GET    /v1/webhooks?status=&pageSize=&pageToken=   200 {webhooks, nextPageToken?}, newest first
 //	GET    /v1/webhooks/{id}                           200 webhook
-//	PATCH  /v1/webhooks/{id}                           200 webhook (name, description, url, status, includeInternalTxs, includeLogs)
+//	PATCH  /v1/webhooks/{id}                           200 webhook (name, description, url, status, includeInternalTxs, includeLogs,
+//	                                                       confirmations)
 //	DELETE /v1/webhooks/{id}                           200 webhook, status inactive (PATCH status active reactivates)
 //	PATCH  /v1/webhooks/{id}/addresses                 200 webhook; body {addresses}
 //	DELETE /v1/webhooks/{id}/addresses                 200 webhook; body {addresses}

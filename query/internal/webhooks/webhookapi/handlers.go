@@ -32,6 +32,10 @@ type webhookResponse struct {
 	CreatedAt          uint64   `json:"createdAt"`
 	Name               string   `json:"name"`
 	Description        string   `json:"description"`
+	// Confirmations is a moraine extension (docs/webhook-stream.md),
+	// omitted when 0 so a webhook created as on the hosted service is
+	// answered exactly as there.
+	Confirmations uint32 `json:"confirmations,omitempty"`
 }
 
 type metadata struct {
@@ -83,6 +87,7 @@ func toResponse(v view) webhookResponse {
 		Metadata:           metadata{Addresses: nonNil(v.addresses), EventSignatures: v.w.EventSignatures},
 		IncludeInternalTxs: v.w.IncludeInternalTxs, IncludeLogs: v.w.IncludeLogs,
 		URL: v.w.URL, Status: v.w.Status, CreatedAt: v.w.CreatedAt, Name: v.w.Name, Description: v.w.Description,
+		Confirmations: v.w.Confirmations,
 	}
 }
 

@@ -3,6 +3,7 @@ package webhookapi
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"time"
@@ -131,6 +132,18 @@ func New(cfg Config, d Deps) (*API, error) {
 	}}, nil
 }
 
+// confirmationsDoc documents the confirmations field (a moraine
+// extension, docs/webhook-stream.md) of the webhook's request and response
+// schemas.
+var confirmationsDoc = func() string {
+	p := fmt.Sprintf(`{"type": "integer", "minimum": 0, "maximum": %d, "default": 0, "description": "moraine extension: `+
+		`how many blocks must be on top of a block before its activity is delivered. 0 delivers at once and follows a `+
+		`message whose block a reorg orphans with a signed retraction; N waits for N blocks and never delivers activity `+
+		`of a block orphaned before (docs/webhook-stream.md)."}`, MaxConfirmations)
+	return `{"EVMAddressActivityRequest": {"confirmations": ` + p + `}, "UpdateWebhookRequest": {"confirmations": ` + p +
+		`}, "EVMAddressActivityResponse": {"confirmations": ` + p + `}}`
+}()
+
 // Routes is the webhook API's part of the route table. Every route needs
 // an API key (server.Account): webhooks belong to accounts. The
 // custom-method paths carry a literal colon (AIP-136).
@@ -139,13 +152,17 @@ func (a *API) Routes() []server.Route {
 	route := func(method, path, op string, w server.Weight, fn gin.HandlerFunc) server.Route {
 		return server.Route{Method: method, Path: path, Operation: op, Weight: w, Access: server.Account, Handler: fn}
 	}
+	create := route(http.MethodPost, "/v1/webhooks", "createWebhook", server.WeightMedium, h.create)
+	create.Properties = confirmationsDoc
+	update := route(http.MethodPatch, "/v1/webhooks/{id}", "updateWebhook", server.WeightMedium, h.update)
+	update.Properties = confirmationsDoc
 	return []server.Route{
-		route(http.MethodPost, "/v1/webhooks", "createWebhook", server.WeightMedium, h.create),
+		create,
 		route(http.MethodGet, "/v1/webhooks", "listWebhooks", server.WeightSmall, h.list),
 		route(http.MethodPost, "/v1/webhooks:generateOrRotateSharedSecret", "generateOrRotateSharedSecret", server.WeightMedium, h.rotateSecret),
 		route(http.MethodGet, "/v1/webhooks:getSharedSecret", "getSharedSecret", server.WeightSmall, h.getSecret),
 		route(http.MethodGet, "/v1/webhooks/{id}", "getWebhook", server.WeightSmall, h.get),
-		route(http.MethodPatch, "/v1/webhooks/{id}", "updateWebhook", server.WeightMedium, h.update),
+		update,
 		route(http.MethodDelete, "/v1/webhooks/{id}", "deactivateWebhook", server.WeightMedium, h.deactivate),
 		route(http.MethodGet, "/v1/webhooks/{id}/addresses", "getAddressesFromWebhook", server.WeightMedium, h.listAddresses),
 		route(http.MethodPatch, "/v1/webhooks/{id}/addresses", "addAddressesToWebhook", server.WeightMedium, h.addAddresses),

@@ -163,7 +163,7 @@ func requestHash(accountID string, r createRequest) string {
 	sort.Strings(addrs)
 	sigs := append([]string(nil), r.EventSignatures...)
 	sort.Strings(sigs)
-	b, _ := json.Marshal([]any{accountID, r.URL, r.Chain.EVMChainID, addrs, sigs, r.Name, r.Description, r.IncludeInternalTxs, r.IncludeLogs})
+	b, _ := json.Marshal([]any{accountID, r.URL, r.Chain.EVMChainID, addrs, sigs, r.Name, r.Description, r.IncludeInternalTxs, r.IncludeLogs, r.Confirmations})
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:])
 }
@@ -213,7 +213,7 @@ func (s *service) create(ctx context.Context, p auth.Principal, r createRequest)
 		AccountID: acc.ID, ID: id.String(), URL: r.URL, ChainID: r.Chain.EVMChainID, EventType: eventAddressActivity,
 		Name: r.Name, Description: r.Description, EventSignatures: r.EventSignatures,
 		IncludeInternalTxs: r.IncludeInternalTxs, IncludeLogs: r.IncludeLogs, Status: accountdb.StatusActive,
-		CreatedAt: uint64(now.UnixMilli()), RequestHash: hash,
+		CreatedAt: uint64(now.UnixMilli()), RequestHash: hash, Confirmations: r.Confirmations,
 	}
 	if w.EventSignatures == nil {
 		w.EventSignatures = []string{}
@@ -235,6 +235,7 @@ func requestOf(v view, ch chains.Chain) createRequest {
 	return createRequest{
 		URL: v.w.URL, Chain: ch, Addresses: v.addresses, EventSignatures: v.w.EventSignatures,
 		Name: v.w.Name, Description: v.w.Description, IncludeInternalTxs: v.w.IncludeInternalTxs, IncludeLogs: v.w.IncludeLogs,
+		Confirmations: v.w.Confirmations,
 	}
 }
 
@@ -331,6 +332,9 @@ func (s *service) update(ctx context.Context, p auth.Principal, id string, r upd
 		set(&w.Status, r.Status)
 		if r.IncludeLogs != nil {
 			w.IncludeLogs = *r.IncludeLogs
+		}
+		if r.Confirmations != nil {
+			w.Confirmations = *r.Confirmations
 		}
 		if r.IncludeInternalTxs != nil {
 			if *r.IncludeInternalTxs && !w.IncludeInternalTxs && !s.chainHasTraces(w.ChainID) {

@@ -16,15 +16,19 @@ import (
 // Validation messages. "Invalid address format" is the hosted service's own
 // (CONTRACT.md section 3.1); the others follow class-validator's wording.
 const (
-	msgNotJSON           = "Request body must be a JSON object"
-	msgAddress           = "Invalid address format"
-	msgEventSignature    = "Invalid event signature format"
-	msgEventType         = "eventType must be one of the following values: address_activity"
-	msgURL               = "url must be an absolute http or https URL"
-	msgStatus            = "status must be one of the following values: active, inactive"
-	maxURLLength         = 2048
-	maxTextLength        = 1024
-	maxEventSignatures   = 100
+	msgNotJSON         = "Request body must be a JSON object"
+	msgAddress         = "Invalid address format"
+	msgEventSignature  = "Invalid event signature format"
+	msgEventType       = "eventType must be one of the following values: address_activity"
+	msgURL             = "url must be an absolute http or https URL"
+	msgStatus          = "status must be one of the following values: active, inactive"
+	maxURLLength       = 2048
+	maxTextLength      = 1024
+	maxEventSignatures = 100
+	// MaxConfirmations bounds a webhook's confirmations (a moraine
+	// extension): ingest finds reorgs only within its reorg window (256
+	// blocks by default), so waiting longer protects against nothing.
+	MaxConfirmations     = 256
 	eventAddressActivity = "address_activity"
 )
 
@@ -93,6 +97,21 @@ func (f *fields) boolean(name string) (bool, bool) {
 		return false, false
 	}
 	return b, true
+}
+
+// confirmations reads the confirmations field (a moraine extension): an
+// integer from 0 to MaxConfirmations.
+func (f *fields) confirmations() (uint32, bool) {
+	r, ok := f.raw("confirmations")
+	if !ok {
+		return 0, false
+	}
+	var n uint32
+	if err := json.Unmarshal(r, &n); err != nil || n > MaxConfirmations {
+		f.fail("%sconfirmations must be an integer from 0 to %d (blocks on top of a block before its activity is delivered)", f.pre, MaxConfirmations)
+		return 0, false
+	}
+	return n, true
 }
 
 // strings reads an array of strings; elements that are not strings are
@@ -210,6 +229,8 @@ type createRequest struct {
 	Name, Description  string
 	IncludeInternalTxs bool
 	IncludeLogs        bool
+	// Confirmations is the moraine extension (0 when absent).
+	Confirmations uint32
 }
 
 // parseCreate validates a create body and reports every failed constraint.
@@ -265,6 +286,7 @@ func parseCreate(body []byte, cfg *chains.Config) (createRequest, error) {
 	req.Description, _ = f.text("description")
 	req.IncludeInternalTxs, _ = f.boolean("includeInternalTxs")
 	req.IncludeLogs, _ = f.boolean("includeLogs")
+	req.Confirmations, _ = f.confirmations()
 	if req.IncludeInternalTxs && req.Chain.EVMChainID != "" && !req.Chain.Traces {
 		f.fail("includeInternalTxs is only available on chains with traces, and chain %s has none", req.Chain.EVMChainID)
 	}
@@ -275,6 +297,7 @@ func parseCreate(body []byte, cfg *chains.Config) (createRequest, error) {
 type updateRequest struct {
 	Name, Description, URL, Status  *string
 	IncludeInternalTxs, IncludeLogs *bool
+	Confirmations                   *uint32
 }
 
 func parseUpdate(body []byte) (updateRequest, error) {
@@ -304,6 +327,9 @@ func parseUpdate(body []byte) (updateRequest, error) {
 	}
 	if b, ok := f.boolean("includeLogs"); ok {
 		req.IncludeLogs = &b
+	}
+	if n, ok := f.confirmations(); ok {
+		req.Confirmations = &n
 	}
 	return req, f.err()
 }

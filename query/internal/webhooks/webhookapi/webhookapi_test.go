@@ -224,6 +224,35 @@ func TestWebhookLifecycle(t *testing.T) {
 	require.Equal(t, plan.Pro, accRec.GetPlan())
 }
 
+const msgConfirmations = "confirmations must be an integer from 0 to 256 (blocks on top of a block before its activity is delivered)"
+
+// TestConfirmations: the confirmations extension is taken on create and
+// PATCH, shown on every answer when set (absent at 0, the default, so
+// answers stay the hosted service's), and carried by the webhook's address-watch record to the matcher.
+func TestConfirmations(t *testing.T) {
+	env := webhookapitest.Start(t, webhookapitest.Options{})
+	_, key := env.NewAccount(t, plan.Free)
+	r := env.Do(t, "POST", "/v1/webhooks", key, createBody(addr1))
+	require.Equal(t, http.StatusCreated, r.Code, "%s", r.Body)
+	require.NotContains(t, r.JSON(t), "confirmations")
+
+	b := createBody(addr2)
+	b["confirmations"] = 12
+	r = env.Do(t, "POST", "/v1/webhooks", key, b)
+	require.Equal(t, http.StatusCreated, r.Code, "%s", r.Body)
+	id := r.JSON(t)["id"].(string)
+	require.Equal(t, float64(12), r.JSON(t)["confirmations"])
+	require.Equal(t, float64(12), env.Do(t, "GET", "/v1/webhooks/"+id, key, nil).JSON(t)["confirmations"])
+	require.Equal(t, uint32(12), webhookapitest.TopicState(t, env.Kafka)[codec.WatchWebhookKey(id)].Value.GetWebhook().GetConfirmations())
+
+	r = env.Do(t, "PATCH", "/v1/webhooks/"+id, key, map[string]any{"confirmations": 64})
+	require.Equal(t, http.StatusOK, r.Code, "%s", r.Body)
+	require.Equal(t, float64(64), r.JSON(t)["confirmations"])
+	r = env.Do(t, "PATCH", "/v1/webhooks/"+id, key, map[string]any{"name": "kept"})
+	require.Equal(t, float64(64), r.JSON(t)["confirmations"], "a PATCH without the field keeps it")
+	require.Equal(t, uint32(64), webhookapitest.TopicState(t, env.Kafka)[codec.WatchWebhookKey(id)].Value.GetWebhook().GetConfirmations())
+}
+
 func TestValidation(t *testing.T) {
 	env := webhookapitest.Start(t, webhookapitest.Options{})
 	_, key := env.NewAccount(t, plan.Free)
@@ -266,6 +295,11 @@ func TestValidation(t *testing.T) {
 		{"internal txs without traces", "POST", "/v1/webhooks", with(func(b map[string]any) { b["chainId"], b["includeInternalTxs"] = "4337", true }), 400, []string{"includeInternalTxs is only available on chains with traces, and chain 4337 has none"}},
 		{"flag not boolean", "POST", "/v1/webhooks", with(func(b map[string]any) { b["includeLogs"] = "yes" }), 400, []string{"includeLogs must be a boolean value"}},
 		{"name not string", "POST", "/v1/webhooks", with(func(b map[string]any) { b["name"] = 5 }), 400, []string{"name must be a string"}},
+		{"confirmations too many", "POST", "/v1/webhooks", with(func(b map[string]any) { b["confirmations"] = 257 }), 400, []string{msgConfirmations}},
+		{"confirmations negative", "POST", "/v1/webhooks", with(func(b map[string]any) { b["confirmations"] = -1 }), 400, []string{msgConfirmations}},
+		{"confirmations fractional", "POST", "/v1/webhooks", with(func(b map[string]any) { b["confirmations"] = 1.5 }), 400, []string{msgConfirmations}},
+		{"confirmations a string", "POST", "/v1/webhooks", with(func(b map[string]any) { b["confirmations"] = "12" }), 400, []string{msgConfirmations}},
+		{"patch confirmations too many", "PATCH", "/v1/webhooks/" + id, map[string]any{"confirmations": 1000}, 400, []string{msgConfirmations}},
 		{"patch bad status", "PATCH", "/v1/webhooks/" + id, map[string]any{"status": "paused"}, 400, []string{"status must be one of the following values: active, inactive"}},
 		{"patch bad url", "PATCH", "/v1/webhooks/" + id, map[string]any{"url": "nope"}, 400, []string{"url must be an absolute http or https URL"}},
 		{"patch not json", "PATCH", "/v1/webhooks/" + id, "x", 400, "Request body must be a JSON object"},
