@@ -104,6 +104,10 @@ bench: build stack-up ## Run the benchmarks; results go to bench/results.md and 
 bench-history: build stack-up ## The transaction-history routes alone: 50M synthetic transactions (seeded once, ~30 min), 4 routes at 200 req/s.
 	@eval "$$(bash $(STACK) env)"; bash bench/history.sh
 
+.PHONY: bench-balances
+bench-balances: build stack-up ## The balance routes alone: the balances of 50M synthetic transactions (seeded once), 3 routes at 200 req/s, the old-block curve.
+	@eval "$$(bash $(STACK) env)"; bash bench/balances.sh
+
 # The benchmark corpus (make corpus, make bench-backfill): where it is written and how large.
 CORPUS              ?= $(STATE_DIR)/corpus
 CORPUS_BLOCKS       ?= 200000

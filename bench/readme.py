@@ -78,6 +78,19 @@ def bench_summary(path):
     ]:
         rows.append((f"{goal}: p99 <= 50 ms at 200 req/s ({data})",
                      q(re.search(pat, t, re.M))))
+    # The balance routes (bench/balances.sh), each alone at 200 req/s.
+    btxs = re.search(r"^Data: the balance state of ([\d,]+) synthetic transactions", t, re.M)
+    bdata = btxs.group(1) + " transactions" if btxs else "?"
+    for goal, pat in [
+        ("listErc20Balances of a holder of 1,000 tokens, at the head", r"^/v1/chains/\d+/addresses/0x[0-9a-f]+/balances:listErc20\?pageSize=100\s.*$"),
+        ("listErc20Balances of a holder of 1,000 tokens, at a random past block", r"^/v1/chains/\d+/addresses/0x[0-9a-f]+/balances:listErc20\?pageSize=100&blockNumber=\{rand:.*$"),
+        ("listErc721Balances of a holder of 10,000 NFTs", r"^/v1/chains/\d+/addresses/0x[0-9a-f]+/balances:listErc721\?pageSize=100\s.*$"),
+    ]:
+        rows.append((f"{goal}: p99 <= 50 ms at 200 req/s (the balances of {bdata})", q(re.search(pat, t, re.M))))
+    curve = re.findall(r"^(router 0|curve:1000000|curve:1000|pool account)\s+([\d,]+) delta rows.*?p99=(\S+).*?rows read/request (\d+)", t, re.M)
+    if curve:
+        rows.append(("a balance at an old block does not cost more as the holder's transfers grow (p99, rows read)",
+                     "; ".join(f"{n} transfers: p99 {p}, {r} rows" for _, n, p, r in curve)))
     out = [(measured.group(0) if measured else "") + " Every run and stage: [`bench/results.md`](bench/results.md).", ""]
     out += ["| Goal | Measured |", "|---|---|"]
     out += [f"| {g} | {m} |" for g, m in rows]

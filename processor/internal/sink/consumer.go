@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/moraine-data/moraine/pkg/balances"
 	"github.com/moraine-data/moraine/pkg/chclient"
 	"github.com/moraine-data/moraine/pkg/kafkautil"
 	"github.com/moraine-data/moraine/pkg/obs"
@@ -28,11 +29,16 @@ type Config struct {
 	Enabled bool
 	// AddressIndex writes the transaction-history tables
 	// (--processor.address-index).
-	AddressIndex  bool
-	Group         string
-	BatchRows     int
-	FlushInterval time.Duration
-	InsertTimeout time.Duration
+	AddressIndex bool
+	// Balances writes the balance tables and sums their settled buckets
+	// (--processor.balances); BalancesSettle is how far below the head a
+	// bucket must end to be summed (--processor.balances-settle-blocks).
+	Balances       bool
+	BalancesSettle uint64
+	Group          string
+	BatchRows      int
+	FlushInterval  time.Duration
+	InsertTimeout  time.Duration
 	// ShutdownTimeout (the processor's --shutdown.timeout, not a sink flag)
 	// is how long past the insert timeout a batch already polled may take
 	// to finish on shutdown.
@@ -46,6 +52,8 @@ type Config struct {
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.Enabled, "processor.sink-enabled", true, "run the ClickHouse sink (blocks, transactions, logs, internal transactions)")
 	fs.BoolVar(&c.AddressIndex, "processor.address-index", true, "write the transaction-history tables (transactions_by_hash, address_lists) that the Data API's transaction and address endpoints read; false saves their cost where only blocks are served")
+	fs.BoolVar(&c.Balances, "processor.balances", true, "write the balance tables (balances, nft_transfers, balance_progress) that the Data API's balance and NFT routes read, and sum their settled buckets; false saves their cost where balances are not served")
+	fs.Uint64Var(&c.BalancesSettle, "processor.balances-settle-blocks", balances.DefaultRollerConfig().Settle, "sum a bucket of balance deltas once the indexed head is this many blocks past its end; at least ingest's --ingest.reorg-window, so no reorg reaches a summed bucket")
 	fs.StringVar(&c.Group, "processor.group", "moraine-processor", "Kafka consumer group of the ClickHouse sink (--kafka.topic-prefix is prepended)")
 	fs.IntVar(&c.BatchRows, "processor.batch-rows", 50000, "flush a batch once it holds this many rows (all tables); smaller batches overlap ClickHouse inserts with consuming")
 	fs.DurationVar(&c.FlushInterval, "processor.flush-interval", 100*time.Millisecond, "flush a batch at most this long after its first record (bounds latency at the head)")
@@ -61,6 +69,9 @@ func (c Config) Validate() error {
 	}
 	if c.FlushInterval <= 0 {
 		errs = append(errs, errors.New("sink: --processor.flush-interval must be positive"))
+	}
+	if c.Balances && c.BalancesSettle == 0 {
+		errs = append(errs, errors.New("sink: --processor.balances-settle-blocks must be positive"))
 	}
 	errs = append(errs, c.Budget.Validate())
 	return errors.Join(errs...)
@@ -137,6 +148,19 @@ func (s *Consumer) Run(ctx context.Context) error {
 	go s.budget.Run(bctx, probeRead(conn))
 	c := &consumer{cfg: cfg, cl: cl, writer: NewWriter(conn, cfg.InsertTimeout), m: s.m, logger: logger,
 		budget: s.budget, atHead: map[string]bool{}}
+	var rolled chan struct{}
+	if cfg.Balances {
+		rcfg := balances.DefaultRollerConfig()
+		rcfg.Settle = cfg.BalancesSettle
+		c.roller = balances.NewRoller(balances.Conn{Conn: conn, Timeout: cfg.InsertTimeout}, rcfg, logger, s.deps.Registerer, "processor")
+		rctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+		rolled = make(chan struct{})
+		go func() {
+			defer close(rolled)
+			_ = c.roller.Run(rctx)
+		}()
+		defer func() { stop(); <-rolled }()
+	}
 	err = c.run(ctx)
 	closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
@@ -179,6 +203,8 @@ type consumer struct {
 	writer *Writer
 	m      *metrics
 	logger *slog.Logger
+	// roller sums settled balance buckets (nil without balances).
+	roller *balances.Roller
 	// budget holds backfill batches back while reads are slow: after such
 	// a batch, the next is written no earlier than pauseUntil, unless a
 	// record of a chain whose last batch was at its head (atHead, by
@@ -333,7 +359,7 @@ func (c *consumer) writeChildren(ctx context.Context, records []*kgo.Record) (*w
 			w.last[b.Block.ChainId] = lastBlock{number: b.Block.Number, timestamp: b.Block.Timestamp}
 		}
 	}
-	batch, err := NewBatch(events, c.cfg.AddressIndex)
+	batch, err := NewBatchOf(events, Tables{Index: c.cfg.AddressIndex, Balances: c.cfg.Balances})
 	if err != nil {
 		return nil, err
 	}
@@ -361,6 +387,9 @@ func (c *consumer) finish(ctx context.Context, w *written) error {
 	for chain, b := range w.last {
 		c.m.lastWritten.WithLabelValues(strconv.FormatUint(chain, 10)).Set(float64(b.number))
 		c.m.lastWrittenTime.WithLabelValues(strconv.FormatUint(chain, 10)).Set(float64(b.timestamp))
+		if c.roller != nil {
+			c.roller.Notify(chain, b.number)
+		}
 	}
 	c.progress.add(w, time.Now(), c.logger)
 	c.logger.Debug("batch written", "records", len(w.records), "blocks", w.batch.Blocks, "txs", w.batch.Txs, "rows", w.batch.Len(), "took", time.Since(w.start))
