@@ -387,6 +387,8 @@ func statusCommand(fs *flag.FlagSet, e *env) func(context.Context) error {
 	watch := fs.Duration("watch", 0, "print a new view every this often until interrupted (0: once)")
 	ingestMetrics := fs.String("status.ingest-metrics", "http://127.0.0.1:9101/metrics",
 		"comma-separated /metrics URLs of the ingest instances: each node's share of the calls, error rate and verification failures (empty: not shown)")
+	processorMetrics := fs.String("status.processor-metrics", "http://127.0.0.1:9102/metrics",
+		"comma-separated /metrics URLs of the processor instances: each one's write budget, whether backfill gives way to reads and why (empty: not shown)")
 	return func(ctx context.Context) error {
 		cc, err := chains.Load(chainsFile)
 		if err != nil {
@@ -400,7 +402,8 @@ func statusCommand(fs *flag.FlagSet, e *env) func(context.Context) error {
 			return err
 		}
 		defer cl.Close()
-		src := status.Source{Chains: cc.Chains, Kafka: kc, Client: cl, Conn: e.conn, IngestMetrics: process.SplitList(*ingestMetrics)}
+		src := status.Source{Chains: cc.Chains, Kafka: kc, Client: cl, Conn: e.conn, IngestMetrics: process.SplitList(*ingestMetrics),
+			ProcessorMetrics: process.SplitList(*processorMetrics)}
 		var prev *status.Snapshot
 		if *sample > 0 {
 			s := status.Take(ctx, src)

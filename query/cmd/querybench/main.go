@@ -55,8 +55,8 @@ func (p *paths) Set(v string) error { *p = append(*p, v); return nil }
 func main() { os.Exit(run()) }
 
 func run() int {
-	if len(os.Args) < 2 || (os.Args[1] != "seed" && os.Args[1] != "load" && os.Args[1] != "page-token" && os.Args[1] != "seed-usage") {
-		fmt.Fprintln(os.Stderr, "usage: querybench seed|load|page-token|seed-usage [flags] (-h for the flags of each)")
+	if len(os.Args) < 2 || (os.Args[1] != "seed" && os.Args[1] != "load" && os.Args[1] != "page-token" && os.Args[1] != "node" && os.Args[1] != "seed-usage") {
+		fmt.Fprintln(os.Stderr, "usage: querybench seed|load|page-token|node|seed-usage [flags] (-h for the flags of each)")
 		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -80,7 +80,8 @@ func run() int {
 		fs.Uint64Var(&hc.TxPerBlock, "tx-per-block", 5, "transactions per block of the history")
 		fs.Uint64Var(&hc.Addresses, "addresses", 10_000_000, "accounts of the history's address pool (besides the three routers)")
 		fs.Uint64Var(&hc.Tokens, "tokens", 100, "ERC-20 contracts of the history")
-		tables := fs.String("history-tables", "", "seed only these history tables (comma-separated; empty: all)")
+		tables := fs.String("history-tables", "", "seed only these history tables (comma-separated; empty: all; none: no history table)")
+		withBalances := fs.Bool("balances", false, "also seed the balance tables of the history's transfers, and the balance benchmark's holders (a holder of 1,000 tokens, one of 10,000 NFTs, the curve holders), then sum them")
 		if err := process.ParseWithEnv(fs, os.Args[2:], "MORAINE"); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			return 2
@@ -109,13 +110,34 @@ func run() int {
 			}
 			fmt.Printf("seeded %d blocks of chain %d in %s\n", sc.Blocks, sc.ChainID, time.Since(start).Round(time.Millisecond))
 		}
-		if hc.Txs > 0 {
+		if hc.Txs > 0 && *tables != "none" {
 			start = time.Now()
 			if err := bench.SeedHistory(ctx, conn, hc, logger); err != nil {
 				logger.Error("seed history", "err", err)
 				return 1
 			}
 			fmt.Printf("seeded %d transactions of chain %d in %s\n", hc.Txs, hc.ChainID, time.Since(start).Round(time.Millisecond))
+		}
+		if *withBalances {
+			start = time.Now()
+			if err := bench.SeedBalances(ctx, conn, bench.BalanceConfig{History: hc, Blocks: sc.Blocks}, logger); err != nil {
+				logger.Error("seed balances", "err", err)
+				return 1
+			}
+			fmt.Printf("seeded the balances of %d transactions of chain %d in %s\n", hc.Txs, hc.ChainID, time.Since(start).Round(time.Millisecond))
+		}
+	case "node":
+		var nc bench.NodeConfig
+		fs.StringVar(&nc.ListenAddress, "listen-address", "127.0.0.1:18545", "address of the stand-in node's JSON-RPC (HTTP)")
+		fs.Uint64Var(&nc.ChainID, "chain", 43112, "EVM chain id it answers eth_chainId with")
+		fs.Uint64Var(&nc.Head, "head", 0, "block number it answers eth_blockNumber with")
+		if err := fs.Parse(os.Args[2:]); err != nil {
+			return 2
+		}
+		logger.Info("stand-in node listening", "addr", nc.ListenAddress)
+		if err := bench.Node(ctx, nc); err != nil {
+			logger.Error("node", "err", err)
+			return 1
 		}
 	case "load":
 		var (

@@ -23,9 +23,11 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/moraine-data/moraine/pkg/accountdb"
+	"github.com/moraine-data/moraine/pkg/balances"
 	"github.com/moraine-data/moraine/pkg/chains"
 	"github.com/moraine-data/moraine/pkg/chclient"
 	"github.com/moraine-data/moraine/pkg/guard"
+	"github.com/moraine-data/moraine/pkg/nftmeta"
 	"github.com/moraine-data/moraine/pkg/obs"
 	"github.com/moraine-data/moraine/pkg/process"
 	"github.com/moraine-data/moraine/pkg/rpc"
@@ -75,8 +77,14 @@ type App struct {
 	// ch is the ClickHouse connection of the families that read it
 	// directly (usage), set once ClickHouse answers.
 	ch      chclient.Lazy
-	reindex *nftreindex.Service
-	health  *obs.Health
+	reindex  *nftreindex.Service
+	health   *obs.Health
+	// pools are the chains' JSON-RPC node pools (chains with rpcUrls);
+	// nftMeta reads NFT metadata; verifier checks served balances against
+	// the nodes.
+	pools    map[uint64]*rpc.Pool
+	nftMeta  *nftmeta.Reader
+	verifier *balances.Verifier
 	// routes is the route table: every route of every family, each
 	// declared once by the package that serves it.
 	routes []server.Route
@@ -182,6 +190,9 @@ func (a *App) build() error {
 		pools[c.ID()] = pool
 	}
 	contracts := tokenmeta.NewWithPools(a.cfg.Contracts, pools, tokenmeta.Deps{Logger: a.logger, Registerer: a.reg, Subsystem: "query"})
+	// The balance routes read the chains' nodes through the same pools.
+	a.pools = pools
+	bal := a.buildBalances()
 	// reindexNft requests go to the processor's NFT metadata worker over
 	// the same brokers as the webhook changes.
 	if a.reindex, err = nftreindex.New(nftreindex.Deps{Logger: a.logger, Registerer: a.reg, Kafka: a.cfg.Webhooks.Kafka}); err != nil {
@@ -191,6 +202,7 @@ func (a *App) build() error {
 	data, err := api.New(api.Deps{
 		Logger: a.logger.With("component", "api"), Chains: a.chains, History: a.store, Contracts: contracts,
 		Store: a.store, Tokens: tokens, Config: a.cfg.API, Reindex: a.reindex,
+		Balances: bal, NFTMetadata: a.nftMeta, BalanceSettle: uint64(a.cfg.Store.ReorgWindow),
 	})
 	if err != nil {
 		return err
@@ -228,6 +240,41 @@ func (a *App) build() error {
 	return nil
 }
 
+// buildBalances assembles the balance routes' reads (pkg/balances): on the
+// store's connection, node reads through each chain's pool (a.pools), and
+// the verifier.
+func (a *App) buildBalances() balances.Service {
+	cfg := a.cfg.Balances
+	logger := a.logger.With("component", "balances")
+	db, node := a.store.BalanceDB(), balances.NewRPCNode(a.pools)
+	nfts := balances.NewNFTs(db, a.store)
+	svc := balances.Service{
+		Reader: balances.NewReader(db, a.store, balances.NewOpener(db, nfts, node, cfg.NodeTimeout, logger)),
+		Native: balances.NewNative(node, cfg.NodeTimeout, cfg.NativeCacheSize, a.reg, "query"),
+		NFTs:   nfts,
+	}
+	svc.Reader.RememberDirectories(cfg.DirectoryPairs, cfg.DirectoryHolderPairs)
+	a.nftMeta = nftmeta.NewReader(a.cfg.Store.QueryTimeout)
+	a.verifier = balances.NewVerifier(cfg.Verify, balances.VerifierDeps{
+		DB: db, Reader: svc.Reader, Node: node, Native: svc.Native, NativeNode: node, Logger: logger,
+		Registerer: a.reg, Subsystem: "query",
+		Heads: func(ctx context.Context) (map[uint64]uint64, error) {
+			heads, err := a.store.Heads(ctx)
+			if err != nil {
+				return nil, err
+			}
+			out := make(map[uint64]uint64, len(heads))
+			for id, h := range heads {
+				if h.Exists {
+					out[id] = h.Number
+				}
+			}
+			return out, nil
+		},
+	})
+	return svc
+}
+
 // Run binds both servers, serves, and connects to ClickHouse in the
 // background, until ctx ends or a server fails; then the servers drain and
 // the connection closes.
@@ -257,6 +304,10 @@ func (a *App) Run(ctx context.Context) error {
 		a.checks.Stopping()
 		return nil
 	})
+	for _, p := range a.pools {
+		g.Go(func() error { _ = p.Run(gctx); return nil })
+	}
+	g.Go(func() error { return a.verifier.Run(gctx) })
 	g.Go(func() error { return a.reindex.Run(gctx) })
 	g.Go(func() error {
 		conn, err := chclient.Open(gctx, a.cfg.ClickHouse, a.logger.With("component", "chclient"))
@@ -272,6 +323,7 @@ func (a *App) Run(ctx context.Context) error {
 		a.store.SetConn(conn)
 		a.accounts.SetConn(conn)
 		a.ch.Set(conn)
+		a.nftMeta.SetConn(conn)
 		a.reindex.SetConn(conn)
 		a.logger.Info("clickhouse connected", "addr", a.cfg.ClickHouse.Addr, "database", a.cfg.ClickHouse.Database)
 		return nil

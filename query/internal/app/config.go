@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/moraine-data/moraine/pkg/accountdb"
+	"github.com/moraine-data/moraine/pkg/balances"
 	"github.com/moraine-data/moraine/pkg/chains"
 	"github.com/moraine-data/moraine/pkg/chclient"
 	"github.com/moraine-data/moraine/pkg/obs"
@@ -52,6 +53,8 @@ type Config struct {
 	Usage usage.Config
 	// Export runs transaction export jobs (package ops/export).
 	Export export.Config
+	// Balances: node reads and verification of the balance routes.
+	Balances balances.ServeConfig
 }
 
 // DefaultConfig mirrors the flag defaults.
@@ -86,6 +89,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.Contracts = tokenmeta.DefaultConfig()
 	fs.IntVar(&c.Contracts.CacheSize, "contracts.cache-size", c.Contracts.CacheSize, "contracts whose metadata (name, symbol, decimals, token standard) is kept in memory, answered by their chain's node through eth_call")
 	fs.DurationVar(&c.Contracts.CallTimeout, "contracts.eth-call-timeout", c.Contracts.CallTimeout, "deadline of the eth_calls one request makes to a chain's node for contract metadata")
+	c.Balances.RegisterFlags(fs)
 }
 
 // Validate checks the settings (without I/O).
@@ -107,7 +111,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, errors.New("query: --contracts.cache-size and --contracts.eth-call-timeout must be positive"))
 	}
 	c.TrustedProxyList = process.SplitList(c.TrustedProxies)
-	for _, v := range []interface{ Validate() error }{c.HTTP, c.ClickHouse, c.Store, c.API, c.PageToken, c.AccountDB, c.Access, c.Webhooks, c.Usage, c.Export} {
+	for _, v := range []interface{ Validate() error }{c.HTTP, c.ClickHouse, c.Store, c.API, c.PageToken, c.AccountDB, c.Access, c.Webhooks, c.Balances, c.Usage, c.Export} {
 		if err := v.Validate(); err != nil {
 			errs = append(errs, err)
 		}

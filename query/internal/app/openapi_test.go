@@ -127,3 +127,34 @@ func TestOpenAPIListsEveryRoute(t *testing.T) {
 		require.Equal(t, "integer", c["type"], "%s.confirmations", schema)
 	}
 }
+
+// TestOpenAPIBalanceExtensions: blockNumber on listErc721Balances and
+// listCollectibleBalances is documented, as moraine's; the hosted routes
+// that have it keep the hosted parameter.
+func TestOpenAPIBalanceExtensions(t *testing.T) {
+	chCfg, _ := testenv.ClickHouse(t)
+	_, url := startApp(t, func(c *Config) { c.ClickHouse = chCfg })
+	resp, err := http.Get(url + "/api-json")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	var doc struct {
+		Paths map[string]map[string]struct {
+			Parameters []struct {
+				Name      string `json:"name"`
+				Extension bool   `json:"x-moraine-extension"`
+			} `json:"parameters"`
+		} `json:"paths"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&doc))
+	for route, ext := range map[string]bool{"listErc721": true, "listCollectibles": true, "listErc20": false, "listErc1155": false, "getNative": false} {
+		op := doc.Paths["/v1/chains/{chainId}/addresses/{address}/balances:"+route]["get"]
+		found := false
+		for _, p := range op.Parameters {
+			if p.Name == "blockNumber" {
+				found = true
+				require.Equal(t, ext, p.Extension, route)
+			}
+		}
+		require.True(t, found, "%s documents blockNumber", route)
+	}
+}

@@ -156,7 +156,8 @@ func Operations(routes []Route) []openapi.Operation {
 	for i, rt := range routes {
 		out[i] = openapi.Operation{
 			Method: rt.Method, Path: rt.Path, ID: rt.Operation, Weight: rt.Weight.String(),
-			KeyRequired: rt.Access == Account, Extension: rt.Extension, Properties: rt.Properties,
+			KeyRequired: rt.Access == Account, Extension: rt.Extension, ExtraParameters: rt.ExtraParameters,
+			Properties: rt.Properties,
 		}
 	}
 	return out

@@ -45,6 +45,10 @@ type Operation struct {
 	KeyRequired bool
 	// Extension describes an operation the hosted spec does not have.
 	Extension *Extension
+	// ExtraParameters are query parameters moraine adds to the operation,
+	// a JSON array of OpenAPI parameter objects ("" for none); each is
+	// marked x-moraine-extension.
+	ExtraParameters string
 	// Properties are moraine's extension properties of hosted schemas that
 	// a hosted operation takes or returns, as a JSON object: schema name ->
 	// {property name: property schema}. Each is added to the schema marked
@@ -100,6 +104,9 @@ func Build(ops []Operation) ([]byte, error) {
 	for _, o := range ops {
 		op, err := operation(o, paths, byID, schemas)
 		if err != nil {
+			return nil, fmt.Errorf("openapi: %s %s: %w", o.Method, o.Path, err)
+		}
+		if err := addParameters(op, o.ExtraParameters); err != nil {
 			return nil, fmt.Errorf("openapi: %s %s: %w", o.Method, o.Path, err)
 		}
 		narrowToEVM(op)
@@ -281,6 +288,30 @@ func operation(o Operation, paths map[string]any, byID map[string]map[string]any
 	op["operationId"] = o.ID
 	op["x-moraine-extension"] = true
 	return op, nil
+}
+
+// addParameters appends the extra parameters (a JSON array) to op's,
+// marked as moraine's; a name the operation has already is an error.
+func addParameters(op map[string]any, extra string) error {
+	if extra == "" {
+		return nil
+	}
+	var add []map[string]any
+	if err := json.Unmarshal([]byte(extra), &add); err != nil {
+		return fmt.Errorf("extra parameters: %w", err)
+	}
+	params := asSlice(op["parameters"])
+	for _, p := range add {
+		for _, old := range params {
+			if m, ok := old.(map[string]any); ok && m["name"] == p["name"] && m["in"] == p["in"] {
+				return fmt.Errorf("extra parameter %v is the operation's already", p["name"])
+			}
+		}
+		p["x-moraine-extension"] = true
+		params = append(params, p)
+	}
+	op["parameters"] = params
+	return nil
 }
 
 // addProperties adds o's extension properties to the hosted schemas they
