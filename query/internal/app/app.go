@@ -77,8 +77,8 @@ type App struct {
 	// ch is the ClickHouse connection of the families that read it
 	// directly (usage), set once ClickHouse answers.
 	ch      chclient.Lazy
-	reindex  *nftreindex.Service
-	health   *obs.Health
+	reindex *nftreindex.Service
+	health  *obs.Health
 	// pools are the chains' JSON-RPC node pools (chains with rpcUrls);
 	// nftMeta reads NFT metadata; verifier checks served balances against
 	// the nodes.
