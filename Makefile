@@ -108,6 +108,10 @@ bench-history: build stack-up ## The transaction-history routes alone: 50M synth
 bench-balances: build stack-up ## The balance routes alone: the balances of 50M synthetic transactions (seeded once), 3 routes at 200 req/s, the old-block curve.
 	@eval "$$(bash $(STACK) env)"; bash bench/balances.sh
 
+.PHONY: bench-usage
+bench-usage: build stack-up ## Request logging on vs off at 500 req/s, a 60 s ClickHouse outage under load, usage reads over 10M logged requests (~15 min).
+	@eval "$$(bash $(STACK) env)"; bash bench/usage.sh
+
 # The benchmark corpus (make corpus, make bench-backfill): where it is written and how large.
 CORPUS              ?= $(STATE_DIR)/corpus
 CORPUS_BLOCKS       ?= 200000

@@ -8,7 +8,8 @@
 #   4. processor scaling (1 vs 2 instances, four chains), a node-bound backfill from 1, 2, 4 nodes with
 #      verification's cost and failover at the head, the transaction-history routes on 50,000,000
 #      synthetic transactions (bench/history.sh), the balance routes on the balances of 50,000,000 synthetic
-#      transactions (bench/balances.sh);
+#      transactions (bench/balances.sh), the API as a product (bench/usage.sh: request logging on vs
+#      off, a ClickHouse outage under load, usage reads over 10,000,000 logged requests);
 #   5. Go micro-benchmarks of the hot paths (codec).
 # Results go to bench/results.md; a summary against the goals goes into README.md between the bench markers
 # (bench/readme.py).
@@ -130,6 +131,10 @@ bash bench/history.sh "$TMP/history.md"
 # 3e. The balance routes on the balances of 50M transactions (bench/balances.sh; seeded once, then reused).
 bash bench/balances.sh "$TMP/balances.md"
 
+# 3g. The API as a product: request logging on against off, a ClickHouse outage under load, usage reads over 10M
+# logged requests (bench/usage.sh).
+bash bench/usage.sh "$TMP/usage.md"
+
 # 4. Micro-benchmarks.
 echo "bench: codec micro-benchmarks..."
 micro=$( (cd schemas && go test -run '^$' -bench . -benchmem ./codec) | grep -E '^Benchmark' || true)
@@ -223,6 +228,8 @@ micro=$( (cd schemas && go test -run '^$' -bench . -benchmem ./codec) | grep -E 
     cat "$TMP/history.md"
     echo
     cat "$TMP/balances.md"
+    echo
+    cat "$TMP/usage.md"
     echo
     echo "## Micro-benchmarks"
     echo

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/moraine-data/moraine/pkg/chclient"
 	"github.com/moraine-data/moraine/pkg/testenv"
 	schema "github.com/moraine-data/moraine/schemas/clickhouse"
 )
@@ -46,7 +47,8 @@ func TestStatementsRunOnCurrentClickHouse(t *testing.T) {
 		bind(qDeliveryPage, s, n, "18446744073709551615", "18446744073709551615", "''", "''", "0", n),
 		iStrike+" VALUES ('w', 'double_failure', 'm', 1, '', 1)",
 		bind(qStrikeCount, s, s, s),
-		qDeliveryPartitions,
+		bind(chclient.PartitionsStatement, "'deliveries'"),
+		iOperatorKey+" VALUES ('k', 1, 1)", bind(qOperatorKey, s),
 		"ALTER TABLE deliveries DROP PARTITION 202311", // the month of the row above
 		"ALTER TABLE deliveries DROP PARTITION 202001", // a month that holds nothing
 	)

@@ -25,6 +25,7 @@ import (
 	"github.com/moraine-data/moraine/processor/internal/nftdiscover"
 	"github.com/moraine-data/moraine/processor/internal/nftworker"
 	"github.com/moraine-data/moraine/processor/internal/sink"
+	"github.com/moraine-data/moraine/processor/internal/usagesink"
 )
 
 // Config is the processor's configuration.
@@ -44,6 +45,8 @@ type Config struct {
 	// ChainsFile names the chains file (RPC URLs for token metadata, native
 	// tokens); the matcher and the NFT metadata worker read it.
 	ChainsFile string
+	// Usage is the request-log sink (package usagesink).
+	Usage usagesink.Config
 }
 
 // DefaultConfig mirrors the flag defaults.
@@ -62,6 +65,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.Matcher.RegisterFlags(fs)
 	chains.RegisterFlag(fs, &c.ChainsFile)
 	c.Sink.RegisterFlags(fs)
+	c.Usage.RegisterFlags(fs)
 	c.NFT.RegisterFlags(fs)
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown.timeout", 30*time.Second, "time to finish the in-flight batch on shutdown")
 }
@@ -70,8 +74,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 func (c Config) Validate() error {
 	var errs []error
 	errs = append(errs, c.Kafka.Validate())
-	if !c.Sink.Enabled && !c.Matcher.Enabled && !c.NFT.Enabled {
-		errs = append(errs, errors.New("processor: nothing to run: --processor.sink-enabled, --matcher.enabled and --nft.enabled are all false"))
+	if !c.Sink.Enabled && !c.Matcher.Enabled && !c.NFT.Enabled && !c.Usage.Enabled {
+		errs = append(errs, errors.New("processor: nothing to run: --processor.sink-enabled, --matcher.enabled, --nft.enabled and --usage.enabled are all false"))
 	}
 	if c.Matcher.Enabled {
 		errs = append(errs, c.Matcher.Validate())
@@ -84,6 +88,9 @@ func (c Config) Validate() error {
 	}
 	if c.Sink.Enabled || c.NFT.Enabled {
 		errs = append(errs, c.ClickHouse.Validate())
+	}
+	if c.Usage.Enabled {
+		errs = append(errs, c.ClickHouse.Validate(), c.Usage.Validate())
 	}
 	return errors.Join(errs...)
 }
@@ -101,7 +108,8 @@ type App struct {
 	// blocks decompresses each block batch once for the sink and the
 	// matcher, which both read every one (64 MiB of recent batches kept).
 	blocks kgo.Decompressor
-	sink   *sink.Consumer // nil when --processor.sink-enabled=false
+	sink   *sink.Consumer  // nil when --processor.sink-enabled=false
+	usage  *usagesink.Sink // nil when --usage.enabled=false
 	// nftDiscover and nftWorker are nil when --nft.enabled=false.
 	nftDiscover *nftdiscover.Discoverer
 	nftWorker   *nftworker.Worker
@@ -160,6 +168,13 @@ func New(cfg Config, deps Deps) (*App, error) {
 			return nil, err
 		}
 	}
+	if cfg.Usage.Enabled {
+		var err error
+		if a.usage, err = usagesink.New(cfg.Usage, usagesink.Deps{Logger: a.logger, Registerer: a.reg, Kafka: cfg.Kafka,
+			ClickHouse: cfg.ClickHouse, Health: a.health}); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.NFT.Enabled {
 		var err error
 		if a.nftDiscover, err = nftdiscover.New(nftdiscover.Config{Group: cfg.NFT.DiscoveryGroup, StartOffset: cfg.NFT.DiscoveryStartOffset,
@@ -200,7 +215,15 @@ func (a *App) Run(ctx context.Context) error {
 			default:
 			}
 		}
-		if !sinkUp || cfg.Matcher.Enabled && !matcherUp.Load() {
+		usageUp := a.usage == nil
+		if a.usage != nil {
+			select {
+			case <-a.usage.Connected():
+				usageUp = true
+			default:
+			}
+		}
+		if !sinkUp || !usageUp || cfg.Matcher.Enabled && !matcherUp.Load() {
 			return errors.New("connecting to kafka and clickhouse")
 		}
 		return nil
@@ -229,6 +252,9 @@ func (a *App) Run(ctx context.Context) error {
 		if cfg.Matcher.Enabled {
 			groups = append(groups, cfg.Kafka.TopicPrefix+cfg.Matcher.Group)
 		}
+		if a.usage != nil {
+			groups = append(groups, a.usage.Group())
+		}
 		if a.nftWorker != nil {
 			groups = append(groups, a.nftDiscover.Group(), a.nftWorker.Group())
 		}
@@ -248,6 +274,9 @@ func (a *App) Run(ctx context.Context) error {
 		}
 		if sk != nil {
 			g.Go(func() error { return sk.Run(gctx) })
+		}
+		if a.usage != nil {
+			g.Go(func() error { return a.usage.Run(gctx) })
 		}
 		if a.nftWorker != nil {
 			g.Go(func() error { return a.nftDiscover.Run(gctx) })

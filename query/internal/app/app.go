@@ -10,6 +10,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,6 +18,7 @@ import (
 	"sync/atomic"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 
@@ -31,10 +33,15 @@ import (
 	"github.com/moraine-data/moraine/pkg/rpc"
 	"github.com/moraine-data/moraine/pkg/tokenmeta"
 	"github.com/moraine-data/moraine/query/internal/access"
+	"github.com/moraine-data/moraine/query/internal/access/usage"
+	"github.com/moraine-data/moraine/query/internal/access/usage/usageapi"
 	"github.com/moraine-data/moraine/query/internal/data/api"
 	"github.com/moraine-data/moraine/query/internal/data/nftreindex"
 	"github.com/moraine-data/moraine/query/internal/data/store"
+	"github.com/moraine-data/moraine/query/internal/health"
+	"github.com/moraine-data/moraine/query/internal/ops/export"
 	"github.com/moraine-data/moraine/query/internal/server"
+	"github.com/moraine-data/moraine/query/internal/server/apierr"
 	"github.com/moraine-data/moraine/query/internal/server/pagetoken"
 	"github.com/moraine-data/moraine/query/internal/webhooks"
 )
@@ -59,8 +66,19 @@ type App struct {
 	accounts *accountdb.DB
 	access   *access.Access
 	webhooks *webhooks.Webhooks
-	reindex  *nftreindex.Service
-	health   *obs.Health
+	// usage records requests; usageAPI serves getApiUsageMetrics and
+	// getApiLogs from what was recorded.
+	usage    *usage.Recorder
+	usageAPI *usageapi.API
+	// checks serves /v1/health-check and /v1/live-check.
+	checks *health.Health
+	// exports serves the operations routes and runs export jobs.
+	exports *export.Export
+	// ch is the ClickHouse connection of the families that read it
+	// directly (usage), set once ClickHouse answers.
+	ch      chclient.Lazy
+	reindex *nftreindex.Service
+	health  *obs.Health
 	// pools are the chains' JSON-RPC node pools (chains with rpcUrls);
 	// nftMeta reads NFT metadata; verifier checks served balances against
 	// the nodes.
@@ -92,6 +110,9 @@ func New(cfg Config, deps Deps) (*App, error) {
 		return nil, err
 	}
 	cfg.Webhooks.Kafka.Metrics = deps.Registry // franz-go's client metrics (kafkautil.ClientMetrics)
+	// What net/http answers by itself (431, 414, malformed requests) in the
+	// API's error body too.
+	cfg.HTTP.ErrorBody = errorBody
 	a := &App{cfg: cfg, logger: deps.Logger, reg: deps.Registry, resolver: deps.Resolver, chains: cc, health: obs.NewHealth()}
 	if err := a.build(); err != nil {
 		return nil, err
@@ -136,6 +157,26 @@ func (a *App) build() error {
 	}); err != nil {
 		return err
 	}
+	// chainID is the decimal EVM chain id of a configured chain named by
+	// its EVM or blockchain id, "" for any other value.
+	chainID := func(p string) string {
+		if ch, ok := a.chains.Find(p); ok {
+			return ch.EVMChainID
+		}
+		return ""
+	}
+	if a.usage, err = usage.New(a.cfg.Usage, usage.Deps{
+		Logger: a.logger.With("component", "usage"), Registerer: a.reg, Kafka: a.cfg.Webhooks.Kafka, ChainID: chainID,
+	}); err != nil {
+		return err
+	}
+	if a.usageAPI, err = usageapi.New(usageapi.Deps{
+		Logger: a.logger.With("component", "usage"), Registerer: a.reg, Conn: &a.ch, Timeout: a.cfg.Store.QueryTimeout,
+		Operators: a.accounts, OperatorTTL: a.cfg.Access.Auth.CacheTTL, ChainID: chainID,
+		PageTokenKey: key, PageTokenTTL: a.cfg.PageToken.TTL,
+	}); err != nil {
+		return err
+	}
 	// Contract metadata reads go through a pool per chain: every node of
 	// the chains file, with failover and the nodes' limits.
 	pools := make(map[uint64]*rpc.Pool, len(a.chains.Chains))
@@ -167,9 +208,30 @@ func (a *App) build() error {
 		return err
 	}
 	a.routes = append(data.Routes(), a.webhooks.Routes()...)
+	if a.checks, err = health.New(health.Deps{
+		Logger: a.logger.With("component", "health"), Registerer: a.reg, Conn: &a.ch, Kafka: a.usage.Ping,
+		AddressWatch: a.webhooks.Ready,
+	}); err != nil {
+		return err
+	}
+	if a.exports, err = export.New(a.cfg.Export, export.Deps{
+		Logger: a.logger.With("component", "export"), Registerer: a.reg, Kafka: a.cfg.Webhooks.Kafka, Conn: &a.ch,
+		Timeout: a.cfg.Store.QueryTimeout, History: a.store, Chains: a.chains, Plans: plans, LinkKey: key,
+	}); err != nil {
+		return err
+	}
+	a.routes = append(a.routes, a.usageAPI.Routes()...)
+	a.routes = append(a.routes, a.checks.Routes()...)
+	a.routes = append(a.routes, a.exports.Routes()...)
+	// Requests are recorded around access control, so refused ones are too.
+	var middleware []gin.HandlerFunc
+	if a.cfg.Usage.Enabled {
+		middleware = append(middleware, a.usage.Middleware())
+	}
+	middleware = append(middleware, a.access.Middleware()...)
 	router, err := server.New(a.routes, server.Deps{
 		Logger: a.logger.With("component", "api"), Registerer: a.reg, TrustedProxies: a.cfg.TrustedProxyList,
-		Middleware: a.access.Middleware(),
+		Middleware: middleware,
 	})
 	if err != nil {
 		return err
@@ -236,6 +298,12 @@ func (a *App) Run(ctx context.Context) error {
 	g.Go(func() error { return api.Serve(gctx, a.cfg.ShutdownTimeout) })
 	g.Go(func() error { return a.access.Run(gctx) })
 	g.Go(func() error { return a.webhooks.Run(gctx) })
+	g.Go(func() error { return a.exports.Run(gctx) })
+	g.Go(func() error {
+		<-gctx.Done()
+		a.checks.Stopping()
+		return nil
+	})
 	for _, p := range a.pools {
 		g.Go(func() error { _ = p.Run(gctx); return nil })
 	}
@@ -254,6 +322,7 @@ func (a *App) Run(ctx context.Context) error {
 		a.mu.Unlock()
 		a.store.SetConn(conn)
 		a.accounts.SetConn(conn)
+		a.ch.Set(conn)
 		a.nftMeta.SetConn(conn)
 		a.reindex.SetConn(conn)
 		a.logger.Info("clickhouse connected", "addr", a.cfg.ClickHouse.Addr, "database", a.cfg.ClickHouse.Database)
@@ -261,12 +330,24 @@ func (a *App) Run(ctx context.Context) error {
 	})
 	a.logger.Info("query service listening", "api", api.Addr(), "ops", ops.Addr(), "chains", len(a.chains.Chains))
 	err = g.Wait()
+	// The API has drained: send the last request records.
+	flush, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.ShutdownTimeout)
+	a.usage.Close(flush)
+	cancel()
+	a.exports.Close()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.conn != nil {
 		err = errors.Join(err, a.conn.Close())
 	}
 	return err
+}
+
+// errorBody renders an answer of net/http's (obs.HTTPConfig.ErrorBody) as
+// the API's error body.
+func errorBody(status int, message string) (string, []byte) {
+	b, _ := json.Marshal(apierr.BodyOf(apierr.New(status, message)))
+	return "application/json; charset=utf-8", b
 }
 
 // APIAddr is the API server's address once Run has bound it ("" before).

@@ -36,7 +36,7 @@ type Route struct {
 	// Properties are moraine's extension properties of the hosted schemas
 	// a hosted operation takes or returns (openapi.Operation.Properties).
 	Properties string
-	Handler gin.HandlerFunc
+	Handler    gin.HandlerFunc
 }
 
 // Weight is a route's cost in compute units (CONTRACT.md section 7.1).

@@ -50,6 +50,8 @@ type LoadConfig struct {
 	Timeout time.Duration
 	// AllowRemote permits a non-loopback target.
 	AllowRemote bool
+	// Header is sent with every request (an API key, say).
+	Header http.Header
 }
 
 // Stats summarises the requests of one path (or of all).
@@ -200,7 +202,14 @@ func Load(ctx context.Context, c LoadConfig) (Result, error) {
 			defer wg.Done()
 			defer func() { <-slots }()
 			t0 := time.Now()
-			resp, err := client.Get(target)
+			req, err := http.NewRequestWithContext(context.WithoutCancel(ctx), http.MethodGet, target, nil)
+			var resp *http.Response
+			if err == nil {
+				for k, vs := range c.Header {
+					req.Header[k] = vs
+				}
+				resp, err = client.Do(req)
+			}
 			s := sample{path: pi, at: t0}
 			if err == nil {
 				_, _ = io.Copy(io.Discard, resp.Body)

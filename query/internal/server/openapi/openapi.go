@@ -11,7 +11,8 @@
 // hosted operation the document says so: the webhook operations take and
 // return EVM address_activity webhooks only (the hosted oneOf of three kinds
 // is narrowed to that one), and routes that need an API key have no
-// anonymous alternative in their security. Every operation carries
+// anonymous alternative in their security; transaction exports take EVM
+// requests only. Every operation carries
 // x-execution-weight: what moraine charges for it.
 package openapi
 
@@ -69,10 +70,12 @@ type Extension struct {
 	Schemas string
 }
 
-// EVM address_activity, the one webhook kind moraine serves.
+// EVM address_activity, the one webhook kind moraine serves, and EVM
+// transaction exports, the one export kind.
 const (
 	evmRequest  = "#/components/schemas/EVMAddressActivityRequest"
 	evmResponse = "#/components/schemas/EVMAddressActivityResponse"
+	evmExport   = "#/components/schemas/CreateEvmTransactionExportRequest"
 )
 
 // Build returns the document of ops.
@@ -377,15 +380,16 @@ func reachable(v any, schemas map[string]any) map[string]bool {
 }
 
 // narrowToEVM replaces, anywhere in v, a oneOf of webhook kinds that
-// includes the EVM address_activity request or response by that one
-// schema: moraine neither accepts nor returns the other kinds (a create
-// of another eventType is a 400), so the document says so.
+// includes the EVM address_activity request or response (or of export
+// requests that includes the EVM one) by that one schema: moraine neither
+// accepts nor returns the other kinds (a create of another eventType, an
+// export of another type, is a 400), so the document says so.
 func narrowToEVM(v any) {
 	switch x := v.(type) {
 	case map[string]any:
 		if alts, ok := x["oneOf"].([]any); ok {
 			for _, a := range alts {
-				if m, ok := a.(map[string]any); ok && (m["$ref"] == evmRequest || m["$ref"] == evmResponse) {
+				if m, ok := a.(map[string]any); ok && (m["$ref"] == evmRequest || m["$ref"] == evmResponse || m["$ref"] == evmExport) {
 					delete(x, "oneOf")
 					x["$ref"] = m["$ref"]
 					return
