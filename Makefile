@@ -104,6 +104,14 @@ bench: build stack-up ## Run the benchmarks; results go to bench/results.md and 
 bench-history: build stack-up ## The transaction-history routes alone: 50M synthetic transactions (seeded once, ~30 min), 4 routes at 200 req/s.
 	@eval "$$(bash $(STACK) env)"; bash bench/history.sh
 
+.PHONY: bench-balances
+bench-balances: build stack-up ## The balance routes alone: the balances of 50M synthetic transactions (seeded once), 3 routes at 200 req/s, the old-block curve.
+	@eval "$$(bash $(STACK) env)"; bash bench/balances.sh
+
+.PHONY: bench-usage
+bench-usage: build stack-up ## Request logging on vs off at 500 req/s, a 60 s ClickHouse outage under load, usage reads over 10M logged requests (~15 min).
+	@eval "$$(bash $(STACK) env)"; bash bench/usage.sh
+
 # The benchmark corpus (make corpus, make bench-backfill): where it is written and how large.
 CORPUS              ?= $(STATE_DIR)/corpus
 CORPUS_BLOCKS       ?= 200000
@@ -115,7 +123,7 @@ corpus: ## Build the backfill corpus from ../shared/data (CORPUS=dir, CORPUS_BLO
 	@$(BIN)/corpus --out $(CORPUS) --blocks $(CORPUS_BLOCKS) --transactions $(CORPUS_TRANSACTIONS)
 
 .PHONY: bench-backfill
-bench-backfill: stack-up ## Backfill the corpus end to end (builds it if missing), reads while writing; results to bench/ and the README (about 15 min at 10,000 tx/s).
+bench-backfill: stack-up ## Backfill the corpus end to end twice (builds it if missing): nothing served, then serving reads and webhooks first; results to bench/ and the README (about 30 min at 10,000 tx/s).
 	@eval "$$(bash $(STACK) env)"; MORAINE_BENCH_CORPUS=$${MORAINE_BENCH_CORPUS:-$(CORPUS)} CORPUS_BLOCKS=$(CORPUS_BLOCKS) \
 		CORPUS_TRANSACTIONS=$(CORPUS_TRANSACTIONS) bash bench/backfill.sh
 

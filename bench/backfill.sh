@@ -8,7 +8,9 @@
 # Settings (environment): MORAINE_BENCH_NOTE (a paragraph put at the head of the report), MORAINE_BENCH_CORPUS (the corpus directory; built with the CORPUS_* sizes
 # when missing), MORAINE_BENCH_READ_RATE (200), MORAINE_BENCH_REPORT (10s), MORAINE_BENCH_AFTER_RATE
 # (500), MORAINE_BENCH_AFTER_DURATION (30s), MORAINE_BENCH_AFTER_WARMUP (60s), MORAINE_BENCH_STUDY_ROWS
-# (1000000), MORAINE_BENCH_COLUMN_STUDY=0 to skip the study, MORAINE_BENCH_INGEST_ARGS,
+# (1000000), MORAINE_BENCH_COLUMN_STUDY=0 to skip the study, MORAINE_BENCH_INGEST_ARGS, MORAINE_BENCH_PHASES
+# ("idle serving"), MORAINE_BENCH_READ_TARGET (50ms), MORAINE_BENCH_MAX_LEAD (2000: ingest's --ingest.max-lead
+# when serving), MORAINE_BENCH_DEVCHAIN=0 (no development chain),
 # MORAINE_E2E_PROCESSOR_ARGS, MORAINE_TEST_KEEP_DB=1 to keep the database afterwards.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,8 +29,33 @@ TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 machine="$(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(. /etc/os-release && echo "$PRETTY_NAME")"
 echo "bench-backfill: machine: $machine; corpus: $CORPUS"
-(cd e2e && go test -run '^$' -bench 'BenchmarkBackfillCorpus' -benchtime 1x -count 1 -timeout 6h . 2>&1) | tee "$TMP/out.txt"
-grep -q '^backfill summary' "$TMP/out.txt" || { echo "bench-backfill: the run did not finish; nothing written"; exit 1; }
+# Two runs of the whole corpus, each on a fresh database and topics (MORAINE_BENCH_PHASES picks):
+#   idle     nothing served: the backfill's own speed, CPU and bytes per transaction, then the
+#            500 req/s reads on the finished database and the column study;
+#   serving  serving first: reads at MORAINE_BENCH_READ_RATE and the development chain's webhooks
+#            while the corpus backfills, with the processor's write budget on
+#            (--processor.read-latency-target=$MORAINE_BENCH_READ_TARGET, 50ms).
+PHASES=${MORAINE_BENCH_PHASES:-idle serving}
+: >"$TMP/out.txt"
+for phase in $PHASES; do
+    case $phase in
+    idle)
+        echo "backfill phase idle: nothing served, the write budget off" | tee -a "$TMP/out.txt"
+        (cd e2e && MORAINE_BENCH_READ_RATE=0 MORAINE_BENCH_DEVCHAIN=0 \
+            go test -run '^$' -bench 'BenchmarkBackfillCorpus' -benchtime 1x -count 1 -timeout 6h . 2>&1) | tee -a "$TMP/out.txt"
+        ;;
+    serving)
+        target=${MORAINE_BENCH_READ_TARGET:-50ms}
+        echo "backfill phase serving: reads at ${MORAINE_BENCH_READ_RATE:-200} req/s and the development chain's webhooks while the corpus backfills; processor --processor.read-latency-target=$target, ingest --ingest.max-lead=${MORAINE_BENCH_MAX_LEAD:-2000}" | tee -a "$TMP/out.txt"
+        (cd e2e && MORAINE_BENCH_AFTER_DURATION=0 MORAINE_BENCH_COLUMN_STUDY=0 \
+            MORAINE_E2E_PROCESSOR_ARGS="${MORAINE_E2E_PROCESSOR_ARGS:-} --processor.read-latency-target=$target" \
+            MORAINE_BENCH_INGEST_ARGS="${MORAINE_BENCH_INGEST_ARGS:-} --ingest.max-lead=${MORAINE_BENCH_MAX_LEAD:-2000}" \
+            go test -run '^$' -bench 'BenchmarkBackfillCorpus' -benchtime 1x -count 1 -timeout 6h . 2>&1) | tee -a "$TMP/out.txt"
+        ;;
+    *) echo "bench-backfill: unknown phase $phase (idle, serving)"; exit 2 ;;
+    esac
+done
+[ "$(grep -c '^backfill summary: [0-9]* blocks' "$TMP/out.txt")" -eq "$(wc -w <<<"$PHASES")" ] || { echo "bench-backfill: a run did not finish; nothing written"; exit 1; }
 {
     echo "## Sustained backfill (make bench-backfill)"
     echo
@@ -38,8 +65,12 @@ grep -q '^backfill summary' "$TMP/out.txt" || { echo "bench-backfill: the run di
     fi
     echo "Measured $(date -u +%Y-%m-%d) on: $machine; ClickHouse 18.16 and Apache Kafka from the local stack on the same machine."
     echo "Corpus: $(python3 -c "import json,sys; m=json.load(open(sys.argv[1])); print(f\"{m['blocks']:,} blocks ({m['first']:,}..{m['last']:,}), {m['transactions']:,} transactions, {m['logs']:,} logs, {m['callFrames']:,} call frames, built by make corpus from {', '.join(s['file'] for s in m.get('sources', []))}\")" "$CORPUS/corpus.json"),"
-    echo "served from disk by the replay source; ingest -> Kafka -> processor (sink and matcher) -> ClickHouse, with \`querybench load\` reading"
-    echo "the newest blocks, random blocks and random blocks' transactions of what is indexed so far at ${MORAINE_BENCH_READ_RATE:-200} req/s."
+    echo "served from disk by the replay source; ingest -> Kafka -> processor (sink and matcher) -> ClickHouse. Run twice: with nothing"
+    echo "served (idle), then serving first (serving): \`querybench load\` reading the newest blocks, random blocks and random blocks'"
+    echo "transactions of what is indexed so far at ${MORAINE_BENCH_READ_RATE:-200} req/s, and the development chain (a block every 500 ms,"
+    echo "12 transactions) indexed beside it with a webhook on five of its busy accounts, the processor's write budget on."
+    echo "CPU µs/tx: from each process's CPU counters (/proc); \"all\" is ingest, processor, delivery, ClickHouse and Kafka (the local"
+    echo "stack's, shared with whatever else runs on the machine), the replay source (the node's stand-in) and query apart."
     echo
     echo '```'
     grep -E '^(backfill|column|codecs)' "$TMP/out.txt"

@@ -7,7 +7,9 @@
 #   3. webhooks: latency, sustained deliveries, the address join;
 #   4. processor scaling (1 vs 2 instances, four chains), a node-bound backfill from 1, 2, 4 nodes with
 #      verification's cost and failover at the head, the transaction-history routes on 50,000,000
-#      synthetic transactions (bench/history.sh);
+#      synthetic transactions (bench/history.sh), the balance routes on the balances of 50,000,000 synthetic
+#      transactions (bench/balances.sh), the API as a product (bench/usage.sh: request logging on vs
+#      off, a ClickHouse outage under load, usage reads over 10,000,000 logged requests);
 #   5. Go micro-benchmarks of the hot paths (codec).
 # Results go to bench/results.md; a summary against the goals goes into README.md between the bench markers
 # (bench/readme.py).
@@ -86,15 +88,15 @@ echo "bench: pipeline (Gunzilla replay, end to end)..."
 # One run lasts about a second with five processes sharing two cores, so single runs vary by +-20%, and
 # the same code's median of 5 runs moved by 15% within an hour on this VM: run it PIPELINE_RUNS times,
 # show every run, and state the median.
-PIPELINE_RUNS=${MORAINE_BENCH_PIPELINE_RUNS:-10}
+PIPELINE_RUNS=${MORAINE_BENCH_PIPELINE_RUNS:-12}
 (cd e2e && go test -run '^$' -bench 'BenchmarkPipelineGunzilla' -benchtime "${PIPELINE_RUNS}x" -count 1 -timeout 30m . 2>&1) | tee "$TMP/pipeline.txt"
 pipeline=$(grep -E '^stage' "$TMP/pipeline.txt" || true)
 # The value before a unit in the "stage result" lines, median over the runs (mawk has no sort: use sort).
-# Runs alternate the transaction-history tables on and off ("stage variant: address index on|off" before each).
+# Runs rotate every table, no balance tables, no transaction-history tables ("stage variant: all|no-balances|no-history").
 bench_median() { awk -v unit="$1" -v want="$2" '/^stage variant:/ { variant = $NF }
     /^stage result:/ && variant == want { for (i = 1; i < NF; i++) if ($(i+1) == unit || $(i+1) == unit ",") print $i }' "$TMP/pipeline.txt" |
     sort -n | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)] }'; }
-pipeline_median="median of $PIPELINE_RUNS alternating runs: with the transaction-history tables $(bench_median tx/s on) tx/s, $(bench_median blocks/s on) blocks/s; without them $(bench_median tx/s off) tx/s, $(bench_median blocks/s off) blocks/s (each run below)"
+pipeline_median="median of $PIPELINE_RUNS rotating runs: with every table $(bench_median tx/s all) tx/s, $(bench_median blocks/s all) blocks/s; without the balance tables $(bench_median tx/s no-balances) tx/s, $(bench_median blocks/s no-balances) blocks/s; without the transaction-history tables $(bench_median tx/s no-history) tx/s, $(bench_median blocks/s no-history) blocks/s (each run below)"
 
 # 3. Webhooks: latency from the node to the receiver, sustained deliveries, the address join.
 echo "bench: webhook latency (development chain -> signed POST)..."
@@ -118,9 +120,11 @@ retraction=$( (cd e2e && go test -run 'TestWebhookStreamDevchain' -count 1 -v -t
 echo "bench: read latency on the development stack (4 and 20 req/s, 2 min each)..."
 readlat=$( (cd e2e && go test -run '^$' -bench 'BenchmarkDevStackReadLatency' -benchtime 1x -timeout 15m . 2>&1) | grep -E '^reads ' || true)
 
-# 3c. Processor scaling: four chains at once through 1, then 2 processor instances (one chain is one partition,
-# consumed in order by one instance, so a second instance helps only with several chains).
-echo "bench: processor scaling (4 chains, 1 vs 2 instances)..."
+# 3c. Processor scaling: four chains at once through 1, 2 and 4 processor instances, each capped at
+# MORAINE_BENCH_SCALING_CPU cores (0.05) in its own cgroup, so that the instances and not this machine's two
+# cores are the bottleneck (one chain is one partition, consumed in order by one instance, so more instances
+# help only with several chains).
+echo "bench: processor scaling (4 chains, 1, 2 and 4 capped instances)..."
 scaling=$( (cd e2e && go test -run '^$' -bench 'BenchmarkProcessorScaling' -benchtime 3x -timeout 30m . 2>&1) | tee "$TMP/scaling.txt" | grep -E '^scaling ' || true)
 
 # 3d. Nodes: a backfill bound by its nodes (each replay node's tracer capped at 40 traced blocks/s) from 1, 2 and 4
@@ -131,6 +135,13 @@ failover=$( (cd e2e && go test -run '^$' -bench 'BenchmarkNodeFailover' -benchti
 
 # 3e. The transaction-history routes on 50M transactions (bench/history.sh; seeded once, then reused).
 bash bench/history.sh "$TMP/history.md"
+
+# 3e. The balance routes on the balances of 50M transactions (bench/balances.sh; seeded once, then reused).
+bash bench/balances.sh "$TMP/balances.md"
+
+# 3g. The API as a product: request logging on against off, a ClickHouse outage under load, usage reads over 10M
+# logged requests (bench/usage.sh).
+bash bench/usage.sh "$TMP/usage.md"
 
 # 4. Micro-benchmarks.
 echo "bench: codec micro-benchmarks..."
@@ -219,8 +230,9 @@ micro=$( (cd schemas && go test -run '^$' -bench . -benchmem ./codec) | grep -E 
     echo "## Processor scaling"
     echo
     echo "Data: the Gunzilla recording served as four chains (each on its own partition of the blocks topic), produced to"
-    echo "Kafka first; then rounds alternate 1 and 2 processor instances (sink and matcher, fresh groups and database),"
-    echo "each timed from the first block written to the last of every chain (e2e BenchmarkProcessorScaling, 3 rounds each)."
+    echo "Kafka first; then each round runs 1, 2 and 4 processor instances (sink and matcher, fresh groups and database), each"
+    echo "instance in its own cgroup capped at ${MORAINE_BENCH_SCALING_CPU:-0.05} cores (the same cap for every instance), timed from"
+    echo "the first block written to the last of every chain (e2e BenchmarkProcessorScaling, 3 rounds)."
     echo
     echo '```'
     echo "$scaling"
@@ -241,6 +253,10 @@ micro=$( (cd schemas && go test -run '^$' -bench . -benchmem ./codec) | grep -E 
     echo '```'
     echo
     cat "$TMP/history.md"
+    echo
+    cat "$TMP/balances.md"
+    echo
+    cat "$TMP/usage.md"
     echo
     echo "## Micro-benchmarks"
     echo

@@ -5,7 +5,7 @@ go 1.26.0
 require (
 	github.com/moraine-data/moraine/pkg v0.0.0
 	github.com/prometheus/client_golang v1.25.0
-	golang.org/x/sync v0.22.0
+	golang.org/x/sync v0.24.0
 )
 
 require (

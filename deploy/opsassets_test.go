@@ -1224,13 +1224,19 @@ func TestOpsKubernetes(t *testing.T) {
 				t.Error("pod label app.kubernetes.io/part-of=moraine is what the scrape config keeps")
 			}
 
-			// Probes on the ops port; /readyz gives its checks 3s.
+			// Probes on the ops port; /readyz gives its checks 3s. query's
+			// liveness is the API's own /v1/live-check (package health):
+			// it proves the API listener answers, not only the ops one.
+			live, livePort := "/healthz", "ops"
+			if svc == "query" {
+				live, livePort = "/v1/live-check", "http"
+			}
 			for _, pr := range []struct {
-				name, path string
-				p          *probe
-			}{{"liveness", "/healthz", c.LivenessProbe}, {"readiness", "/readyz", c.ReadinessProbe}} {
-				if pr.p == nil || pr.p.HTTPGet == nil || pr.p.HTTPGet.Path != pr.path || pr.p.HTTPGet.Port != "ops" {
-					t.Errorf("%s probe: want GET %s on port ops", pr.name, pr.path)
+				name, path, port string
+				p                *probe
+			}{{"liveness", live, livePort, c.LivenessProbe}, {"readiness", "/readyz", "ops", c.ReadinessProbe}} {
+				if pr.p == nil || pr.p.HTTPGet == nil || pr.p.HTTPGet.Path != pr.path || pr.p.HTTPGet.Port != pr.port {
+					t.Errorf("%s probe: want GET %s on port %s", pr.name, pr.path, pr.port)
 					continue
 				}
 				if pr.p.TimeoutSeconds <= 3 {

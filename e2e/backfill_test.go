@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -66,14 +67,22 @@ func envFloat(tb testing.TB, name string, def float64) float64 {
 //
 // Every MORAINE_BENCH_REPORT (10 s) it prints a "backfill" line: blocks,
 // transactions and call frames indexed and their rates over the interval and
-// since the start, each process's resident memory, Kafka's and ClickHouse's
-// disk, ClickHouse's active parts and running merges, and the interval's
-// read latency. While it runs, `querybench load` reads at
+// since the start, the CPU microseconds per transaction written in the
+// interval of each process (from /proc), what ClickHouse inserted and merged
+// (system.events), each process's resident memory, Kafka's and ClickHouse's
+// disk, ClickHouse's active parts and running merges, the interval's read
+// latency and the development chain's webhook latency, each judged against
+// its goal. While it runs, `querybench load` reads at
 // MORAINE_BENCH_READ_RATE (200 req/s; 0: no reads) the newest blocks, random
-// blocks and random blocks' transactions of what is indexed so far. At the
-// end it prints the summary ("backfill summary" lines): rates per quarter of
-// the run, peak memory, bytes stored per transaction in ClickHouse (per
-// table) and in Kafka, the reads' latency; then the query goals on the
+// blocks and random blocks' transactions of what is indexed so far, and,
+// unless MORAINE_BENCH_DEVCHAIN=0, the development chain mines a block every
+// 500 ms beside the backfill with a webhook on five of its busy accounts
+// (devchainWebhooks). At the end it prints the summary ("backfill summary"
+// lines): rates per quarter of the run, peak memory, CPU per transaction and
+// CPU seconds per process over the run, ClickHouse's rows merged per row
+// inserted, the windows that met the reads' and the webhooks' goals, bytes
+// stored per transaction in ClickHouse (per table) and in Kafka, the reads'
+// latency; then the query goals on the
 // database it built: MORAINE_BENCH_AFTER_RATE (500) req/s for
 // MORAINE_BENCH_AFTER_DURATION (30 s) on the newest blocks and on random
 // blocks, after a warm-up of MORAINE_BENCH_AFTER_WARMUP (60 s); and what
@@ -104,6 +113,11 @@ type backfillSample struct {
 	chBytes, kafkaBytes       uint64
 	parts, merges             uint64
 	rss                       map[string]uint64
+	// cpu is each process's CPU seconds (user + system) since it started.
+	cpu map[string]float64
+	// events are ClickHouse's cumulative counters (system.events): the
+	// whole server's, other tenants' work included.
+	events map[string]uint64
 }
 
 func runBackfill(b *testing.B, dir string, meta corpusMeta) {
@@ -117,10 +131,24 @@ func runBackfill(b *testing.B, dir string, meta corpusMeta) {
 		return err == nil
 	})
 	// A contiguous chain: ingest checks every parent link, as on a node.
-	s := startServices(b, fmt.Sprintf(`{"evmChainId":"%s","name":"Corpus","network":"mainnet","rpcUrls":["http://%s"],
+	chains := fmt.Sprintf(`{"evmChainId":"%s","name":"Corpus","network":"mainnet","rpcUrls":["http://%s"],
 		"wsUrl":"ws://%s","networkToken":{"name":"Avalanche","symbol":"AVAX","decimals":18},"traces":true,"webhooks":true,"startBlock":%d}`,
-		chain, rpcAddr, rpcAddr, meta.First), pipelineOpts{noWaitIngest: true, ingestArgs: strings.Fields(os.Getenv("MORAINE_BENCH_INGEST_ARGS"))})
+		chain, rpcAddr, rpcAddr, meta.First)
+	opts := pipelineOpts{noWaitIngest: true, ingestArgs: strings.Fields(os.Getenv("MORAINE_BENCH_INGEST_ARGS"))}
+	// The development chain at its head beside the backfill, with webhooks
+	// on its busy accounts: what their receivers see while another chain
+	// backfills.
+	var dev *devchainWebhooks
+	if os.Getenv("MORAINE_BENCH_DEVCHAIN") != "0" {
+		dev = startDevchainWebhooks(b)
+		chains += "," + dev.chainJSON
+		opts.delivery, opts.beforeIngest = true, dev.createWebhook
+	}
+	s := startServices(b, chains, opts)
 	s.procs["replay"], s.pids["replay"] = replay, replay.cmd.Process.Pid
+	if dev != nil {
+		s.procs["devchain"], s.pids["devchain"] = dev.proc, dev.proc.cmd.Process.Pid
+	}
 	for name, pid := range stackPIDs(b) {
 		s.pids[name] = pid
 	}
@@ -143,7 +171,12 @@ func runBackfill(b *testing.B, dir string, meta corpusMeta) {
 	defer kcl.Close()
 	adm := kadm.NewClient(kcl)
 
+	// The CPU counters at the start: the services' start-up is not the
+	// backfill's.
+	cpuStart, eventsStart := sampleCPU(s), clickhouseEvents(b, s.conn)
 	var samples []backfillSample
+	var windows readWindows
+	var hooks webhookWindows
 	peak := map[string]uint64{}
 	maxParts, maxMerges := uint64(0), uint64(0)
 	readLines := 0
@@ -167,14 +200,22 @@ func runBackfill(b *testing.B, dir string, meta corpusMeta) {
 		var read string
 		if reads != nil {
 			lines := grepLines(readsLog, "interval ")
-			if len(lines) > readLines {
-				read = " | reads " + strings.TrimSpace(lines[len(lines)-1][strings.Index(lines[len(lines)-1], " n=")+1:])
-				readLines = len(lines)
+			for _, l := range lines[min(readLines, len(lines)):] {
+				read = " | reads " + windows.add(l, readRate, report)
 			}
+			readLines = max(readLines, len(lines))
 		}
-		fmt.Printf("backfill t=%s block %d/%d | blocks %d (%.0f/s, avg %.0f/s) txs %d (%.0f/s, avg %.0f/s) frames %d (%.0f/s) | rss MB %s | kafka %.0f MB, clickhouse %.0f MB | parts %d, merges %d%s\n",
+		if dev != nil {
+			read += " | webhooks " + hooks.add(dev)
+		}
+		prevCPU, prevEvents := cpuStart, eventsStart
+		if prev.cpu != nil {
+			prevCPU, prevEvents = prev.cpu, prev.events
+		}
+		fmt.Printf("backfill t=%s block %d/%d | blocks %d (%.0f/s, avg %.0f/s) txs %d (%.0f/s, avg %.0f/s) frames %d (%.0f/s) | cpu µs/tx %s | %s | rss MB %s | kafka %.0f MB, clickhouse %.0f MB | parts %d, merges %d%s\n",
 			cur.at.Round(time.Second), cur.block, meta.Last, cur.blocks, rate(cur.blocks, prev.blocks), float64(cur.blocks)/all,
 			cur.txs, rate(cur.txs, prev.txs), float64(cur.txs)/all, cur.frames, rate(cur.frames, prev.frames),
+			cpuPerTx(prevCPU, cur.cpu, cur.txs-min(cur.txs, prev.txs)), clickhouseWork(prevEvents, cur.events),
 			rssLine(cur.rss), float64(cur.kafkaBytes)/1e6, float64(cur.chBytes)/1e6, cur.parts, cur.merges, read)
 		if cur.at > envDuration(b, "MORAINE_BENCH_BACKFILL_TIMEOUT", 3*time.Hour) {
 			b.Fatalf("backfill not done after %s", cur.at)
@@ -206,6 +247,16 @@ func runBackfill(b *testing.B, dir string, meta corpusMeta) {
 		float64(last.blocks)/last.at.Seconds(), float64(last.frames)/last.at.Seconds())
 	fmt.Printf("backfill summary: tx/s by quarter of the run: %s\n", quarters(samples))
 	fmt.Printf("backfill summary: peak rss MB %s; most active parts %d, most running merges %d\n", rssLine(peak), maxParts, maxMerges)
+	fmt.Printf("backfill summary: CPU µs/tx over the run %s\n", cpuPerTx(cpuStart, last.cpu, last.txs))
+	fmt.Printf("backfill summary: CPU seconds over the run %s\n", cpuSeconds(cpuStart, last.cpu))
+	fmt.Printf("backfill summary: %s; merged rows per inserted row %.2f\n", clickhouseWork(eventsStart, last.events),
+		float64(last.events["MergedRows"]-eventsStart["MergedRows"])/float64(max(1, last.events["InsertedRows"]-eventsStart["InsertedRows"])))
+	if reads != nil {
+		fmt.Printf("backfill summary: %s\n", windows.summary(readRate))
+	}
+	if dev != nil {
+		fmt.Printf("backfill summary: %s\n", hooks.summary())
+	}
 	var chTotal uint64
 	for _, t := range tables {
 		chTotal += t.bytes
@@ -237,7 +288,7 @@ func runBackfill(b *testing.B, dir string, meta corpusMeta) {
 
 // sampleBackfill reads the pipeline's state.
 func sampleBackfill(b *testing.B, s *stackUp, adm *kadm.Client, chain string) backfillSample {
-	cur := backfillSample{at: time.Since(s.ingestStarted), rss: map[string]uint64{}}
+	cur := backfillSample{at: time.Since(s.ingestStarted), rss: map[string]uint64{}, cpu: map[string]float64{}}
 	if v, ok := scrape(b, s.metrics["processor"], "moraine_processor_last_written_block")[`{chain="`+chain+`"}`]; ok {
 		cur.block = uint64(v)
 	}
@@ -256,9 +307,11 @@ func sampleBackfill(b *testing.B, s *stackUp, adm *kadm.Client, chain string) ba
 		}
 	}
 	cur.merges = queryUint(b, s.conn, "SELECT count() FROM system.merges WHERE database = ?", s.ch.Database)
+	cur.events = clickhouseEvents(b, s.conn)
 	cur.kafkaBytes = topicBytes(b, adm, s.kafka.TopicPrefix)
 	for name, pid := range s.pids {
 		cur.rss[name] = procRSS(pid)
+		cur.cpu[name] = procCPU(pid)
 	}
 	return cur
 }
@@ -474,4 +527,212 @@ func meanBy(tb testing.TB, url, name, label string) string {
 	}
 	sort.Strings(parts)
 	return strings.Join(parts, ", ")
+}
+
+// sampleCPU reads every process's CPU seconds.
+func sampleCPU(s *stackUp) map[string]float64 {
+	out := map[string]float64{}
+	for name, pid := range s.pids {
+		out[name] = procCPU(pid)
+	}
+	return out
+}
+
+// indexingProcesses are the processes whose CPU is the cost of indexing:
+// moraine's pipeline services and the stores they write. The query service
+// serves reads (its ClickHouse reads are in ClickHouse's share, which no
+// process counter separates), and the replay source stands in for the
+// chain's node.
+var indexingProcesses = []string{"ingest", "processor", "clickhouse", "kafka", "delivery"}
+
+// cpuPerTx is "all N (ingest a, processor b, ...), query q, replay r": the
+// CPU microseconds per transaction of txs transactions between two CPU
+// samples, "all" being indexingProcesses together. ClickHouse and Kafka are
+// the local stack's, shared with whatever else runs on the machine.
+func cpuPerTx(before, after map[string]float64, txs uint64) string {
+	if txs == 0 {
+		return "-"
+	}
+	per := func(name string) float64 { return (after[name] - before[name]) / float64(txs) * 1e6 }
+	var all float64
+	var parts []string
+	for _, n := range indexingProcesses {
+		if _, ok := after[n]; !ok {
+			continue
+		}
+		all += per(n)
+		parts = append(parts, fmt.Sprintf("%s %.0f", n, per(n)))
+	}
+	out := fmt.Sprintf("all %.0f (%s)", all, strings.Join(parts, ", "))
+	for _, n := range []string{"query", "replay"} {
+		if _, ok := after[n]; ok {
+			out += fmt.Sprintf(", %s %.0f", n, per(n))
+		}
+	}
+	return out
+}
+
+// cpuSeconds is each process's CPU seconds between two samples.
+func cpuSeconds(before, after map[string]float64) string {
+	names := make([]string, 0, len(after))
+	for n := range after {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	parts := make([]string, 0, len(names))
+	for _, n := range names {
+		parts = append(parts, fmt.Sprintf("%s %.1f", n, after[n]-before[n]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// The reads' goal while a backfill runs (issue 26): in every window the
+// offered rate is served (at least readServedShare of it completes, none is
+// dropped or fails) with p99 at most readP99Goal.
+const (
+	readP99Goal     = 100 * time.Millisecond
+	readServedShare = 0.97
+)
+
+// readWindows judges querybench's interval lines against the reads' goal.
+type readWindows struct {
+	n, met  int
+	worst   time.Duration
+	minRate float64
+}
+
+var intervalField = regexp.MustCompile(`(n|err|dropped|p99)=(\S+)`)
+
+// add judges one interval line ("interval a..b n=.. err=.. dropped=..
+// p99=.."), and returns it shortened with its verdict.
+func (w *readWindows) add(line string, rate float64, window time.Duration) string {
+	f := map[string]string{}
+	for _, m := range intervalField.FindAllStringSubmatch(line, -1) {
+		f[m[1]] = m[2]
+	}
+	n, _ := strconv.Atoi(f["n"])
+	errs, _ := strconv.Atoi(f["err"])
+	dropped, _ := strconv.Atoi(f["dropped"])
+	p99, _ := time.ParseDuration(f["p99"])
+	served := float64(n) / window.Seconds()
+	ok := errs == 0 && dropped == 0 && served >= readServedShare*rate && p99 <= readP99Goal
+	if w.n == 0 || served < w.minRate {
+		w.minRate = served
+	}
+	w.n++
+	w.worst = max(w.worst, p99)
+	verdict := "missed"
+	if ok {
+		w.met++
+		verdict = "met"
+	}
+	return fmt.Sprintf("%s (%.0f req/s served) goal %s", strings.TrimSpace(line[strings.Index(line, " n=")+1:]), served, verdict)
+}
+
+func (w *readWindows) summary(rate float64) string {
+	return fmt.Sprintf("reads at %.0f req/s: goal met in %d of %d windows (served at least %.0f%% of the offered rate, none dropped or failed, p99 at most %s); worst window p99 %s, least served %.0f req/s",
+		rate, w.met, w.n, readServedShare*100, readP99Goal, w.worst.Round(time.Millisecond), w.minRate)
+}
+
+// clickhouseWork is what ClickHouse did between two samples of its
+// counters: rows and bytes inserted and the CPU of its query threads
+// (inserts and reads), rows and bytes merged and the merges' time (one
+// thread each, so about their CPU).
+func clickhouseWork(before, after map[string]uint64) string {
+	d := func(event string) float64 { return float64(after[event] - min(after[event], before[event])) }
+	return fmt.Sprintf("clickhouse inserted %.0fk rows %.0f MB, query threads %.1fs CPU; merged %.0fk rows %.0f MB in %.1fs",
+		d("InsertedRows")/1e3, d("InsertedBytes")/1e6, d("OSCPUVirtualTimeMicroseconds")/1e6,
+		d("MergedRows")/1e3, d("MergedUncompressedBytes")/1e6, d("MergesTimeMilliseconds")/1e3)
+}
+
+// devchainWebhooks is the development chain mining beside a backfill, a
+// webhook on five of its busy accounts (logs and internal transactions
+// included, as make bench's webhook latency) and the receiver timing the
+// messages from the block's appearance at the node.
+type devchainWebhooks struct {
+	proc      *proc
+	rpcURL    string
+	chainJSON string
+	accounts  []string
+	recv      *soakReceiver
+	heads     *headWatcher
+}
+
+func startDevchainWebhooks(b *testing.B) *devchainWebhooks {
+	rpcAddr := freeAddr(b)
+	d := &devchainWebhooks{rpcURL: "http://" + rpcAddr, heads: &headWatcher{seen: map[uint64]time.Time{}}, recv: newSoakReceiver(b)}
+	d.proc = start(b, "devchain", "--rpc.listen-address", rpcAddr, "--block.interval", "500ms", "--traffic.tx-per-block", "12")
+	eventually(b, 60*time.Second, "devchain RPC", func() bool {
+		_, err := rpcCall(d.rpcURL, "eth_blockNumber")
+		return err == nil
+	})
+	raw, err := rpcCall(d.rpcURL, "moraine_accounts")
+	if err != nil || json.Unmarshal(raw, &d.accounts) != nil || len(d.accounts) < 5 {
+		b.Fatalf("moraine_accounts: %v %s", err, raw)
+	}
+	go d.heads.run(b.Context(), d.rpcURL)
+	d.chainJSON = fmt.Sprintf(`{"evmChainId":"43112","name":"Development chain","network":"devnet",
+		"rpcUrls":["%s"],"wsUrl":"ws://%s","networkToken":{"name":"Avalanche","symbol":"AVAX","decimals":18},
+		"traces":true,"webhooks":true,"startBlock":0}`, d.rpcURL, rpcAddr)
+	return d
+}
+
+func (d *devchainWebhooks) createWebhook(s *stackUp) {
+	b := s.t
+	key := devKey(b, s)
+	if code := call(b, "POST", s.api+"/v1/webhooks", key, map[string]any{
+		"url": d.recv.srv.URL + "/backfill", "chainId": "43112", "eventType": "address_activity",
+		"metadata": map[string]any{"addresses": d.accounts[:5]}, "includeLogs": true, "includeInternalTxs": true,
+	}, nil); code != http.StatusCreated {
+		b.Fatalf("create webhook: %d", code)
+	}
+}
+
+// The webhooks' goal while another chain backfills (issue 26): p99 from the
+// block's appearance at the node to the signed POST's arrival at most
+// webhookP99Goal in every window.
+const webhookP99Goal = 300 * time.Millisecond
+
+// webhookWindows judges each window's head-to-webhook latency.
+type webhookWindows struct {
+	n, met, unmatched int
+	worst             time.Duration
+	all               []time.Duration
+}
+
+// add takes the messages that arrived since the last call and returns the
+// window's figures with the verdict.
+func (w *webhookWindows) add(d *devchainWebhooks) string {
+	var lat []time.Duration
+	for _, a := range d.recv.take() {
+		if t, ok := d.heads.at(a.block); ok {
+			lat = append(lat, a.at.Sub(t))
+		} else {
+			w.unmatched++
+		}
+	}
+	w.n++
+	if len(lat) == 0 {
+		return "none received: goal missed"
+	}
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	w.all = append(w.all, lat...)
+	q := func(p float64) time.Duration { return lat[int(p*float64(len(lat)-1))] }
+	w.worst = max(w.worst, q(0.99))
+	verdict := "missed"
+	if q(0.99) <= webhookP99Goal {
+		w.met++
+		verdict = "met"
+	}
+	return fmt.Sprintf("n=%d p50=%s p99=%s goal %s", len(lat), q(0.5).Round(time.Millisecond), q(0.99).Round(time.Millisecond), verdict)
+}
+
+func (w *webhookWindows) summary() string {
+	sort.Slice(w.all, func(i, j int) bool { return w.all[i] < w.all[j] })
+	overall := "-"
+	if len(w.all) > 0 {
+		overall = w.all[int(0.99*float64(len(w.all)-1))].Round(time.Millisecond).String()
+	}
+	return fmt.Sprintf("development chain's webhooks (block at the node -> signed POST received): goal p99 <= %s met in %d of %d windows; worst window p99 %s, p99 over the run %s, %d messages; %d about blocks the watcher had not seen",
+		webhookP99Goal, w.met, w.n, w.worst.Round(time.Millisecond), overall, len(w.all), w.unmatched)
 }

@@ -29,10 +29,12 @@ import (
 // reports blocks/s and tx/s from ingest start to the last block's head row
 // in ClickHouse, the CPU time each process spent, and the time each
 // pipeline stage accumulated. Run it with -benchtime Nx for N runs (make
-// bench does). Runs alternate the processor's transaction-history tables on
-// and off (--processor.address-index; odd runs on), so one invocation
-// measures what those tables cost; each run's lines follow a "stage
-// variant: address index on|off" line.
+// bench does). Runs rotate three variants of the processor's tables, so one
+// invocation measures what the optional ones cost: every table ("all"),
+// without the balance tables (--processor.balances=false: "no-balances"),
+// and without the transaction-history tables (--processor.address-index=
+// false: "no-history"); each run's lines follow a "stage variant: NAME"
+// line.
 //
 // Each run stops its services when it is measured, but its database and
 // topics are dropped only after the last run: on this machine's ext4
@@ -51,10 +53,11 @@ func BenchmarkPipelineGunzilla(b *testing.B) {
 		// collect it before the measured window, so that this process's
 		// garbage collector does not take a core from the pipeline.
 		runtime.GC()
-		index := run%2 == 1
-		fmt.Printf("\nstage variant: address index %s\n", map[bool]string{true: "on", false: "off"}[index])
+		variant := []string{"no-history", "all", "no-balances"}[run%3]
+		fmt.Printf("\nstage variant: %s\n", variant)
 		s := runPipeline(b, d, first, pipelineOpts{noWaitIngest: true, ingestArgs: strings.Fields(os.Getenv("MORAINE_BENCH_INGEST_ARGS")),
-			processorArgs: []string{fmt.Sprintf("--processor.address-index=%v", index)}})
+			processorArgs: []string{fmt.Sprintf("--processor.address-index=%v", variant != "no-history"),
+				fmt.Sprintf("--processor.balances=%v", variant != "no-balances")}})
 		// CPU from here on: ingest has just been started, the rest are idle
 		// and ready (the replay source has loaded its file).
 		cpuBefore := stackCPU(b)
@@ -140,6 +143,16 @@ func BenchmarkPipelineGunzilla(b *testing.B) {
 		ch := func(event string) float64 { return float64(chAfter[event] - chBefore[event]) }
 		fmt.Printf("stage clickhouse     %.0f INSERTs of %.0f rows, %.1f MB; %.0f merges of %.0f rows; %.2fs CPU in query threads\n",
 			ch("InsertQuery"), ch("InsertedRows"), ch("InsertedBytes")/1e6, ch("Merge"), ch("MergedRows"), ch("OSCPUVirtualTimeMicroseconds")/1e6)
+		// What the optional tables add on disk, per transaction of the run
+		// (active parts as written: merges make them smaller).
+		var tableBytes []string
+		for _, r := range query(b, s.conn, `SELECT table, toString(sum(bytes_on_disk)) AS bytes FROM system.parts
+			WHERE active AND database = currentDatabase() AND table IN ('balances', 'nft_transfers', 'balance_progress', 'address_lists', 'transactions_by_hash')
+			GROUP BY table ORDER BY table`) {
+			n, _ := strconv.ParseFloat(r["bytes"], 64)
+			tableBytes = append(tableBytes, fmt.Sprintf("%s %.0f", r["table"], n/float64(txs)))
+		}
+		fmt.Printf("stage bytes per transaction on disk: %s\n", strings.Join(tableBytes, ", "))
 		for _, m := range []struct{ svc, metric string }{
 			{"ingest", "moraine_ingest_stage_duration_seconds_sum"},
 			{"processor", "moraine_processor_batch_duration_seconds_sum"},

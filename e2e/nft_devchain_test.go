@@ -143,6 +143,7 @@ func TestNFTMetadataDevchain(t *testing.T) {
 			t.Errorf("%s: name %q, want %q", k, rows[k].name, want)
 		}
 	}
+	t.Run("through the balance and NFT routes", func(t *testing.T) { checkMetadataRoutes(t, s, special, rows) })
 	// The traffic's tokens: good documents, by every collection.
 	eventually(t, time.Minute, "traffic tokens of every collection indexed", func() bool {
 		rows = nftRows(t, s)

@@ -140,6 +140,7 @@ func testRealData(t *testing.T, d dataset) {
 	t.Run("history vs golden", func(t *testing.T) {
 		compareHistory(t, historyCheck{m: goldenModel(t, d), chainID: d.chainID, api: s.api})
 	})
+	t.Run("balances vs golden", func(t *testing.T) { compareBalancesGolden(t, d, s) })
 }
 
 func query(t testing.TB, conn driver.Conn, q string, args ...any) []map[string]string {

@@ -571,6 +571,12 @@ func (s *Server) call(ctx context.Context, method string, params []json.RawMessa
 		// code (an error would read as a node failing).
 		return []byte(`"0x"`), nil
 
+	case "eth_getBalance":
+		// No state is recorded, and a balance of 0 would be a wrong answer:
+		// say so as a pruned node does, which clients take as "no answer at
+		// that block", not as the node failing.
+		return nil, &jsonError{Code: -32000, Message: "historical state not available: the replay source serves recorded blocks, not state"}
+
 	case "eth_subscribe":
 		if ws == nil {
 			return nil, &jsonError{Code: -32601, Message: "notifications not supported"}

@@ -48,6 +48,28 @@ func TestAccountsAndKeys(t *testing.T) {
 	require.ErrorIs(t, err, accountdb.ErrNotFound)
 }
 
+// TestOperatorKeys: a key is an operator key while its latest row says so;
+// a key without a row is not.
+func TestOperatorKeys(t *testing.T) {
+	db, _, _ := accountdbtest.Open(t)
+	ctx := t.Context()
+	clock := accountdb.NewClock(nil)
+	op, err := db.IsOperator(ctx, "k1")
+	require.NoError(t, err)
+	require.False(t, op)
+	require.NoError(t, db.SetOperator(ctx, "k1", true, clock.Next(0)))
+	op, err = db.IsOperator(ctx, "k1")
+	require.NoError(t, err)
+	require.True(t, op)
+	op, err = db.IsOperator(ctx, "k2")
+	require.NoError(t, err)
+	require.False(t, op)
+	require.NoError(t, db.SetOperator(ctx, "k1", false, clock.Next(0)))
+	op, err = db.IsOperator(ctx, "k1")
+	require.NoError(t, err)
+	require.False(t, op)
+}
+
 func TestWebhooksPagingAndIsolation(t *testing.T) {
 	db, _, _ := accountdbtest.Open(t)
 	ctx := t.Context()

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/moraine-data/moraine/pkg/chclient"
 	"github.com/moraine-data/moraine/pkg/testenv"
 	schema "github.com/moraine-data/moraine/schemas/clickhouse"
 )
@@ -50,7 +51,8 @@ func TestStatementsRunOnCurrentClickHouse(t *testing.T) {
 		iReplayProgress+" VALUES ('w', 'r', 'running', 12, 5, 3, 2, '', 1700000000000, 1700000000001, 11)",
 		bind(qReplayJob, s, s), bind(qReplayJobs, s, n), qUnfinishedReplays, bind(qReplayProgress, s, "('r', 'q')"),
 		bind(qReplayDeliveries, s, n, s),
-		qDeliveryPartitions,
+		bind(chclient.PartitionsStatement, "'deliveries'"),
+		iOperatorKey+" VALUES ('k', 1, 1)", bind(qOperatorKey, s),
 		"ALTER TABLE deliveries DROP PARTITION 202311", // the month of the row above
 		"ALTER TABLE deliveries DROP PARTITION 202001", // a month that holds nothing
 	)

@@ -124,21 +124,6 @@ func first[T any](rows []T, err error, what string) (T, error) {
 	return rows[0], nil
 }
 
-// exec runs a statement that returns no rows (DDL).
-func (db *DB) exec(ctx context.Context, name, q string) error {
-	conn, err := db.conn.Get(ErrUnavailable)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := db.ctx(ctx)
-	defer cancel()
-	defer db.observe(name, time.Now())
-	if err := conn.Exec(ctx, q); err != nil {
-		return classify(name, err)
-	}
-	return nil
-}
-
 // stream is query without the per-call deadline, for the reconciler's full
 // scans (bounded by ctx only).
 func (db *DB) stream(ctx context.Context, name, q string, scan func(driver.Rows) error, args ...any) error {

@@ -2,13 +2,12 @@ package accountdb
 
 import (
 	"context"
-	"fmt"
 	"math"
-	"regexp"
-	"sort"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/moraine-data/moraine/pkg/chclient"
 )
 
 // Delivery results (the result column of the delivery log).
@@ -159,48 +158,22 @@ func (db *DB) CountStrikes(ctx context.Context, webhookID, kind string) (int, er
 	return int(n), err
 }
 
-// qDeliveryPartitions lists the months the delivery log holds (its
-// partition key is toYYYYMM of attempted_at: "202601").
-const qDeliveryPartitions = `SELECT DISTINCT partition FROM system.parts
-WHERE database = currentDatabase() AND table = 'deliveries' AND active`
-
-// monthPartition is what a partition of the delivery log is called.
-var monthPartition = regexp.MustCompile(`^[0-9]{6}$`)
-
-// DropDeliveriesBefore drops the months of the delivery log that end at or
-// before cutoff (UTC): ClickHouse 18.16 has no TTL, and dropping a
-// partition removes its files at once, where a DELETE mutation would
-// rewrite every part. A month is kept while any of it is newer than cutoff,
-// so the log holds between the retention and the retention plus a month.
-// It returns the partitions dropped; another instance dropping the same
-// month at the same time is harmless.
+// DropDeliveriesBefore drops the months of the delivery log (partitioned by
+// toYYYYMM of attempted_at) that end at or before cutoff (UTC), through
+// chclient.DropPartitionsBefore: a month is kept while any of it is newer
+// than cutoff, so the log holds between the retention and the retention
+// plus a month. It returns the partitions dropped.
 func (db *DB) DropDeliveriesBefore(ctx context.Context, cutoff time.Time) ([]string, error) {
-	var parts []string
-	err := db.query(ctx, "delivery_partitions", qDeliveryPartitions, func(r driver.Rows) error {
-		var p string
-		err := r.Scan(&p)
-		parts = append(parts, p)
-		return err
-	})
+	conn, err := db.conn.Get(ErrUnavailable)
 	if err != nil {
 		return nil, err
 	}
-	sort.Strings(parts)
-	var dropped []string
-	for _, p := range parts {
-		if !monthPartition.MatchString(p) {
-			return dropped, fmt.Errorf("accountdb: deliveries partition %q is not a month (YYYYMM)", p)
-		}
-		var y, m int
-		fmt.Sscanf(p, "%4d%2d", &y, &m)
-		if time.Date(y, time.Month(m)+1, 1, 0, 0, 0, 0, time.UTC).After(cutoff) {
-			continue
-		}
-		// ALTER takes no bound parameters; p is six digits (checked above).
-		if err := db.exec(ctx, "drop_delivery_partition", "ALTER TABLE deliveries DROP PARTITION "+p); err != nil {
-			return dropped, err
-		}
-		dropped = append(dropped, p)
+	ctx, cancel := db.ctx(ctx)
+	defer cancel()
+	defer db.observe("drop_delivery_partitions", time.Now())
+	dropped, err := chclient.DropPartitionsBefore(ctx, conn, "deliveries", cutoff)
+	if err != nil {
+		return dropped, classify("drop_delivery_partitions", err)
 	}
 	return dropped, nil
 }

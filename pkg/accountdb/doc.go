@@ -1,7 +1,8 @@
 // Package accountdb reads and writes the Webhooks API's state in ClickHouse:
 // accounts, API keys (SHA-256 only), webhooks, watched addresses and shared
 // secrets (migration 000003_webhooks; tables described there), and
-// delivery's delivery log and failure strikes (migration 000004_deliveries).
+// delivery's delivery log and failure strikes (migration 000004_deliveries),
+// and which keys are operator keys (migration *_api_usage_and_operations, operators.go).
 // The query service (API, moraine-admin) and delivery (deactivation, the
 // log) share it.
 //

@@ -24,7 +24,7 @@ func ReplayFinished(status string) bool {
 	return status == ReplayDone || status == ReplayCancelled || status == ReplayFailed
 }
 
-// ReplayJob is a replay as requested (replay_jobs, migration 12). Only the
+// ReplayJob is a replay as requested (replay_jobs, migration 14). Only the
 // query service writes it: once when it is created, again to cancel it.
 type ReplayJob struct {
 	WebhookID string

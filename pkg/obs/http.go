@@ -38,6 +38,13 @@ type HTTPConfig struct {
 	// process's open-file limit so a flood of sockets cannot starve the
 	// server's own connections (ClickHouse, Kafka).
 	MaxConnections int
+	// ErrorBody, when set (not a flag: the service sets it), renders the
+	// answers net/http writes by itself, below every handler, in the
+	// service's error shape instead of Go's plain text (protocolErrors):
+	// 431 when the request line and headers exceed MaxHeaderBytes, 414 when
+	// the request line alone does, 400 for a malformed request, 501 and
+	// 505. message is a sentence saying what was wrong.
+	ErrorBody func(status int, message string) (contentType string, body []byte)
 }
 
 // DefaultHTTPConfig mirrors the flag defaults.
@@ -103,6 +110,9 @@ func ListenHTTP(addr string, h http.Handler, logger *slog.Logger, cfg HTTPConfig
 				"max_connections", cfg.MaxConnections, "open_file_limit", lim.Cur)
 		}
 		ln = limitListener(ln, cfg.MaxConnections)
+	}
+	if cfg.ErrorBody != nil {
+		ln = protocolErrors(ln, cfg.MaxHeaderBytes, cfg.ErrorBody)
 	}
 	return &Server{
 		srv: &http.Server{

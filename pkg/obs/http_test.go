@@ -3,6 +3,7 @@ package obs
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -149,4 +150,69 @@ func TestHTTPConfigDefaultsAndValidate(t *testing.T) {
 	addr := serveHTTP(t, fastLimits())
 	status, _ := exchange(t, addr, "GET /get HTTP/1.1\r\nHost: x\r\nX-Big: "+strings.Repeat("a", 70<<10)+"\r\n\r\n")
 	require.Equal(t, "HTTP/1.1 431 Request Header Fields Too Large", status)
+}
+
+// TestProtocolErrorsInTheServicesShape: the answers net/http writes by
+// itself (a request line or headers over the cap, a malformed request)
+// come in ErrorBody's shape instead of Go's plain text, and an over-long
+// request line is a 414 (issue 27: Go answers it 431, in text/plain).
+// Answers of the handler are untouched.
+func TestProtocolErrorsInTheServicesShape(t *testing.T) {
+	cfg := fastLimits()
+	cfg.ErrorBody = func(status int, msg string) (string, []byte) {
+		return "application/json; charset=utf-8", []byte(fmt.Sprintf(`{"message":%q,"statusCode":%d}`, msg, status))
+	}
+	addr := serveHTTP(t, cfg)
+	read := func(req string) (*http.Response, string) {
+		c, err := net.Dial("tcp", addr)
+		require.NoError(t, err)
+		defer c.Close()
+		_, err = io.WriteString(c, req)
+		require.NoError(t, err)
+		require.NoError(t, c.SetReadDeadline(time.Now().Add(10*time.Second)))
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		require.NoError(t, err)
+		body, _ := io.ReadAll(resp.Body)
+		return resp, string(body)
+	}
+	for _, tc := range []struct {
+		name, req string
+		status    int
+		body      string
+	}{
+		{"long headers", "GET /get HTTP/1.1\r\nHost: x\r\nX-Big: " + strings.Repeat("a", 70<<10) + "\r\n\r\n",
+			431, `{"message":"the request line and headers must not exceed 65536 bytes together","statusCode":431}`},
+		{"long URI", "GET /get?x=" + strings.Repeat("a", 70<<10) + " HTTP/1.1\r\nHost: x\r\n\r\n",
+			414, `{"message":"the request line (method, URI and protocol) must not exceed 65536 bytes","statusCode":414}`},
+		{"no host", "GET /get HTTP/1.1\r\n\r\n", 400, `{"message":"missing required Host header","statusCode":400}`},
+		{"garbage", "NOT HTTP\r\n\r\n", 400, `{"message":"Bad Request","statusCode":400}`},
+		{"transfer encoding", "POST /post HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", 501, `{"message":"Unsupported transfer encoding","statusCode":501}`},
+		{"handler", "GET /get HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", 200, "ok"},
+	} {
+		resp, body := read(tc.req)
+		require.Equal(t, tc.status, resp.StatusCode, tc.name)
+		require.Equal(t, tc.body, body, tc.name)
+		if tc.status != 200 {
+			require.Equal(t, "application/json; charset=utf-8", resp.Header.Get("Content-Type"), tc.name)
+			require.True(t, resp.Close, tc.name)
+		}
+	}
+	// A request line over the cap after a complete request on the same
+	// connection is still told apart from long headers. (100 KiB: on a
+	// reused connection net/http reads up to the cap plus 4 KiB, plus the 4
+	// KiB its buffer already holds.)
+	c, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer c.Close()
+	br := bufio.NewReader(c)
+	_, err = io.WriteString(c, "GET /get HTTP/1.1\r\nHost: x\r\n\r\n")
+	require.NoError(t, err)
+	resp, err := http.ReadResponse(br, nil)
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_, err = io.WriteString(c, "GET /get?x="+strings.Repeat("a", 100<<10)+" HTTP/1.1\r\nHost: x\r\n\r\n")
+	require.NoError(t, err)
+	resp, err = http.ReadResponse(br, nil)
+	require.NoError(t, err)
+	require.Equal(t, 414, resp.StatusCode)
 }

@@ -293,6 +293,15 @@ func goldenCases() map[string]golden {
 		out[name] = golden{d, func() ([]byte, error) { return EncodeTxDetail(d) },
 			func(b []byte) (proto.Message, error) { return DecodeTxDetail(b) }}
 	}
+	req := &record.ApiRequest{Id: h("0x3f2b1c0d4e5f46a7b8c9d0e1f2a3b4c5"), At: 1764180000123, AccountId: "7c1e3b0a-5d4f-4e2a-9b8c-0d1e2f3a4b5c",
+		KeyId: "0b6c1f4e-2d3a-4b5c-8d9e-0f1a2b3c4d5e", KeyAlias: "mk_3f2b1c0d", Route: "/v1/chains/:chainId/blocks/:blockId",
+		Operation: "getBlock", Method: "GET", ChainId: "43114", Status: 200, DurationMicros: 1834, ComputeUnits: 10,
+		ClientIp: "203.0.113.7", UserAgent: "speakeasy-sdk/typescript 0.3.13", Host: "api.example.com", Region: "eu-west-1"}
+	out["api_request"] = golden{req, func() ([]byte, error) { return EncodeAPIRequest(req) },
+		func(b []byte) (proto.Message, error) { return DecodeAPIRequest(b) }}
+	task := &record.OperationTask{OperationId: "aa22054a-cb7c-4a4e-9b83-59f2ede74138"}
+	out["operation_task"] = golden{task, func() ([]byte, error) { return EncodeOperationTask(task) },
+		func(b []byte) (proto.Message, error) { return DecodeOperationTask(b) }}
 	return out
 }
 
@@ -300,7 +309,9 @@ func goldenCases() map[string]golden {
 // and when the golden bytes no longer decode to the sample: both mean the
 // wire contract between the services drifted (blocks: ingest -> processor;
 // address-watch: query -> processor and delivery; activity: processor ->
-// delivery; nft metadata request: processor and query -> processor; tx detail: processor -> query through ClickHouse).
+// delivery; nft metadata request: processor and query -> processor; tx
+// detail: processor -> query through ClickHouse; API requests: query ->
+// processor; operation tasks: query -> query).
 func TestGoldenWireFormat(t *testing.T) {
 	for name, g := range goldenCases() {
 		t.Run(name, func(t *testing.T) {

@@ -12,7 +12,7 @@ func DecodeTxDetail(b []byte) (*record.TxDetail, error) {
 }
 
 // EncodeAccessList encodes a transaction's access list for the ClickHouse
-// transactions.access_list column (migration 12): nil for an empty list,
+// transactions.access_list column (migration 14): nil for an empty list,
 // stored as ”.
 func EncodeAccessList(tuples []*record.AccessTuple) ([]byte, error) {
 	if len(tuples) == 0 {

@@ -42,6 +42,15 @@ const (
 	// group on it, and the instance assigned a partition writes the chains
 	// whose ids hash to it (ingest/internal/lease).
 	IngestLeases = "moraine.ingest-leases"
+	// APIRequests carries one record.ApiRequest per request the query
+	// service answered on a /v1 route, unkeyed; the processor's usage sink
+	// writes them to ClickHouse. It is the request log's buffer while
+	// ClickHouse is down: its retention bounds how long an outage of
+	// ClickHouse (or of the sink) loses nothing.
+	APIRequests = "moraine.api-requests"
+	// Operations carries one record.OperationTask per export job to run,
+	// keyed by operation id; the query service's export workers consume it.
+	Operations = "moraine.operations"
 	// NftMetadata carries record.NftMetadataRequest values (codec) keyed by
 	// codec.NftMetadataKey: NFTs whose metadata the processor's metadata
 	// worker is asked to fetch (discovered in blocks, or reindexNft).
@@ -112,6 +121,20 @@ var All = []Spec{
 		"cleanup.policy":    "delete",
 		"retention.ms":      "259200000", // 3 days, as the activity topic.
 		"max.message.bytes": maxRecordBytes,
+	}},
+	// 8 partitions: up to 8 usage sinks share the writes. 3 days outlive a
+	// long weekend's outage of ClickHouse or of the processors.
+	{Name: APIRequests, Partitions: 8, Configs: map[string]string{
+		"cleanup.policy":    "delete",
+		"retention.ms":      "259200000",
+		"max.message.bytes": maxRecordBytes,
+		"compression.type":  "producer",
+	}},
+	// 4 partitions: up to 4 query instances run export jobs at once. A job
+	// left unfinished this long is republished from ClickHouse anyway.
+	{Name: Operations, Partitions: 4, Configs: map[string]string{
+		"cleanup.policy": "delete",
+		"retention.ms":   "604800000",
 	}},
 	{Name: WebhookStreams, Partitions: 4, Configs: map[string]string{
 		"cleanup.policy":            "compact",

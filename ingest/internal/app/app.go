@@ -207,6 +207,8 @@ func (r *chainRunner) run(ctx context.Context) error {
 		Window:          a.cfg.Window,
 		ReadyLag:        a.cfg.ReadyLag,
 		ShutdownTimeout: a.cfg.ShutdownTimeout,
+		MaxLead:         a.cfg.MaxLead,
+		LeadGroup:       a.cfg.Kafka.TopicPrefix + a.cfg.LeadGroup,
 	}, follow.Deps{
 		Logger:    a.logger,
 		Kafka:     cl,

@@ -32,6 +32,10 @@ type Config struct {
 	// instance writes each chain (package lease).
 	LeaseGroup          string
 	LeaseSessionTimeout time.Duration
+	// MaxLead and LeadGroup bound a backfill's lead over the processor's
+	// sink (package follow, lead.go).
+	MaxLead   int64
+	LeadGroup string
 }
 
 // DefaultConfig mirrors the flag defaults.
@@ -53,6 +57,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.Uint64Var(&c.ReadyLag, "ingest.ready-lag", 2, "ready once every chain's acknowledged blocks are within this many blocks of its head")
 	fs.StringVar(&c.LeaseGroup, "ingest.lease-group", "moraine-ingest", "consumer group of the ingest instances: the instance it assigns a chain's lease writes the chain, the others stand by (--kafka.topic-prefix is prepended)")
 	fs.DurationVar(&c.LeaseSessionTimeout, "ingest.lease-session-timeout", 6*time.Second, "how long a silent instance keeps its chains before a standby takes them over (at least the broker's group.min.session.timeout.ms, 6 s by default)")
+	fs.Int64Var(&c.MaxLead, "ingest.max-lead", 0, "a backfill fetches no new blocks while its chain's partition holds more than this many records that --ingest.lead-group has not committed, so ingest gives way when the processor does (its write budget); 0: no bound. The head never waits")
+	fs.StringVar(&c.LeadGroup, "ingest.lead-group", "moraine-processor", "with --ingest.max-lead: the consumer group whose progress bounds the backfill, the processor's sink (--processor.group; --kafka.topic-prefix is prepended)")
 	fs.IntVar(&c.Window, "ingest.reorg-window", 256, "recent block hashes kept (and read back from Kafka at start) to find a reorg's common ancestor; at least 128")
 	c.Ops.RegisterFlags(fs, "127.0.0.1:9101")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown.timeout", 15*time.Second, "how long fetched blocks may take to be produced and acknowledged after a stop signal")
@@ -91,6 +97,14 @@ func (c *Config) Validate() error {
 	}
 	if c.LeaseGroup == "" {
 		errs = append(errs, errors.New("ingest: --ingest.lease-group is required"))
+	}
+	// A bound below two rounds of fetches would hold the backfill after
+	// nearly every span.
+	if minLead := int64(2 * c.Concurrency * c.BatchBlocks); c.MaxLead != 0 && c.MaxLead < minLead {
+		errs = append(errs, fmt.Errorf("ingest: --ingest.max-lead %d must be 0 (no bound) or at least %d (two rounds of --ingest.concurrency x --rpc.batch-blocks): a smaller bound stalls the backfill after every fetch", c.MaxLead, minLead))
+	}
+	if c.MaxLead > 0 && c.LeadGroup == "" {
+		errs = append(errs, errors.New("ingest: --ingest.lead-group is required with --ingest.max-lead"))
 	}
 	if c.LeaseSessionTimeout < 2*time.Second {
 		errs = append(errs, fmt.Errorf("ingest: --ingest.lease-session-timeout %s must be at least 2s (heartbeats are every second)", c.LeaseSessionTimeout))

@@ -48,6 +48,10 @@ func TestValidate(t *testing.T) {
 		{"window too small", func(c *Config) { c.Window = 64 }, "--ingest.reorg-window"},
 		{"zero poll interval", func(c *Config) { c.PollInterval = 0 }, "--ingest.poll-interval"},
 		{"zero shutdown timeout", func(c *Config) { c.ShutdownTimeout = 0 }, "--shutdown.timeout"},
+		// Below two rounds of fetches (4 x 10 blocks): the backfill would
+		// stall after every span.
+		{"lead too small", func(c *Config) { c.MaxLead = 79 }, "--ingest.max-lead 79 must be 0 (no bound) or at least 80"},
+		{"lead without a group", func(c *Config) { c.MaxLead, c.LeadGroup = 1000, "" }, "--ingest.lead-group"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := DefaultConfig()

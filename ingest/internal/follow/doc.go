@@ -93,6 +93,8 @@
 //	moraine_ingest_halted{chain}                          1 while stopped at a block no node answers completely
 //	moraine_ingest_checkpoint_recoveries_total{chain}      checkpoint reads from Kafka
 //	moraine_ingest_produce_buffered_bytes{chain}          encoded bytes queued or in flight
+//	moraine_ingest_backfill_lead_records{chain}           records the sink's group has not committed (--ingest.max-lead)
+//	moraine_ingest_backfill_waiting{chain}                1 while the backfill waits for the sink (lead.go)
 //
 // # Progress
 //

@@ -49,6 +49,12 @@ type Config struct {
 	// HaltRetry is how long a chain stopped at a block that no node
 	// answers completely waits before asking again (default 30s).
 	HaltRetry time.Duration
+	// LeadGroup and MaxLead bound a backfill's lead over the consumer group
+	// that writes the chain (lead.go): no new span is fetched below the
+	// head while more than MaxLead records of the chain's partition are not
+	// committed by LeadGroup (full name). Empty or 0: no bound.
+	LeadGroup string
+	MaxLead   int64
 }
 
 func (c *Config) defaults() {
@@ -114,6 +120,10 @@ type Follower struct {
 	// seconds): the progress line's rates and lag.
 	ackedBlocks, ackedTxs atomic.Uint64
 	ackedTime             atomic.Int64
+	// lead bounds the backfill's lead over the sink (nil: no bound);
+	// dispatchedNext is the number after the last block handed to a fetch.
+	lead           *lead
+	dispatchedNext atomic.Uint64
 }
 
 var (
@@ -204,6 +214,14 @@ func (f *Follower) Run(ctx context.Context) error {
 		defer hwg.Done()
 		f.reportProgress(hctx, f.cfg.ProgressInterval)
 	}()
+	if f.lead = newLead(f); f.lead != nil {
+		f.lead.refresh(ctx)
+		hwg.Add(1)
+		go func() {
+			defer hwg.Done()
+			f.lead.run(hctx)
+		}()
+	}
 	defer func() { hcancel(); hwg.Wait() }()
 
 	// Records are produced under a context that outlives ctx by the
@@ -376,11 +394,24 @@ func (f *Follower) pipeline(ctx context.Context, p *producer, st *state) (*state
 		if known {
 			f.deps.Metrics.head.WithLabelValues(f.chain).Set(float64(head))
 		}
+		// A backfill waits while the sink is far behind (lead.go); near
+		// the head nothing waits.
+		var leadCh <-chan struct{}
 		for known && inflight < maxInflight && dispatchNext <= head {
+			if dispatchNext+uint64(f.cfg.Concurrency*f.cfg.BatchBlocks) < head {
+				var holding bool
+				if holding, leadCh = f.lead.hold(); holding {
+					break
+				}
+			}
 			end := min(dispatchNext+s.spanSize(), head+1)
 			work <- span{start: dispatchNext, end: end}
+			// A span carries about BatchBlocks blocks (spanSize), fewer
+			// numbers only at the head.
+			f.lead.dispatched(min(end-dispatchNext, uint64(f.cfg.BatchBlocks)))
 			inflight++
 			dispatchNext = end
+			f.dispatchedNext.Store(dispatchNext)
 		}
 		select {
 		case <-ctx.Done():
@@ -411,6 +442,7 @@ func (f *Follower) pipeline(ctx context.Context, p *producer, st *state) (*state
 				return restart, err
 			}
 		case <-headCh:
+		case <-leadCh: // closed when a wait for the sink ends
 		}
 	}
 }

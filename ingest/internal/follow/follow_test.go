@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -604,6 +605,66 @@ func TestParseNumbers(t *testing.T) {
 		_, err := parseNumbers(json.RawMessage(bad), sp)
 		require.Error(t, err, bad)
 	}
+}
+
+// With --ingest.max-lead, a backfill stops fetching while the sink's group
+// is more than MaxLead records behind on the chain's partition, resumes
+// when it commits, and produces every block once and in order; an unknown
+// lead (the group has committed nothing) bounds nothing.
+func TestBackfillWaitsForTheSink(t *testing.T) {
+	blocks := recording(t)
+	node := chaintest.NewNode(t, blocks)
+	k := newKafka(t, 4)
+	adm := kadm.NewClient(k.plain)
+	const group = "sink"
+	p := partitionFor(topic, []byte("43114"), 4)
+	commit := func(at int64) {
+		t.Helper()
+		var offs kadm.Offsets
+		offs.AddOffset(topic, p, at, -1)
+		resp, err := adm.CommitOffsets(t.Context(), group, offs)
+		require.NoError(t, err)
+		require.NoError(t, resp.Error())
+	}
+	commit(0)
+	defer func(d time.Duration) { leadPoll = d }(leadPoll)
+	leadPoll = 5 * time.Millisecond
+	h := start(t, k, node, testChain(1), func(c *Config) { c.LeadGroup, c.MaxLead = group, 30 })
+	m := h.f.deps.Metrics
+	require.Eventually(t, func() bool { return testutil.ToFloat64(m.leadHolding.WithLabelValues("43114")) == 1 },
+		20*time.Second, 10*time.Millisecond, "the backfill never waited")
+	// Held: what was in flight lands, then nothing more. The estimate
+	// between reads counts every dispatched block, so the backfill stops
+	// near the bound however late a read comes (a loaded machine); it
+	// must stop short of the head's margin (Concurrency x BatchBlocks
+	// blocks), where nothing waits.
+	time.Sleep(time.Second)
+	held := h.f.ackedNext.Load()
+	time.Sleep(time.Second)
+	require.Equal(t, held, h.f.ackedNext.Load(), "blocks produced while the backfill waited")
+	require.LessOrEqual(t, held, uint64(100-4*3), "the backfill did not stop before the head")
+	require.Greater(t, testutil.ToFloat64(m.lead.WithLabelValues("43114")), 30.0)
+
+	// The sink catches up: the backfill goes on to the head.
+	ends, err := adm.ListEndOffsets(t.Context(), topic)
+	require.NoError(t, err)
+	end, _ := ends.Lookup(topic, p)
+	commit(end.Offset)
+	require.Eventually(t, func() bool {
+		if testutil.ToFloat64(m.leadHolding.WithLabelValues("43114")) == 1 {
+			// Held again further on: the sink catches up again.
+			ends, err := adm.ListEndOffsets(t.Context(), topic)
+			require.NoError(t, err)
+			end, _ := ends.Lookup(topic, p)
+			commit(end.Offset)
+		}
+		return h.f.ackedNext.Load() > 100
+	}, 30*time.Second, 20*time.Millisecond)
+	h.stop(t)
+	chain, reorgs := chaintest.Validate(t, chaintest.ReadEvents(t, k.cfg, topic, "43114"), 0, true)
+	require.Empty(t, reorgs)
+	require.Equal(t, wantNumbers(blocks), blockNumbers(chain))
+	require.Equal(t, int64(100), node.MethodCalls("eth_getBlockReceipts"), "a block fetched twice")
 }
 
 // testPool is a pool over the given node URLs (comma-free: one per

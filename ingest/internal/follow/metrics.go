@@ -24,6 +24,10 @@ type Metrics struct {
 	bufferedBytes    *prometheus.GaugeVec
 	verifyFailures   *prometheus.CounterVec
 	halted           *prometheus.GaugeVec
+	// lead and leadHolding: the backfill's records not yet committed by
+	// the sink's group, and whether the backfill waits for it (lead.go).
+	lead        *prometheus.GaugeVec
+	leadHolding *prometheus.GaugeVec
 }
 
 // Stage label values of moraine_ingest_stage_duration_seconds.
@@ -62,6 +66,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		halted: f.GaugeVec("halted",
 			"1 while the chain is stopped because every node's answer for the next block fails verification (nothing after it is produced; the log names the block and the check), else 0.",
 			"chain"),
+		lead: f.GaugeVec("backfill_lead_records",
+			"Records of the chain's partition that the sink's consumer group (--ingest.lead-group) has not committed (with --ingest.max-lead).", "chain"),
+		leadHolding: f.GaugeVec("backfill_waiting",
+			"1 while the backfill waits for the sink: more than --ingest.max-lead records not committed by it.", "chain"),
 	}
 }
 
@@ -76,6 +84,8 @@ func (m *Metrics) init(chain string) {
 	m.orphaned.WithLabelValues(chain)
 	m.recoveries.WithLabelValues(chain)
 	m.bufferedBytes.WithLabelValues(chain)
+	m.lead.WithLabelValues(chain)
+	m.leadHolding.WithLabelValues(chain)
 	for _, r := range []string{"not_found", "incomplete", "rpc_error", "invalid", "unverified"} {
 		m.retries.WithLabelValues(chain, r)
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/moraine-data/moraine/processor/internal/nftworker"
 	"github.com/moraine-data/moraine/processor/internal/replay"
 	"github.com/moraine-data/moraine/processor/internal/sink"
+	"github.com/moraine-data/moraine/processor/internal/usagesink"
 )
 
 // Config is the processor's configuration.
@@ -53,6 +54,8 @@ type Config struct {
 	Ledger   ledger.Config
 	Replay   replay.Config
 	Accounts accountdb.Config
+	// Usage is the request-log sink (package usagesink).
+	Usage usagesink.Config
 }
 
 // DefaultConfig mirrors the flag defaults.
@@ -71,6 +74,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.Matcher.RegisterFlags(fs)
 	chains.RegisterFlag(fs, &c.ChainsFile)
 	c.Sink.RegisterFlags(fs)
+	c.Usage.RegisterFlags(fs)
 	c.NFT.RegisterFlags(fs)
 	c.Ledger.RegisterFlags(fs)
 	c.Replay.RegisterFlags(fs)
@@ -82,8 +86,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 func (c Config) Validate() error {
 	var errs []error
 	errs = append(errs, c.Kafka.Validate())
-	if !c.Sink.Enabled && !c.Matcher.Enabled && !c.NFT.Enabled {
-		errs = append(errs, errors.New("processor: nothing to run: --processor.sink-enabled, --matcher.enabled and --nft.enabled are all false"))
+	if !c.Sink.Enabled && !c.Matcher.Enabled && !c.NFT.Enabled && !c.Usage.Enabled {
+		errs = append(errs, errors.New("processor: nothing to run: --processor.sink-enabled, --matcher.enabled, --nft.enabled and --usage.enabled are all false"))
 	}
 	if c.Matcher.Enabled {
 		errs = append(errs, c.Matcher.Validate())
@@ -102,6 +106,9 @@ func (c Config) Validate() error {
 	}
 	if c.Sink.Enabled || c.NFT.Enabled || c.Ledger.Enabled || c.replays() {
 		errs = append(errs, c.ClickHouse.Validate())
+	}
+	if c.Usage.Enabled {
+		errs = append(errs, c.ClickHouse.Validate(), c.Usage.Validate())
 	}
 	return errors.Join(errs...)
 }
@@ -124,7 +131,8 @@ type App struct {
 	// blocks decompresses each block batch once for the sink and the
 	// matcher, which both read every one (64 MiB of recent batches kept).
 	blocks kgo.Decompressor
-	sink   *sink.Consumer // nil when --processor.sink-enabled=false
+	sink   *sink.Consumer  // nil when --processor.sink-enabled=false
+	usage  *usagesink.Sink // nil when --usage.enabled=false
 	// nftDiscover and nftWorker are nil when --nft.enabled=false.
 	nftDiscover *nftdiscover.Discoverer
 	nftWorker   *nftworker.Worker
@@ -180,6 +188,13 @@ func New(cfg Config, deps Deps) (*App, error) {
 		var err error
 		if a.sink, err = sink.New(cfg.Sink, sink.Deps{Logger: a.logger, Registerer: a.reg, Kafka: cfg.Kafka, ClickHouse: cfg.ClickHouse,
 			Health: a.health, Decompressor: a.blocks}); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Usage.Enabled {
+		var err error
+		if a.usage, err = usagesink.New(cfg.Usage, usagesink.Deps{Logger: a.logger, Registerer: a.reg, Kafka: cfg.Kafka,
+			ClickHouse: cfg.ClickHouse, Health: a.health}); err != nil {
 			return nil, err
 		}
 	}
@@ -265,7 +280,15 @@ func (a *App) Run(ctx context.Context) error {
 			default:
 			}
 		}
-		if !sinkUp || cfg.Matcher.Enabled && !matcherUp.Load() {
+		usageUp := a.usage == nil
+		if a.usage != nil {
+			select {
+			case <-a.usage.Connected():
+				usageUp = true
+			default:
+			}
+		}
+		if !sinkUp || !usageUp || cfg.Matcher.Enabled && !matcherUp.Load() {
 			return errors.New("connecting to kafka and clickhouse")
 		}
 		return nil
@@ -293,6 +316,9 @@ func (a *App) Run(ctx context.Context) error {
 		}
 		if cfg.Matcher.Enabled {
 			groups = append(groups, cfg.Kafka.TopicPrefix+cfg.Matcher.Group)
+		}
+		if a.usage != nil {
+			groups = append(groups, a.usage.Group())
 		}
 		if a.nftWorker != nil {
 			groups = append(groups, a.nftDiscover.Group(), a.nftWorker.Group())
@@ -327,6 +353,9 @@ func (a *App) Run(ctx context.Context) error {
 		}
 		if sk != nil {
 			g.Go(func() error { return sk.Run(gctx) })
+		}
+		if a.usage != nil {
+			g.Go(func() error { return a.usage.Run(gctx) })
 		}
 		if a.nftWorker != nil {
 			g.Go(func() error { return a.nftDiscover.Run(gctx) })

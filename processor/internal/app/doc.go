@@ -16,6 +16,11 @@
 //     it reads tokenURI/uri from the chains' nodes, fetches the documents
 //     and writes nft_metadata, retrying on its own delay topics.
 //
+// A third consumer, of the API-requests topic, runs beside them: the usage
+// sink (package usagesink; --usage.enabled, group --usage.group) writes the
+// query service's request records to the request log and its usage rollups,
+// and drops their old months.
+//
 // Separate groups keep their offsets apart: a slow ClickHouse does not hold
 // back webhooks, a matcher restart does not rewrite rows, and a slow or
 // hostile metadata host holds back neither (the worker's fetches are
@@ -25,6 +30,6 @@
 // The guarantees of each and their metrics are in those packages' docs.
 // Besides those, the processor exports
 // moraine_kafka_consumer_lag_records{group,topic,partition} of the sink's,
-// the matcher's and the NFT groups, and franz-go's client metrics
+// the matcher's, the NFT groups and the usage sink's, and franz-go's client metrics
 // moraine_kafka_*{client} (package kafkautil).
 package app

@@ -262,6 +262,8 @@ func matcherConfig(t *testing.T, kcfg kafkautil.Config, chains string) Config {
 	cfg := DefaultConfig()
 	cfg.Kafka = kcfg
 	cfg.Sink.Enabled = false
+	// The usage sink would write the default database: not this test's.
+	cfg.Usage.Enabled = false
 	cfg.ChainsFile = chains
 	cfg.Ops.ListenAddress = freeAddr(t)
 	cfg.ShutdownTimeout = 10 * time.Second
@@ -525,9 +527,11 @@ func TestConfig(t *testing.T) {
 		t.Fatalf("default config invalid: %v", err)
 	}
 	for name, mut := range map[string]func(*Config){
-		"nothing enabled": func(c *Config) { c.Sink.Enabled, c.Matcher.Enabled, c.NFT.Enabled = false, false, false },
+		"nothing enabled": func(c *Config) {
+			c.Sink.Enabled, c.Matcher.Enabled, c.NFT.Enabled, c.Usage.Enabled = false, false, false, false
+		},
 		"nft without clickhouse": func(c *Config) {
-			c.Sink.Enabled, c.Matcher.Enabled, c.ClickHouse.Addr = false, false, ""
+			c.Sink.Enabled, c.Matcher.Enabled, c.Usage.Enabled, c.ClickHouse.Addr = false, false, false, ""
 		},
 		"nft retry schedule too short": func(c *Config) { c.NFT.RetrySchedule = c.NFT.RetrySchedule[:2] },
 		"no txn id":                    func(c *Config) { c.Matcher.TransactionalID = "" },
@@ -546,13 +550,24 @@ func TestConfig(t *testing.T) {
 	// The sink alone needs no matcher settings, the matcher alone (without
 	// the ledger and the replays) no ClickHouse.
 	c := DefaultConfig()
-	c.Sink.Enabled, c.NFT.Enabled, c.ClickHouse.Addr = false, false, ""
+	c.Sink.Enabled, c.NFT.Enabled, c.Usage.Enabled, c.ClickHouse.Addr = false, false, false, ""
 	if c.Validate() == nil {
 		t.Error("the matcher with the ledger and the replays, without ClickHouse: accepted")
 	}
 	c.Ledger.Enabled, c.Replay.Enabled = false, false
 	if err := c.Validate(); err != nil {
 		t.Errorf("matcher only: %v", err)
+	}
+	// The usage sink needs ClickHouse, and its retentions in order.
+	c = DefaultConfig()
+	c.Sink.Enabled, c.NFT.Enabled, c.ClickHouse.Addr = false, false, ""
+	if c.Validate() == nil {
+		t.Error("usage sink without ClickHouse: accepted")
+	}
+	c = DefaultConfig()
+	c.Usage.MetricsRetention = c.Usage.LogRetention / 2
+	if c.Validate() == nil {
+		t.Error("metrics kept shorter than logs: accepted")
 	}
 }
 

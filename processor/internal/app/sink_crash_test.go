@@ -1,10 +1,15 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -22,7 +27,16 @@ import (
 //     batch's blocks are written while the next batch's children are);
 //   - at the end: every block and child row exactly once (FINAL), however
 //     many batches were written twice after a kill.
+//
+// With throttled set, the write budget is on and reads keep ClickHouse busy
+// while the blocks (from 2023: backfill) arrive, so batches wait between
+// their inserts: throttling must change when rows are written, never which.
 func TestSinkCrashIntegration(t *testing.T) {
+	t.Run("unthrottled", func(t *testing.T) { testSinkCrash(t, false) })
+	t.Run("throttled", func(t *testing.T) { testSinkCrash(t, true) })
+}
+
+func testSinkCrash(t *testing.T, throttled bool) {
 	kcfg := testenv.Kafka(t)
 	ccfg, conn := testenv.ClickHouse(t)
 	const (
@@ -36,6 +50,13 @@ func TestSinkCrashIntegration(t *testing.T) {
 		// Small batches: many hand-overs between the two writing goroutines.
 		"--processor.batch-rows=200", "--processor.flush-interval=20ms",
 		"--ops.listen-address=127.0.0.1:0", "--log.level=warn",
+	}
+	if throttled {
+		// The lowest target allowed, under reads that take both cores: the
+		// probe is over it most of the time.
+		args = append(args, "--processor.read-latency-target=5ms", "--processor.backfill-min-share=0.2", "--log.level=info")
+		stopReads := busyReads(t, conn)
+		defer stopReads()
 	}
 	cur, logs, prod := startCrashTest(t, kcfg, args)
 	// Traffic: about 6 s of blocks, in bursts of 10 so batches hold several.
@@ -103,6 +124,9 @@ kill:
 	cur.stop(t)
 	logs.WriteString("--- last run\n" + cur.out.String())
 	t.Logf("%d blocks; sink SIGKILLed %d times; invariants checked %d times", blocks, kills, checks)
+	if throttled && !strings.Contains(logs.String(), "write budget: backfill gives way to reads") {
+		t.Errorf("the write budget never throttled the backfill: the test did not exercise it")
+	}
 	if kills < 3 {
 		t.Errorf("only %d kills during traffic; the test did not exercise crashes", kills)
 	}
@@ -112,4 +136,23 @@ kill:
 			t.Errorf("%s: %d rows, want %d", table, got, want)
 		}
 	}
+}
+
+// busyReads runs reads that keep ClickHouse's CPUs busy (two at a time,
+// each a few hundred milliseconds of hashing) until the returned func is
+// called.
+func busyReads(t *testing.T, conn driver.Conn) func() {
+	ctx, cancel := context.WithCancel(t.Context())
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				var n uint64
+				_ = conn.QueryRow(ctx, "SELECT sum(cityHash64(number)) FROM numbers(20000000)").Scan(&n)
+			}
+		}()
+	}
+	return func() { cancel(); wg.Wait() }
 }

@@ -1,5 +1,5 @@
 // Package ledger keeps the message ledger: one ClickHouse row
-// (webhook_messages, migration 12) per message a webhook's stream
+// (webhook_messages, migration 14) per message a webhook's stream
 // numbered, so that a replay can repeat every message a receiver was sent,
 // with its sequence number, and a receiver that lost messages recovers them
 // with no gap (docs/webhook-stream.md, "Replay").

@@ -13,9 +13,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/moraine-data/moraine/pkg/balances"
 	"github.com/moraine-data/moraine/pkg/chclient"
 	"github.com/moraine-data/moraine/pkg/kafkautil"
 	"github.com/moraine-data/moraine/pkg/obs"
+	"github.com/moraine-data/moraine/processor/internal/budget"
 	"github.com/moraine-data/moraine/schemas/codec"
 	"github.com/moraine-data/moraine/schemas/record"
 	"github.com/moraine-data/moraine/schemas/topics"
@@ -27,25 +29,36 @@ type Config struct {
 	Enabled bool
 	// AddressIndex writes the transaction-history tables
 	// (--processor.address-index).
-	AddressIndex  bool
-	Group         string
-	BatchRows     int
-	FlushInterval time.Duration
-	InsertTimeout time.Duration
+	AddressIndex bool
+	// Balances writes the balance tables and sums their settled buckets
+	// (--processor.balances); BalancesSettle is how far below the head a
+	// bucket must end to be summed (--processor.balances-settle-blocks).
+	Balances       bool
+	BalancesSettle uint64
+	Group          string
+	BatchRows      int
+	FlushInterval  time.Duration
+	InsertTimeout  time.Duration
 	// ShutdownTimeout (the processor's --shutdown.timeout, not a sink flag)
 	// is how long past the insert timeout a batch already polled may take
 	// to finish on shutdown.
 	ShutdownTimeout time.Duration
+	// Budget holds backfill batches back while reads are slow (package
+	// budget).
+	Budget budget.Config
 }
 
 // RegisterFlags adds the sink's --processor.* flags.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.Enabled, "processor.sink-enabled", true, "run the ClickHouse sink (blocks, transactions, logs, internal transactions)")
 	fs.BoolVar(&c.AddressIndex, "processor.address-index", true, "write the transaction-history tables (transactions_by_hash, address_lists) that the Data API's transaction and address endpoints read; false saves their cost where only blocks are served")
+	fs.BoolVar(&c.Balances, "processor.balances", true, "write the balance tables (balances, nft_transfers, balance_progress) that the Data API's balance and NFT routes read, and sum their settled buckets; false saves their cost where balances are not served")
+	fs.Uint64Var(&c.BalancesSettle, "processor.balances-settle-blocks", balances.DefaultRollerConfig().Settle, "sum a bucket of balance deltas once the indexed head is this many blocks past its end; at least ingest's --ingest.reorg-window, so no reorg reaches a summed bucket")
 	fs.StringVar(&c.Group, "processor.group", "moraine-processor", "Kafka consumer group of the ClickHouse sink (--kafka.topic-prefix is prepended)")
 	fs.IntVar(&c.BatchRows, "processor.batch-rows", 50000, "flush a batch once it holds this many rows (all tables); smaller batches overlap ClickHouse inserts with consuming")
 	fs.DurationVar(&c.FlushInterval, "processor.flush-interval", 100*time.Millisecond, "flush a batch at most this long after its first record (bounds latency at the head)")
 	fs.DurationVar(&c.InsertTimeout, "processor.insert-timeout", 2*time.Minute, "deadline of one batch insert")
+	c.Budget.RegisterFlags(fs)
 }
 
 // Validate checks the configuration of an enabled sink.
@@ -57,6 +70,10 @@ func (c Config) Validate() error {
 	if c.FlushInterval <= 0 {
 		errs = append(errs, errors.New("sink: --processor.flush-interval must be positive"))
 	}
+	if c.Balances && c.BalancesSettle == 0 {
+		errs = append(errs, errors.New("sink: --processor.balances-settle-blocks must be positive"))
+	}
+	errs = append(errs, c.Budget.Validate())
 	return errors.Join(errs...)
 }
 
@@ -78,10 +95,11 @@ type Deps struct {
 // Consumer is the sink's consumer group: it writes every block batch to
 // ClickHouse and commits its offsets only once the batch is written.
 type Consumer struct {
-	cfg  Config
-	deps Deps
-	m    *metrics
-	up   chan struct{}
+	cfg    Config
+	deps   Deps
+	m      *metrics
+	budget *budget.Budget
+	up     chan struct{}
 }
 
 // New registers the sink's metrics; it does no network I/O.
@@ -92,7 +110,8 @@ func New(cfg Config, deps Deps) (*Consumer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Consumer{cfg: cfg, deps: deps, m: newMetrics(deps.Registerer), up: make(chan struct{})}, nil
+	return &Consumer{cfg: cfg, deps: deps, m: newMetrics(deps.Registerer), budget: budget.New(cfg.Budget, deps.Registerer, deps.Logger),
+		up: make(chan struct{})}, nil
 }
 
 // Connected is closed once the consumer has its ClickHouse connection and
@@ -124,7 +143,24 @@ func (s *Consumer) Run(ctx context.Context) error {
 	s.deps.Health.Add("clickhouse", chclient.Ping(conn))
 	close(s.up)
 	logger.Info("processor consuming", "topic", blocksTopic, "group", group)
-	c := &consumer{cfg: cfg, cl: cl, writer: NewWriter(conn, cfg.InsertTimeout), m: s.m, logger: logger}
+	bctx, stopBudget := context.WithCancel(ctx)
+	defer stopBudget()
+	go s.budget.Run(bctx, probeRead(conn))
+	c := &consumer{cfg: cfg, cl: cl, writer: NewWriter(conn, cfg.InsertTimeout), m: s.m, logger: logger,
+		budget: s.budget, atHead: map[string]bool{}}
+	var rolled chan struct{}
+	if cfg.Balances {
+		rcfg := balances.DefaultRollerConfig()
+		rcfg.Settle = cfg.BalancesSettle
+		c.roller = balances.NewRoller(balances.Conn{Conn: conn, Timeout: cfg.InsertTimeout}, rcfg, logger, s.deps.Registerer, "processor")
+		rctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+		rolled = make(chan struct{})
+		go func() {
+			defer close(rolled)
+			_ = c.roller.Run(rctx)
+		}()
+		defer func() { stop(); <-rolled }()
+	}
 	err = c.run(ctx)
 	closeCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
@@ -167,6 +203,17 @@ type consumer struct {
 	writer *Writer
 	m      *metrics
 	logger *slog.Logger
+	// roller sums settled balance buckets (nil without balances).
+	roller *balances.Roller
+	// budget holds backfill batches back while reads are slow: after such
+	// a batch, the next is written no earlier than pauseUntil, unless a
+	// record of a chain whose last batch was at its head (atHead, by
+	// record key) arrives first.
+	budget     *budget.Budget
+	pauseUntil time.Time
+	atHead     map[string]bool
+	// held are records polled during a pause, not yet written.
+	held []*kgo.Record
 	// progress of the periodic "indexed" log line
 	progress indexProgress
 }
@@ -222,7 +269,13 @@ func (c *consumer) run(ctx context.Context) error {
 // good, or the finisher stops.
 func (c *consumer) poll(ctx context.Context, toFinish chan<- *written, finisherDone <-chan struct{}) error {
 	for {
-		fetches := c.cl.PollRecords(ctx, pollChunk)
+		// A backfill batch's pause: what arrives meanwhile is the next
+		// batch.
+		records := c.pausedPoll(ctx)
+		var fetches kgo.Fetches
+		if len(records) == 0 {
+			fetches = c.cl.PollRecords(ctx, pollChunk)
+		}
 		if ctx.Err() != nil {
 			c.cl.AllowRebalance()
 			return nil
@@ -239,11 +292,12 @@ func (c *consumer) poll(ctx context.Context, toFinish chan<- *written, finisherD
 		if fetchErr != nil {
 			c.logger.Warn("fetch error, retrying", "err", fetchErr)
 		}
-		records := fetches.Records()
+		records = append(records, fetches.Records()...)
 		// Top up the batch while more records arrive quickly: large inserts
 		// during backfill, one flush interval of latency at the head.
+		// Not during a backfill's pause: only a head's records go then.
 		deadline := time.Now().Add(c.cfg.FlushInterval)
-		for len(records) > 0 && rowsEstimate(records) < c.cfg.BatchRows && time.Now().Before(deadline) {
+		for len(records) > 0 && !time.Now().Before(c.pauseUntil) && rowsEstimate(records) < c.cfg.BatchRows && time.Now().Before(deadline) {
 			pctx, cancel := context.WithDeadline(ctx, deadline)
 			more := c.cl.PollRecords(pctx, pollChunk)
 			cancel()
@@ -258,6 +312,7 @@ func (c *consumer) poll(ctx context.Context, toFinish chan<- *written, finisherD
 				c.cl.AllowRebalance()
 				return err
 			}
+			c.pace(w, time.Now())
 			select {
 			case toFinish <- w:
 			case <-finisherDone:
@@ -304,7 +359,7 @@ func (c *consumer) writeChildren(ctx context.Context, records []*kgo.Record) (*w
 			w.last[b.Block.ChainId] = lastBlock{number: b.Block.Number, timestamp: b.Block.Timestamp}
 		}
 	}
-	batch, err := NewBatch(events, c.cfg.AddressIndex)
+	batch, err := NewBatchOf(events, Tables{Index: c.cfg.AddressIndex, Balances: c.cfg.Balances})
 	if err != nil {
 		return nil, err
 	}
@@ -332,6 +387,9 @@ func (c *consumer) finish(ctx context.Context, w *written) error {
 	for chain, b := range w.last {
 		c.m.lastWritten.WithLabelValues(strconv.FormatUint(chain, 10)).Set(float64(b.number))
 		c.m.lastWrittenTime.WithLabelValues(strconv.FormatUint(chain, 10)).Set(float64(b.timestamp))
+		if c.roller != nil {
+			c.roller.Notify(chain, b.number)
+		}
 	}
 	c.progress.add(w, time.Now(), c.logger)
 	c.logger.Debug("batch written", "records", len(w.records), "blocks", w.batch.Blocks, "txs", w.batch.Txs, "rows", w.batch.Len(), "took", time.Since(w.start))

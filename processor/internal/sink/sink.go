@@ -3,7 +3,11 @@
 // internal_transactions) and, unless turned off (--processor.address-index),
 // the transaction-history tables the Data API's address and transaction
 // endpoints read (transactions_by_hash and address_lists; index.go, migrations
-// 8 and 9).
+// 8 and 9), and unless turned off (--processor.balances) the balance tables
+// the balance and NFT routes read (balances level 0, nft_transfers,
+// balance_progress; balances.go, migration 12), whose settled buckets its
+// roller (pkg/balances.Roller) sums once each chain's written head is past
+// them.
 //
 // Guarantees:
 //   - Idempotent: every row carries version = the Kafka offset of the event
@@ -36,6 +40,15 @@
 // (the processor's TestSinkCrashIntegration checks both while it kills
 // the sink).
 //
+// # Serving first
+//
+// With the write budget on (package budget, --processor.read-latency-target),
+// a batch holding backfill waits after its inserts while reads are slow;
+// what arrives meanwhile is held for the next batch, except the records of
+// a chain at its head, which go at once with their partition's held records
+// before them (pace.go). Offsets are still committed only for written
+// records, partition by partition in order.
+//
 // # Metrics
 //
 //	moraine_processor_records_consumed_total{topic}
@@ -46,6 +59,10 @@
 //	moraine_processor_decode_errors_total
 //	moraine_processor_last_written_block{chain}
 //	moraine_processor_last_written_block_timestamp_seconds{chain}  its timestamp (time() - it: the indexed chain's lag)
+//
+// and the roller's (pkg/balances): moraine_processor_balance_buckets_summed_total{level},
+// _balance_rollup_duration_seconds{level}, _balance_summed_block{chain},
+// _balance_rollup_errors_total.
 //
 // Every 30 s while it writes, the sink logs an "indexed" line per chain: the
 // highest block written, its age (lag), and blocks and transactions per
@@ -61,6 +78,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/moraine-data/moraine/pkg/balances"
 	"github.com/moraine-data/moraine/schemas/codec"
 	"github.com/moraine-data/moraine/schemas/record"
 )
@@ -84,6 +102,15 @@ type Batch struct {
 	indexed bool
 	index   []indexRow
 	parties parties // scratch of addIndex
+	// withBalances: the batch also holds the balance tables' rows (balances
+	// level 0, nft_transfers) and, per chain, its lowest block, which
+	// balance_progress keeps the lowest of.
+	withBalances bool
+	balances     balances.Rows
+	// deltaVersions and nftVersions are the versions of balances.Deltas
+	// and balances.NFTs, row by row.
+	deltaVersions, nftVersions []uint64
+	firstBlocks                map[uint64]uint64
 	// Blocks and Txs count what the batch holds, for metrics.
 	Blocks, Txs int
 }
@@ -126,11 +153,27 @@ type internalRow struct {
 	version uint64
 }
 
-// NewBatch returns the batch of events, its row slices allocated at their
-// final size: grown by appending, the call frames' rows alone (about 200,000
-// in a backfill batch) were copied several times over. With index, it also
-// holds the rows of the transaction-history tables (index.go).
+// Tables says which tables beyond the block tables a batch writes.
+type Tables struct {
+	// Index: the transaction-history tables (index.go).
+	Index bool
+	// Balances: the balance tables (balances level 0, nft_transfers,
+	// balance_progress; package balances).
+	Balances bool
+}
+
+// NewBatch returns the batch of events for the block tables and, with
+// index, the transaction-history tables.
 func NewBatch(events []Event, index bool) (*Batch, error) {
+	return NewBatchOf(events, Tables{Index: index})
+}
+
+// NewBatchOf returns the batch of events for the block tables and the
+// tables t names, its row slices allocated at their final size: grown by
+// appending, the call frames' rows alone (about 200,000 in a backfill
+// batch) were copied several times over.
+func NewBatchOf(events []Event, t Tables) (*Batch, error) {
+	index := t.Index
 	var blocks, txs, logs, internal int
 	for _, e := range events {
 		switch ev := e.Event.GetEvent().(type) {
@@ -153,6 +196,11 @@ func NewBatch(events []Event, index bool) (*Batch, error) {
 		logs:     make([]logRow, 0, logs),
 		internal: make([]internalRow, 0, internal),
 		indexed:  index,
+
+		withBalances: t.Balances,
+	}
+	if t.Balances {
+		b.firstBlocks = map[uint64]uint64{}
 	}
 	if index {
 		// A guess, not a bound: about four parties per transaction and
@@ -174,6 +222,9 @@ func (b *Batch) Len() int {
 	if b.indexed {
 		n += len(b.txs) + len(b.index)
 	}
+	if b.withBalances {
+		n += 2*len(b.balances.Deltas) + len(b.balances.NFTs) + len(b.firstBlocks)
+	}
 	return n
 }
 
@@ -188,6 +239,9 @@ func (b *Batch) add(e Event) error {
 		b.hashes = append(b.hashes, hashRow{chainID: blk.ChainId, number: blk.Number, hash: blk.Hash, version: v})
 		if h, ok := b.heads[blk.ChainId]; !ok || blk.Number >= h.b.Number {
 			b.heads[blk.ChainId] = headRow{b: blk, version: v}
+		}
+		if b.withBalances {
+			b.addBalances(blk, v)
 		}
 		for _, tx := range blk.Transactions {
 			b.Txs++
@@ -216,6 +270,20 @@ func (b *Batch) add(e Event) error {
 		}
 	}
 	return nil
+}
+
+// addBalances appends the balance tables' rows of one block.
+func (b *Batch) addBalances(blk *record.Block, version uint64) {
+	balances.FromBlock(&b.balances, blk)
+	for len(b.deltaVersions) < len(b.balances.Deltas) {
+		b.deltaVersions = append(b.deltaVersions, version)
+	}
+	for len(b.nftVersions) < len(b.balances.NFTs) {
+		b.nftVersions = append(b.nftVersions, version)
+	}
+	if f, ok := b.firstBlocks[blk.ChainId]; !ok || blk.Number < f {
+		b.firstBlocks[blk.ChainId] = blk.Number
+	}
 }
 
 // Writer inserts batches.
@@ -251,6 +319,9 @@ func (w *Writer) WriteChildren(ctx context.Context, b *Batch) error {
 	if b.indexed {
 		g.Go(func() error { return w.insertTxLookup(gctx, b.txs) })
 		g.Go(func() error { return w.insertIndex(gctx, b.index) })
+	}
+	if b.withBalances {
+		g.Go(func() error { return w.insertBalances(gctx, b) })
 	}
 	return g.Wait()
 }

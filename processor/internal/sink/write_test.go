@@ -79,3 +79,55 @@ func TestWriteIndexIntegration(t *testing.T) {
 		t.Fatalf("alice's transaction row: roles %d, %v, %v", roles, &d, err)
 	}
 }
+
+// The balance tables go in with the block tables: one delta per holder and
+// token the block changes, one NFT row per ERC-721/1155 transfer, the
+// chain's first block; a redelivered batch (same offsets) changes nothing,
+// and a later batch does not move the first block.
+func TestWriteBalancesIntegration(t *testing.T) {
+	_, conn := testenv.ClickHouse(t)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	block := func(offset int64, number uint64) Event {
+		return Event{Offset: offset, Event: &record.ChainEvent{Event: &record.ChainEvent_Block{Block: &record.Block{
+			ChainId: 1, Number: number, Hash: word(number), Transactions: []*record.Transaction{indexedTx()}}}}}
+	}
+	w := NewWriter(conn, time.Minute)
+	write := func(events ...Event) *Batch {
+		b, err := NewBatchOf(events, Tables{Balances: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.WriteChildren(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.WriteBlocks(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	b := write(block(5, 100))
+	write(block(5, 100))
+	write(block(6, 101))
+	// indexedTx: alice -1000 usd, bob +1000 usd; bob -1 nft#7, carol +1;
+	// carol -5 items#1 and -6 items#2, alice +5 and +6: 8 deltas, 3 NFT rows.
+	if len(b.balances.Deltas) != 8 || len(b.balances.NFTs) != 3 || b.Len() != 1+1+1+4+9+2*8+3+1 {
+		t.Fatalf("batch of %d deltas, %d NFT rows, %d rows in all", len(b.balances.Deltas), len(b.balances.NFTs), b.Len())
+	}
+	var deltas, pairs, nfts, first uint64
+	if err := conn.QueryRow(ctx, "SELECT count() FROM balances FINAL").Scan(&deltas); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.QueryRow(ctx, "SELECT count() FROM balance_pairs FINAL").Scan(&pairs); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.QueryRow(ctx, "SELECT count() FROM nft_transfers FINAL").Scan(&nfts); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.QueryRow(ctx, "SELECT argMax(value, version) FROM balance_progress WHERE chain_id = 1 AND kind = 0").Scan(&first); err != nil {
+		t.Fatal(err)
+	}
+	if deltas != 16 || pairs != 8 || nfts != 6 || first != 100 {
+		t.Fatalf("%d deltas (want 16), %d pairs (want 8), %d NFT rows (want 6), first block %d (want 100)", deltas, pairs, nfts, first)
+	}
+}

@@ -5,9 +5,11 @@
 //	moraine-admin account create --name NAME --plan free|base|growth|pro|enterprise|custom
 //	moraine-admin account list                (with each account's active webhooks)
 //	moraine-admin account set-plan --account ID --plan PLAN
-//	moraine-admin key create --account ID      (prints the key once; only its SHA-256 is stored)
+//	moraine-admin key create --account ID [--operator]  (prints the key once; only its SHA-256 is stored)
 //	moraine-admin key list --account ID
 //	moraine-admin key revoke --key-id ID
+//	moraine-admin key set-operator --key-id ID [--operator=false]
+//	moraine-admin usage [--org ID] [--from DAY] [--to DAY] [--interval daily] [--group-by requestPath]
 //	moraine-admin plan list [--plans.file FILE]
 //	moraine-admin dev-key --out PATH [--plan free]   (make run: reuse or create the development key)
 //	moraine-admin status [--sample 5s] [--watch 10s]  (every chain's heads, lag, rate and ETA; consumer groups' lag)
@@ -43,6 +45,7 @@ import (
 	"github.com/moraine-data/moraine/pkg/obs"
 	"github.com/moraine-data/moraine/pkg/process"
 	"github.com/moraine-data/moraine/query/internal/access/plan"
+	"github.com/moraine-data/moraine/query/internal/access/usage/usageapi"
 	"github.com/moraine-data/moraine/query/internal/ops/admin"
 	"github.com/moraine-data/moraine/query/internal/ops/nftdiscover"
 	"github.com/moraine-data/moraine/query/internal/ops/status"
@@ -55,9 +58,15 @@ commands:
   account create --name NAME --plan PLAN   create an account (prints its id)
   account list                             list accounts (with their active webhooks, what the plan limits)
   account set-plan --account ID --plan PLAN
-  key create --account ID                  create an API key (prints it once)
-  key list --account ID                    list an account's keys (prefix, created, revoked)
+  key create --account ID [--operator]     create an API key (prints it once); --operator: it reads every
+                                           account's usage and request logs (getApiUsageMetrics, getApiLogs)
+  key list --account ID                    list an account's keys (prefix, created, revoked, operator)
   key revoke --key-id ID                   revoke a key (effective within the query key-cache TTL)
+  key set-operator --key-id ID [--operator=false]
+                                           make a key an operator key, or an ordinary one again
+  usage [--org ID] [--from DAY] [--to DAY] [--interval daily] [--group-by FIELD]
+                                           requests, success rate, median time and compute units per
+                                           interval (every account, or --org's), as getApiUsageMetrics
   plan list [--plans.file FILE]            show plan limits
   dev-key --out PATH [--plan PLAN]         print the development key saved at PATH, creating it if needed
   status [--sample 5s] [--watch 10s]       per chain: node head, ingested (Kafka) and indexed (ClickHouse) heads,
@@ -235,10 +244,16 @@ var commands = map[string]command{
 	}},
 	"key create": {db: true, required: []string{"account"}, setup: func(fs *flag.FlagSet, e *env) func(context.Context) error {
 		id := fs.String("account", "", "account id")
+		operator := fs.Bool("operator", false, "an operator key: it reads every account's usage and request logs")
 		return func(ctx context.Context) error {
 			k, err := e.admin.CreateKey(ctx, *id)
 			if err != nil {
 				return err
+			}
+			if *operator {
+				if err := e.admin.SetOperator(ctx, k.ID, true); err != nil {
+					return err
+				}
 			}
 			fmt.Fprintln(e.stdout, k.Key)
 			fmt.Fprintf(e.stderr, "created key %s (prefix %s) for account %s. This is the only time the key is shown: only its SHA-256 is stored.\n", k.ID, k.Prefix, *id)
@@ -253,9 +268,13 @@ var commands = map[string]command{
 				return err
 			}
 			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "KEY ID\tPREFIX\tCREATED\tREVOKED")
+			fmt.Fprintln(tw, "KEY ID\tPREFIX\tCREATED\tREVOKED\tOPERATOR")
 			for _, k := range ks {
-				fmt.Fprintf(tw, "%s\t%s…\t%s\t%s\n", k.ID, k.Prefix, ms(k.CreatedAt), ms(k.RevokedAt))
+				op, err := e.admin.IsOperator(ctx, k.ID)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(tw, "%s\t%s…\t%s\t%s\t%s\n", k.ID, k.Prefix, ms(k.CreatedAt), ms(k.RevokedAt), yesNo(op))
 			}
 			return tw.Flush()
 		}
@@ -271,6 +290,18 @@ var commands = map[string]command{
 			return nil
 		}
 	}},
+	"key set-operator": {db: true, required: []string{"key-id"}, setup: func(fs *flag.FlagSet, e *env) func(context.Context) error {
+		id := fs.String("key-id", "", "key id (from key list)")
+		operator := fs.Bool("operator", true, "true: the key reads every account's usage and request logs; false: its own account's")
+		return func(ctx context.Context) error {
+			if err := e.admin.SetOperator(ctx, *id, *operator); err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stderr, "key %s: operator %s (query instances apply it within their key-cache TTL)\n", *id, yesNo(*operator))
+			return nil
+		}
+	}},
+	"usage": {db: true, setup: usageCommand},
 	"plan list": {setup: func(fs *flag.FlagSet, e *env) func(context.Context) error {
 		var pc plan.Config
 		pc.RegisterFlags(fs)
@@ -357,6 +388,8 @@ func statusCommand(fs *flag.FlagSet, e *env) func(context.Context) error {
 	watch := fs.Duration("watch", 0, "print a new view every this often until interrupted (0: once)")
 	ingestMetrics := fs.String("status.ingest-metrics", "http://127.0.0.1:9101/metrics",
 		"comma-separated /metrics URLs of the ingest instances: each node's share of the calls, error rate and verification failures (empty: not shown)")
+	processorMetrics := fs.String("status.processor-metrics", "http://127.0.0.1:9102/metrics",
+		"comma-separated /metrics URLs of the processor instances: each one's write budget, whether backfill gives way to reads and why (empty: not shown)")
 	return func(ctx context.Context) error {
 		cc, err := chains.Load(chainsFile)
 		if err != nil {
@@ -370,7 +403,8 @@ func statusCommand(fs *flag.FlagSet, e *env) func(context.Context) error {
 			return err
 		}
 		defer cl.Close()
-		src := status.Source{Chains: cc.Chains, Kafka: kc, Client: cl, Conn: e.conn, IngestMetrics: process.SplitList(*ingestMetrics)}
+		src := status.Source{Chains: cc.Chains, Kafka: kc, Client: cl, Conn: e.conn, IngestMetrics: process.SplitList(*ingestMetrics),
+			ProcessorMetrics: process.SplitList(*processorMetrics)}
 		var prev *status.Snapshot
 		if *sample > 0 {
 			s := status.Take(ctx, src)
@@ -394,6 +428,53 @@ func statusCommand(fs *flag.FlagSet, e *env) func(context.Context) error {
 				return nil
 			}
 		}
+	}
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+// usageCommand is `moraine-admin usage`: what getApiUsageMetrics answers an
+// operator key, without one, as a table.
+func usageCommand(fs *flag.FlagSet, e *env) func(context.Context) error {
+	org := fs.String("org", "", "account id (empty: every account; \"none\": keyless requests)")
+	today := time.Now().UTC().Format(time.DateOnly)
+	from := fs.String("from", time.Now().UTC().AddDate(0, 0, -6).Format(time.DateOnly), "first day (UTC), YYYY-MM-DD")
+	to := fs.String("to", today, "last day (UTC, included), YYYY-MM-DD")
+	interval := fs.String("interval", "daily", "minute, hourly, daily, weekly or monthly")
+	groupBy := fs.String("group-by", "", "requestPath, responseCode, chainId, apiKeyId or requestType (empty: none)")
+	return func(ctx context.Context) error {
+		f, err := time.Parse(time.DateOnly, *from)
+		if err != nil {
+			return fmt.Errorf("--from: %w", err)
+		}
+		t, err := time.Parse(time.DateOnly, *to)
+		if err != nil {
+			return fmt.Errorf("--to: %w", err)
+		}
+		account := *org
+		if account == "none" {
+			account = ""
+		}
+		rows, err := usageapi.ReadMetrics(ctx, e.conn, time.Minute, account, *org == "", f, t.AddDate(0, 0, 1), *interval, *groupBy)
+		if err != nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "TIME\tGROUP\tREQUESTS\tSUCCESS %\tMEDIAN MS\tINVALID\tCU\tCU WASTED")
+		for _, r := range rows {
+			group := r.Group
+			if *groupBy == "" {
+				group = "-"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%.1f\t%.2f\t%d\t%d\t%d\n", r.Start.Format(time.RFC3339), group, r.Requests,
+				100*float64(r.OK)/float64(max(r.Requests, 1)), r.MedianMs, r.Invalid, r.Units, r.Wasted)
+		}
+		return tw.Flush()
 	}
 }
 

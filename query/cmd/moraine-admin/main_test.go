@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -66,6 +67,44 @@ func TestCommands(t *testing.T) {
 
 	code, _, stderr = cli("account", "set-plan", "--account", acc, "--plan", "pro")
 	require.Equal(t, 0, code, stderr)
+
+	// Operator keys: created as such, or set and unset later.
+	code, _, stderr = cli("key", "create", "--account", acc, "--operator")
+	require.Equal(t, 0, code, stderr)
+	code, out, _ = cli("key", "list", "--account", acc)
+	require.Equal(t, 0, code)
+	require.Regexp(t, `OPERATOR\n.*\sno\n.*\syes\n`, out)
+	code, _, stderr = cli("key", "set-operator", "--key-id", keyID)
+	require.Equal(t, 0, code, stderr)
+	require.Contains(t, stderr, "operator yes")
+	op, err := db.IsOperator(ctx, keyID)
+	require.NoError(t, err)
+	require.True(t, op)
+	code, _, _ = cli("key", "set-operator", "--key-id", keyID, "--operator=false")
+	require.Equal(t, 0, code)
+	op, err = db.IsOperator(ctx, keyID)
+	require.NoError(t, err)
+	require.False(t, op)
+	code, _, _ = cli("key", "set-operator", "--key-id", "unknown")
+	require.Equal(t, 1, code)
+
+	// Usage, as an operator reads it: two requests of the account today.
+	_, conn := accountdbtest.Connect(t, ch)
+	b, err := conn.PrepareBatch(ctx, "INSERT INTO api_requests (account_id, at, request_id, route, status, compute_units)")
+	require.NoError(t, err)
+	for i, status := range []uint16{200, 404} {
+		require.NoError(t, b.Append(acc, uint64(time.Now().UnixMilli()), fmt.Sprintf("%016d", i), "/v1/chains", status, uint32(1)))
+	}
+	require.NoError(t, b.Send())
+	code, out, stderr = cli("usage", "--group-by", "responseCode")
+	require.Equal(t, 0, code, stderr)
+	require.Regexp(t, `TIME\s+GROUP\s+REQUESTS.*\n.*\s200\s+1\s+100\.0\s.*\n.*\s404\s+1\s+0\.0\s+\S+\s+1\s+1\s+1\n`, out)
+	code, out, _ = cli("usage", "--org", "someone-else")
+	require.Equal(t, 0, code)
+	require.Equal(t, 1, strings.Count(out, "\n"), "the header only")
+	code, _, stderr = cli("usage", "--interval", "yearly")
+	require.Equal(t, 1, code)
+	require.Contains(t, stderr, "none of minute")
 
 	path := filepath.Join(t.TempDir(), "dev-api-key")
 	code, k1, stderr := cli("dev-key", "--out", path)

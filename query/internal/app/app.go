@@ -10,6 +10,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,22 +18,30 @@ import (
 	"sync/atomic"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/moraine-data/moraine/pkg/accountdb"
+	"github.com/moraine-data/moraine/pkg/balances"
 	"github.com/moraine-data/moraine/pkg/chains"
 	"github.com/moraine-data/moraine/pkg/chclient"
 	"github.com/moraine-data/moraine/pkg/guard"
+	"github.com/moraine-data/moraine/pkg/nftmeta"
 	"github.com/moraine-data/moraine/pkg/obs"
 	"github.com/moraine-data/moraine/pkg/process"
 	"github.com/moraine-data/moraine/pkg/rpc"
 	"github.com/moraine-data/moraine/pkg/tokenmeta"
 	"github.com/moraine-data/moraine/query/internal/access"
+	"github.com/moraine-data/moraine/query/internal/access/usage"
+	"github.com/moraine-data/moraine/query/internal/access/usage/usageapi"
 	"github.com/moraine-data/moraine/query/internal/data/api"
 	"github.com/moraine-data/moraine/query/internal/data/nftreindex"
 	"github.com/moraine-data/moraine/query/internal/data/store"
+	"github.com/moraine-data/moraine/query/internal/health"
+	"github.com/moraine-data/moraine/query/internal/ops/export"
 	"github.com/moraine-data/moraine/query/internal/server"
+	"github.com/moraine-data/moraine/query/internal/server/apierr"
 	"github.com/moraine-data/moraine/query/internal/server/pagetoken"
 	"github.com/moraine-data/moraine/query/internal/webhooks"
 )
@@ -57,8 +66,25 @@ type App struct {
 	accounts *accountdb.DB
 	access   *access.Access
 	webhooks *webhooks.Webhooks
-	reindex  *nftreindex.Service
-	health   *obs.Health
+	// usage records requests; usageAPI serves getApiUsageMetrics and
+	// getApiLogs from what was recorded.
+	usage    *usage.Recorder
+	usageAPI *usageapi.API
+	// checks serves /v1/health-check and /v1/live-check.
+	checks *health.Health
+	// exports serves the operations routes and runs export jobs.
+	exports *export.Export
+	// ch is the ClickHouse connection of the families that read it
+	// directly (usage), set once ClickHouse answers.
+	ch      chclient.Lazy
+	reindex *nftreindex.Service
+	health  *obs.Health
+	// pools are the chains' JSON-RPC node pools (chains with rpcUrls);
+	// nftMeta reads NFT metadata; verifier checks served balances against
+	// the nodes.
+	pools    map[uint64]*rpc.Pool
+	nftMeta  *nftmeta.Reader
+	verifier *balances.Verifier
 	// routes is the route table: every route of every family, each
 	// declared once by the package that serves it.
 	routes []server.Route
@@ -84,6 +110,9 @@ func New(cfg Config, deps Deps) (*App, error) {
 		return nil, err
 	}
 	cfg.Webhooks.Kafka.Metrics = deps.Registry // franz-go's client metrics (kafkautil.ClientMetrics)
+	// What net/http answers by itself (431, 414, malformed requests) in the
+	// API's error body too.
+	cfg.HTTP.ErrorBody = errorBody
 	a := &App{cfg: cfg, logger: deps.Logger, reg: deps.Registry, resolver: deps.Resolver, chains: cc, health: obs.NewHealth()}
 	if err := a.build(); err != nil {
 		return nil, err
@@ -129,6 +158,26 @@ func (a *App) build() error {
 	}); err != nil {
 		return err
 	}
+	// chainID is the decimal EVM chain id of a configured chain named by
+	// its EVM or blockchain id, "" for any other value.
+	chainID := func(p string) string {
+		if ch, ok := a.chains.Find(p); ok {
+			return ch.EVMChainID
+		}
+		return ""
+	}
+	if a.usage, err = usage.New(a.cfg.Usage, usage.Deps{
+		Logger: a.logger.With("component", "usage"), Registerer: a.reg, Kafka: a.cfg.Webhooks.Kafka, ChainID: chainID,
+	}); err != nil {
+		return err
+	}
+	if a.usageAPI, err = usageapi.New(usageapi.Deps{
+		Logger: a.logger.With("component", "usage"), Registerer: a.reg, Conn: &a.ch, Timeout: a.cfg.Store.QueryTimeout,
+		Operators: a.accounts, OperatorTTL: a.cfg.Access.Auth.CacheTTL, ChainID: chainID,
+		PageTokenKey: key, PageTokenTTL: a.cfg.PageToken.TTL,
+	}); err != nil {
+		return err
+	}
 	// Contract metadata reads go through a pool per chain: every node of
 	// the chains file, with failover and the nodes' limits.
 	pools := make(map[uint64]*rpc.Pool, len(a.chains.Chains))
@@ -142,6 +191,9 @@ func (a *App) build() error {
 		pools[c.ID()] = pool
 	}
 	contracts := tokenmeta.NewWithPools(a.cfg.Contracts, pools, tokenmeta.Deps{Logger: a.logger, Registerer: a.reg, Subsystem: "query"})
+	// The balance routes read the chains' nodes through the same pools.
+	a.pools = pools
+	bal := a.buildBalances()
 	// reindexNft requests go to the processor's NFT metadata worker over
 	// the same brokers as the webhook changes.
 	if a.reindex, err = nftreindex.New(nftreindex.Deps{Logger: a.logger, Registerer: a.reg, Kafka: a.cfg.Webhooks.Kafka}); err != nil {
@@ -151,20 +203,77 @@ func (a *App) build() error {
 	data, err := api.New(api.Deps{
 		Logger: a.logger.With("component", "api"), Chains: a.chains, History: a.store, Contracts: contracts,
 		Store: a.store, Tokens: tokens, Config: a.cfg.API, Reindex: a.reindex,
+		Balances: bal, NFTMetadata: a.nftMeta, BalanceSettle: uint64(a.cfg.Store.ReorgWindow),
 	})
 	if err != nil {
 		return err
 	}
 	a.routes = append(data.Routes(), a.webhooks.Routes()...)
+	if a.checks, err = health.New(health.Deps{
+		Logger: a.logger.With("component", "health"), Registerer: a.reg, Conn: &a.ch, Kafka: a.usage.Ping,
+		AddressWatch: a.webhooks.Ready,
+	}); err != nil {
+		return err
+	}
+	if a.exports, err = export.New(a.cfg.Export, export.Deps{
+		Logger: a.logger.With("component", "export"), Registerer: a.reg, Kafka: a.cfg.Webhooks.Kafka, Conn: &a.ch,
+		Timeout: a.cfg.Store.QueryTimeout, History: a.store, Chains: a.chains, Plans: plans, LinkKey: key,
+	}); err != nil {
+		return err
+	}
+	a.routes = append(a.routes, a.usageAPI.Routes()...)
+	a.routes = append(a.routes, a.checks.Routes()...)
+	a.routes = append(a.routes, a.exports.Routes()...)
+	// Requests are recorded around access control, so refused ones are too.
+	var middleware []gin.HandlerFunc
+	if a.cfg.Usage.Enabled {
+		middleware = append(middleware, a.usage.Middleware())
+	}
+	middleware = append(middleware, a.access.Middleware()...)
 	router, err := server.New(a.routes, server.Deps{
 		Logger: a.logger.With("component", "api"), Registerer: a.reg, TrustedProxies: a.cfg.TrustedProxyList,
-		Middleware: a.access.Middleware(),
+		Middleware: middleware,
 	})
 	if err != nil {
 		return err
 	}
 	a.router = router
 	return nil
+}
+
+// buildBalances assembles the balance routes' reads (pkg/balances): on the
+// store's connection, node reads through each chain's pool (a.pools), and
+// the verifier.
+func (a *App) buildBalances() balances.Service {
+	cfg := a.cfg.Balances
+	logger := a.logger.With("component", "balances")
+	db, node := a.store.BalanceDB(), balances.NewRPCNode(a.pools)
+	nfts := balances.NewNFTs(db, a.store)
+	svc := balances.Service{
+		Reader: balances.NewReader(db, a.store, balances.NewOpener(db, nfts, node, cfg.NodeTimeout, logger)),
+		Native: balances.NewNative(node, cfg.NodeTimeout, cfg.NativeCacheSize, a.reg, "query"),
+		NFTs:   nfts,
+	}
+	svc.Reader.RememberDirectories(cfg.DirectoryPairs, cfg.DirectoryHolderPairs)
+	a.nftMeta = nftmeta.NewReader(a.cfg.Store.QueryTimeout)
+	a.verifier = balances.NewVerifier(cfg.Verify, balances.VerifierDeps{
+		DB: db, Reader: svc.Reader, Node: node, Native: svc.Native, NativeNode: node, Logger: logger,
+		Registerer: a.reg, Subsystem: "query",
+		Heads: func(ctx context.Context) (map[uint64]uint64, error) {
+			heads, err := a.store.Heads(ctx)
+			if err != nil {
+				return nil, err
+			}
+			out := make(map[uint64]uint64, len(heads))
+			for id, h := range heads {
+				if h.Exists {
+					out[id] = h.Number
+				}
+			}
+			return out, nil
+		},
+	})
+	return svc
 }
 
 // Run binds both servers, serves, and connects to ClickHouse in the
@@ -190,6 +299,16 @@ func (a *App) Run(ctx context.Context) error {
 	g.Go(func() error { return api.Serve(gctx, a.cfg.ShutdownTimeout) })
 	g.Go(func() error { return a.access.Run(gctx) })
 	g.Go(func() error { return a.webhooks.Run(gctx) })
+	g.Go(func() error { return a.exports.Run(gctx) })
+	g.Go(func() error {
+		<-gctx.Done()
+		a.checks.Stopping()
+		return nil
+	})
+	for _, p := range a.pools {
+		g.Go(func() error { _ = p.Run(gctx); return nil })
+	}
+	g.Go(func() error { return a.verifier.Run(gctx) })
 	g.Go(func() error { return a.reindex.Run(gctx) })
 	g.Go(func() error {
 		conn, err := chclient.Open(gctx, a.cfg.ClickHouse, a.logger.With("component", "chclient"))
@@ -204,18 +323,32 @@ func (a *App) Run(ctx context.Context) error {
 		a.mu.Unlock()
 		a.store.SetConn(conn)
 		a.accounts.SetConn(conn)
+		a.ch.Set(conn)
+		a.nftMeta.SetConn(conn)
 		a.reindex.SetConn(conn)
 		a.logger.Info("clickhouse connected", "addr", a.cfg.ClickHouse.Addr, "database", a.cfg.ClickHouse.Database)
 		return nil
 	})
 	a.logger.Info("query service listening", "api", api.Addr(), "ops", ops.Addr(), "chains", len(a.chains.Chains))
 	err = g.Wait()
+	// The API has drained: send the last request records.
+	flush, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.ShutdownTimeout)
+	a.usage.Close(flush)
+	cancel()
+	a.exports.Close()
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.conn != nil {
 		err = errors.Join(err, a.conn.Close())
 	}
 	return err
+}
+
+// errorBody renders an answer of net/http's (obs.HTTPConfig.ErrorBody) as
+// the API's error body.
+func errorBody(status int, message string) (string, []byte) {
+	b, _ := json.Marshal(apierr.BodyOf(apierr.New(status, message)))
+	return "application/json; charset=utf-8", b
 }
 
 // APIAddr is the API server's address once Run has bound it ("" before).

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/moraine-data/moraine/pkg/accountdb"
+	"github.com/moraine-data/moraine/pkg/balances"
 	"github.com/moraine-data/moraine/pkg/chains"
 	"github.com/moraine-data/moraine/pkg/chclient"
 	"github.com/moraine-data/moraine/pkg/obs"
@@ -13,8 +14,10 @@ import (
 	"github.com/moraine-data/moraine/pkg/tokenmeta"
 	"github.com/moraine-data/moraine/query/internal/access"
 	"github.com/moraine-data/moraine/query/internal/access/plan"
+	"github.com/moraine-data/moraine/query/internal/access/usage"
 	"github.com/moraine-data/moraine/query/internal/data/api"
 	"github.com/moraine-data/moraine/query/internal/data/store"
+	"github.com/moraine-data/moraine/query/internal/ops/export"
 	"github.com/moraine-data/moraine/query/internal/server/pagetoken"
 	"github.com/moraine-data/moraine/query/internal/webhooks"
 )
@@ -46,6 +49,12 @@ type Config struct {
 	// Contracts bounds the eth_calls of contract metadata (token names and
 	// decimals of transfers, GET /v1/chains/{chainId}/addresses/{address}).
 	Contracts tokenmeta.Config
+	// Usage records every /v1 request (package access/usage).
+	Usage usage.Config
+	// Export runs transaction export jobs (package ops/export).
+	Export export.Config
+	// Balances: node reads and verification of the balance routes.
+	Balances balances.ServeConfig
 }
 
 // DefaultConfig mirrors the flag defaults.
@@ -75,9 +84,12 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.Plans.RegisterFlags(fs)
 	c.Access.RegisterFlags(fs)
 	c.Webhooks.RegisterFlags(fs)
+	c.Usage.RegisterFlags(fs)
+	c.Export.RegisterFlags(fs)
 	c.Contracts = tokenmeta.DefaultConfig()
 	fs.IntVar(&c.Contracts.CacheSize, "contracts.cache-size", c.Contracts.CacheSize, "contracts whose metadata (name, symbol, decimals, token standard) is kept in memory, answered by their chain's node through eth_call")
 	fs.DurationVar(&c.Contracts.CallTimeout, "contracts.eth-call-timeout", c.Contracts.CallTimeout, "deadline of the eth_calls one request makes to a chain's node for contract metadata")
+	c.Balances.RegisterFlags(fs)
 }
 
 // Validate checks the settings (without I/O).
@@ -99,7 +111,7 @@ func (c *Config) Validate() error {
 		errs = append(errs, errors.New("query: --contracts.cache-size and --contracts.eth-call-timeout must be positive"))
 	}
 	c.TrustedProxyList = process.SplitList(c.TrustedProxies)
-	for _, v := range []interface{ Validate() error }{c.HTTP, c.ClickHouse, c.Store, c.API, c.PageToken, c.AccountDB, c.Access, c.Webhooks} {
+	for _, v := range []interface{ Validate() error }{c.HTTP, c.ClickHouse, c.Store, c.API, c.PageToken, c.AccountDB, c.Access, c.Webhooks, c.Balances, c.Usage, c.Export} {
 		if err := v.Validate(); err != nil {
 			errs = append(errs, err)
 		}

@@ -164,6 +164,22 @@ func seedSDKFixture(t *testing.T, ctx context.Context, conn driver.Conn) []fxCha
 // database and waits until it is ready.
 func startApp(t *testing.T, chCfg func(*Config)) (*App, string) {
 	t.Helper()
+	a := launchApp(t, chCfg)
+	require.Eventually(t, func() bool {
+		resp, err := http.Get("http://" + a.OpsAddr() + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	}, 30*time.Second, 50*time.Millisecond, "query service never became ready")
+	return a, "http://" + a.APIAddr()
+}
+
+// launchApp runs the service in-process on free ports against the test
+// database, without waiting.
+func launchApp(t *testing.T, chCfg func(*Config)) *App {
+	t.Helper()
 	dir := t.TempDir()
 	chainsFile := filepath.Join(dir, "chains.json")
 	require.NoError(t, os.WriteFile(chainsFile, []byte(testChains), 0o600))
@@ -184,15 +200,7 @@ func startApp(t *testing.T, chCfg func(*Config)) (*App, string) {
 		cancel()
 		require.NoError(t, wait())
 	})
-	require.Eventually(t, func() bool {
-		resp, err := http.Get("http://" + a.OpsAddr() + "/readyz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}, 30*time.Second, 50*time.Millisecond, "query service never became ready")
-	return a, "http://" + a.APIAddr()
+	return a
 }
 
 // sdkDir returns query/sdktest with its node_modules installed (npm ci from

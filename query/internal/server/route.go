@@ -29,6 +29,10 @@ type Route struct {
 	// Extension documents a route the hosted API does not have; nil for a
 	// hosted operation, which the document copies from the hosted spec.
 	Extension *openapi.Extension
+	// ExtraParameters documents query parameters moraine adds to a hosted
+	// operation (a JSON array of OpenAPI parameter objects; "" for none),
+	// such as blockNumber on listErc721Balances.
+	ExtraParameters string
 	// Properties are moraine's extension properties of the hosted schemas
 	// a hosted operation takes or returns (openapi.Operation.Properties).
 	Properties string

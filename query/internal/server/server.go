@@ -15,6 +15,9 @@
 //   - answers an unknown route as NestJS does, 404 "Cannot GET /x" in the
 //     error body, never a 405, after the same middleware (rate-limit headers
 //     included) under the Unmatched route;
+//   - refuses a query string that gives a parameter more than one value
+//     (repeated or bracketed names: 400), after the shared middleware, so
+//     the 400 is charged and carries the rate-limit headers like any other;
 //   - metrics, access log, panic recovery, CORS, and the Express reading of
 //     paths and query strings (below).
 //
@@ -153,7 +156,8 @@ func Operations(routes []Route) []openapi.Operation {
 	for i, rt := range routes {
 		out[i] = openapi.Operation{
 			Method: rt.Method, Path: rt.Path, ID: rt.Operation, Weight: rt.Weight.String(),
-			KeyRequired: rt.Access == Account, Extension: rt.Extension, Properties: rt.Properties,
+			KeyRequired: rt.Access == Account, Extension: rt.Extension, ExtraParameters: rt.ExtraParameters,
+			Properties: rt.Properties,
 		}
 	}
 	return out
@@ -246,9 +250,15 @@ func (g *group) resolve(c *gin.Context) {
 	c.Set(routeKey, Unmatched)
 }
 
-// invoke runs the handler of the request's route, or answers 404.
+// invoke runs the handler of the request's route, or answers 404. A query
+// string that gives a parameter more than one value is a 400 before the
+// handler reads any of it (singleValued).
 func invoke(c *gin.Context) {
 	if h := RouteOf(c).Handler; h != nil {
+		if msgs := singleValued(c.Request.URL.Query()); msgs != nil {
+			apierr.Write(c, apierr.Validation(msgs...))
+			return
+		}
 		h(c)
 		return
 	}

@@ -111,3 +111,36 @@ func TestTemplate(t *testing.T) {
 		require.Equal(t, want, Route{Path: path}.Template(), path)
 	}
 }
+
+// TestSingleValuedQuery: a parameter given twice or with brackets is a 400
+// that names it, not its first value (the audit of issue 27 found
+// status[]=failed and pageSize=5&pageSize=500 answered as status=failed and
+// pageSize=5). The check runs after the shared middleware and before the
+// handler.
+func TestSingleValuedQuery(t *testing.T) {
+	routes := []Route{{Method: http.MethodGet, Path: "/v1/chains/{chainId}", Operation: "getChainInfo", Weight: WeightFree, Handler: echo}}
+	charged := 0
+	r, err := New(routes, Deps{Logger: testenv.Logger(t), Registerer: prometheus.NewRegistry(),
+		Middleware: []gin.HandlerFunc{func(*gin.Context) { charged++ }}})
+	require.NoError(t, err)
+	for _, tc := range []struct {
+		query string
+		code  int
+		body  string
+	}{
+		{"pageSize=5", 200, "getChainInfo chainId=1"},
+		{"pageSize=5&pageToken=x", 200, "getChainInfo chainId=1"},
+		{"pageSize=5&pageSize=500", 400, `{"message":["pageSize must be given once (it was given 2 times)"],"statusCode":400,"error":"Bad Request"}`},
+		{"status[]=failed", 400, `{"message":["status[] is not a parameter: give status once, as status=value (brackets are not supported)"],"statusCode":400,"error":"Bad Request"}`},
+		{"status%5B%5D=failed", 400, `{"message":["status[] is not a parameter: give status once, as status=value (brackets are not supported)"],"statusCode":400,"error":"Bad Request"}`},
+		{"status[0]=failed&a=1&a=2", 400, `{"message":["a must be given once (it was given 2 times)","status[0] is not a parameter: give status once, as status=value (brackets are not supported)"],"statusCode":400,"error":"Bad Request"}`},
+		{"x]=1", 400, `{"message":["x] is not a parameter: give x] once, as x]=value (brackets are not supported)"],"statusCode":400,"error":"Bad Request"}`},
+	} {
+		charged = 0
+		w := httptest.NewRecorder()
+		r.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/v1/chains/1?"+tc.query, nil))
+		require.Equal(t, tc.code, w.Code, tc.query)
+		require.Equal(t, tc.body, w.Body.String(), tc.query)
+		require.Equal(t, 1, charged, tc.query)
+	}
+}

@@ -7,8 +7,14 @@
 //
 //	w, err := webhooks.New(cfg.Webhooks, webhooks.Deps{Logger, Registerer, Chains, PageTokenKey, DB, Indexed, Plans})
 //	routes := append(data.Routes(), w.Routes()...)       // the route table
-//	health.Add("webhooks", w.Ready)
+//	health.New(health.Deps{AddressWatch: w.Ready, ...})  // GET /v1/health-check's address_watch
 //	g.Go(func() error { return w.Run(gctx) })           // topics, then the reconciler
+//
+// Ready is not one of the ops server's /readyz checks: it needs Kafka, and
+// an instance that cannot reach Kafka still serves reads, and acknowledges
+// webhook changes (the reconciler publishes them once Kafka is back); so
+// it is reported by /v1/health-check (package health), not used to take
+// the instance out of a load balancer.
 //
 // Flags: --kafka.*, --webhooks.*, --watch.* (each package documents its own).
 package webhooks

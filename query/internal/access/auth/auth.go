@@ -80,6 +80,8 @@ type Deps struct {
 type Principal struct {
 	Account accountdb.Account
 	KeyID   string
+	// KeyPrefix is the key's printable start (its alias in request logs).
+	KeyPrefix string
 }
 
 // Authenticator resolves API keys to accounts, with a short cache.
@@ -179,7 +181,7 @@ func (a *Authenticator) lookup(ctx context.Context, hash string) (Principal, err
 	if err != nil {
 		return Principal{}, err
 	}
-	return Principal{Account: acc, KeyID: k.ID}, nil
+	return Principal{Account: acc, KeyID: k.ID, KeyPrefix: k.Prefix}, nil
 }
 
 func (a *Authenticator) put(hash string, c cached) {

@@ -105,6 +105,8 @@ func Middleware(cfg Config, d Deps) (gin.HandlerFunc, error) {
 	}
 	return func(c *gin.Context) {
 		if !cfg.Enabled {
+			// Not enforced, still what the request costs.
+			c.Set(chargedKey, d.Weight(c))
 			return
 		}
 		s, ok := d.Subject(c)
@@ -113,6 +115,7 @@ func Middleware(cfg Config, d Deps) (gin.HandlerFunc, error) {
 		}
 		p := policyOf(s.Plan)
 		if len(p.Windows) == 0 {
+			c.Set(chargedKey, d.Weight(c))
 			return
 		}
 		cost := d.Weight(c)
@@ -120,6 +123,7 @@ func Middleware(cfg Config, d Deps) (gin.HandlerFunc, error) {
 		if err != nil {
 			m.requests.WithLabelValues(s.Plan, "error").Inc()
 			d.Logger.Warn("rate limiter failed; request let through", "err", err)
+			c.Set(chargedKey, cost)
 			return
 		}
 		h := c.Writer.Header()
@@ -129,6 +133,7 @@ func Middleware(cfg Config, d Deps) (gin.HandlerFunc, error) {
 		if dec.Allowed {
 			m.requests.WithLabelValues(s.Plan, "allowed").Inc()
 			m.units.WithLabelValues(s.Plan).Add(float64(cost))
+			c.Set(chargedKey, cost)
 			return
 		}
 		m.requests.WithLabelValues(s.Plan, "limited").Inc()
@@ -138,6 +143,18 @@ func Middleware(cfg Config, d Deps) (gin.HandlerFunc, error) {
 		apierr.Write(c, apierr.New(http.StatusTooManyRequests,
 			fmt.Sprintf("Rate limit exceeded: this request costs %d compute units and the budget of plan %s is used up; retry in %s seconds", cost, s.Plan, secs)))
 	}, nil
+}
+
+const chargedKey = "moraine.ratelimit.charged"
+
+// Charged is what the request was charged in compute units: its route's
+// weight once the middleware let it through (also when limits are off or
+// the limiter failed: what it costs), 0 when it was refused (429) or never
+// reached the middleware (a 401 before charging).
+func Charged(c *gin.Context) int64 {
+	v, _ := c.Get(chargedKey)
+	n, _ := v.(int64)
+	return n
 }
 
 // RunSweeper forgets idle subjects of m every minute until ctx ends.

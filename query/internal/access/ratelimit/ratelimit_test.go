@@ -78,7 +78,9 @@ func TestMiddleware(t *testing.T) {
 	})
 	require.NoError(t, err)
 	r := gin.New()
-	r.GET("/v1/chains/:id/blocks/:b/transactions", mw, func(c *gin.Context) { c.JSON(200, gin.H{}) })
+	var charged []int64
+	record := func(c *gin.Context) { c.Next(); charged = append(charged, Charged(c)) }
+	r.GET("/v1/chains/:id/blocks/:b/transactions", record, mw, func(c *gin.Context) { c.JSON(200, gin.H{}) })
 
 	do := func() *httptest.ResponseRecorder {
 		w := httptest.NewRecorder()
@@ -107,6 +109,9 @@ func TestMiddleware(t *testing.T) {
 	require.Equal(t, "Too Many Requests", body.Error)
 	require.Contains(t, body.Message, "Rate limit exceeded")
 	require.Equal(t, 1.0, testutil.ToFloat64(newMetricsProbe(reg, "free", "limited")))
+	// What each request was charged (usage accounting): the refused one
+	// nothing.
+	require.Equal(t, []int64{20, 20, 0}, charged)
 }
 
 // newMetricsProbe reads back one series of the middleware's counter.

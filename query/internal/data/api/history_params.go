@@ -3,8 +3,11 @@ package api
 import (
 	"math"
 	"regexp"
+	"strconv"
+	"strings"
 
 	"github.com/moraine-data/moraine/query/internal/data/store"
+	"github.com/moraine-data/moraine/query/internal/server/queryparam"
 )
 
 var (
@@ -66,19 +69,34 @@ func (p *params) blockRange() blockRange {
 	return r
 }
 
+// maxBlockNumber is the largest startBlock and endBlock accepted, the
+// largest int64 (the documented bound of the messages below).
+const maxBlockNumber = 1<<63 - 1
+
 func (p *params) blockNumber(name string) (uint64, bool) {
 	raw, ok := p.c.GetQuery(name)
 	if !ok {
 		return 0, false
 	}
-	v := jsNumber(raw)
+	// A plain decimal integer is read exactly: as a float64 (Number()),
+	// 9223372036854775807 rounds up to 2^63 and was refused as greater
+	// than itself.
+	if t := strings.TrimSpace(raw); t != "" && strings.Trim(t, "0123456789") == "" {
+		n, err := strconv.ParseUint(t, 10, 64)
+		if err != nil || n > maxBlockNumber {
+			p.fail("%s must not be greater than %d", name, uint64(maxBlockNumber))
+			return 0, false
+		}
+		return n, true
+	}
+	v := queryparam.Number(raw)
 	switch {
 	case math.IsNaN(v) || math.IsInf(v, 0) || v != math.Trunc(v):
 		p.fail("%s must be an integer number", name)
 	case v < 0:
 		p.fail("%s must not be less than 0", name)
-	case v >= 1<<63:
-		p.fail("%s must not be greater than %d", name, uint64(1<<63-1))
+	case v > maxBlockNumber:
+		p.fail("%s must not be greater than %d", name, uint64(maxBlockNumber))
 	default:
 		return uint64(v), true
 	}

@@ -144,6 +144,11 @@ func TestHistoryValidation(t *testing.T) {
 		{a + "/transactions?startBlock=-1", 400, []string{"startBlock must not be less than 0"}},
 		{a + "/transactions?startBlock=1.5&endBlock=x", 400, []string{"startBlock must be an integer number", "endBlock must be an integer number"}},
 		{a + "/transactions:listNative?startBlock=9&endBlock=9", 400, []string{"endBlock must be greater than startBlock"}},
+		// One past the documented maximum, exactly and as floats.
+		{a + "/transactions?startBlock=9223372036854775808", 400, []string{"startBlock must not be greater than 9223372036854775807"}},
+		{a + "/transactions?endBlock=99999999999999999999", 400, []string{"endBlock must not be greater than 9223372036854775807"}},
+		{a + "/transactions?startBlock=1e19", 400, []string{"startBlock must not be greater than 9223372036854775807"}},
+		{a + "/transactions?startBlock=9223372036854775807&endBlock=9223372036854775807", 400, []string{"endBlock must be greater than startBlock"}},
 		{a + "/transactions?sortOrder=up", 400, []string{"sortOrder must be one of the following values: asc, desc"}},
 		{a + "/transactions:listInternals?pageSize=101", 400, []string{"pageSize must not be greater than 100"}},
 		{"/v1/chains/43114/transactions?status=pending", 400, []string{"status must be one of the following values: failed, success"}},
@@ -162,6 +167,19 @@ func TestHistoryValidation(t *testing.T) {
 	} {
 		e.requireError(tc.path, tc.status, tc.msg)
 	}
+	// The documented maximum is accepted (issue 27: a float rounding made
+	// it 2^63 and refused it): the range is past the head, so empty.
+	var max listTransactionDetailsResponse
+	require.Equal(t, http.StatusOK, e.get(a+"/transactions?startBlock=9223372036854775807", &max))
+	require.Empty(t, max.Transactions)
+	require.Equal(t, http.StatusOK, e.get(a+"/transactions?startBlock=0&endBlock=9223372036854775807", &max))
+	require.Len(t, max.Transactions, 10)
+	require.Equal(t, http.StatusOK, e.get(a+"/transactions?startBlock=%209223372036854775806%20", nil))
+	// A parameter given twice or with brackets is refused, not read as its
+	// first value (issue 27).
+	e.requireError(a+"/transactions?pageSize=5&pageSize=500", 400, []string{"pageSize must be given once (it was given 2 times)"})
+	e.requireError("/v1/chains/43114/transactions?status[]=failed", 400,
+		[]string{"status[] is not a parameter: give status once, as status=value (brackets are not supported)"})
 	// Parameters the route does not document are ignored, as NestJS does.
 	require.Equal(t, http.StatusOK, e.get(a+"/transactions:listErc20?sortOrder=whatever&foo=1", nil))
 	// A valid currency is accepted: there is no price to convert.

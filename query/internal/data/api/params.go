@@ -2,7 +2,6 @@ package api
 
 import (
 	"fmt"
-	"math"
 	"regexp"
 	"strconv"
 	"strings"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/moraine-data/moraine/query/internal/data/store"
 	"github.com/moraine-data/moraine/query/internal/server/apierr"
+	"github.com/moraine-data/moraine/query/internal/server/queryparam"
 )
 
 var (
@@ -100,21 +100,9 @@ func (p *params) pageSize(name string, minV, maxV, def int) int {
 	if !ok {
 		return def
 	}
-	v := jsNumber(raw)
-	failed := false
-	if !(v <= float64(maxV)) {
-		p.fail("%s must not be greater than %d", name, maxV)
-		failed = true
-	}
-	if !(v >= float64(minV)) {
-		p.fail("%s must not be less than %d", name, minV)
-		failed = true
-	}
-	if math.IsNaN(v) || math.IsInf(v, 0) || v != math.Trunc(v) {
-		p.fail("%s must be an integer number", name)
-		failed = true
-	}
-	if failed {
+	v, failures, valid := queryparam.Int(name, raw, float64(minV), float64(maxV))
+	if !valid {
+		p.errs = append(p.errs, failures...)
 		return def
 	}
 	return int(v)
@@ -137,49 +125,3 @@ func (p *params) enum(name string, values []string) string {
 
 // pageToken returns the pageToken query parameter ("" for the first page).
 func (p *params) pageToken() string { return p.c.Query("pageToken") }
-
-// jsNumber converts like JavaScript's Number(string): surrounding white
-// space is ignored, "" is 0, decimal and exponent forms, 0x/0o/0b integers
-// and Infinity parse, anything else is NaN.
-func jsNumber(s string) float64 {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return 0
-	}
-	switch s {
-	case "Infinity", "+Infinity":
-		return math.Inf(1)
-	case "-Infinity":
-		return math.Inf(-1)
-	}
-	if len(s) > 2 && s[0] == '0' {
-		base := 0
-		switch s[1] {
-		case 'x', 'X':
-			base = 16
-		case 'o', 'O':
-			base = 8
-		case 'b', 'B':
-			base = 2
-		}
-		if base != 0 {
-			n, err := strconv.ParseUint(s[2:], base, 64)
-			if err != nil || strings.ContainsAny(s[2:], "_+-") {
-				return math.NaN()
-			}
-			return float64(n)
-		}
-	}
-	// Reject what Go accepts and JavaScript does not (inf, nan, hex
-	// floats, underscores).
-	for _, r := range s {
-		if !(r >= '0' && r <= '9' || r == '.' || r == 'e' || r == 'E' || r == '+' || r == '-') {
-			return math.NaN()
-		}
-	}
-	v, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		return math.NaN()
-	}
-	return v
-}

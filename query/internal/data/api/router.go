@@ -43,6 +43,13 @@ type Deps struct {
 	Contracts Contracts
 	Tokens    *pagetoken.Codec
 	Config    Config
+	// Balances serves the balance and NFT routes, with NFTMetadata (both
+	// nil: those routes are not served). BalanceSettle is how far below
+	// the indexed head a block is settled (--query.reorg-window): native
+	// balances of settled blocks are remembered.
+	Balances      BalanceService
+	NFTMetadata   NFTMetadata
+	BalanceSettle uint64
 	// Reindex accepts reindexNft requests.
 	Reindex Reindexer
 	// Now is the clock (time.Now when nil).
@@ -68,6 +75,8 @@ func New(d Deps) (*API, error) {
 		return nil, errors.New("api: Deps.History is required")
 	case d.Contracts == nil:
 		return nil, errors.New("api: Deps.Contracts is required")
+	case (d.Balances == nil) != (d.NFTMetadata == nil):
+		return nil, errors.New("api: Deps.Balances and Deps.NFTMetadata go together")
 	case d.Reindex == nil:
 		return nil, errors.New("api: Deps.Reindex is required")
 	}
@@ -81,6 +90,7 @@ func New(d Deps) (*API, error) {
 		logger: d.Logger, store: d.Store, tokens: d.Tokens, cfg: d.Config, now: d.Now, reindex: d.Reindex,
 		chains:  newChainIndex(d.Chains),
 		history: historyDeps{store: d.History, contracts: d.Contracts, tokens: newHistoryTokens(d.Tokens)},
+		balance: balanceDeps{service: d.Balances, metadata: d.NFTMetadata, tokens: newBalanceTokens(d.Tokens), settle: d.BalanceSettle},
 	}}, nil
 }
 
@@ -92,7 +102,7 @@ func (a *API) Routes() []server.Route {
 	get := func(path, op string, w server.Weight, fn gin.HandlerFunc) server.Route {
 		return server.Route{Method: http.MethodGet, Path: path, Operation: op, Weight: w, Access: server.Public, Handler: fn}
 	}
-	return []server.Route{
+	routes := []server.Route{
 		// EVM chains.
 		get("/v1/chains", "supportedChains", server.WeightFree, h.listChains),
 		get("/v1/chains/{chainId}", "getChainInfo", server.WeightFree, h.getChain),
@@ -128,6 +138,21 @@ func (a *API) Routes() []server.Route {
 		{Method: http.MethodPost, Path: "/v1/chains/{chainId}/nfts/collections/{address}/tokens/{tokenId}:reindex", Operation: "reindexNft",
 			Weight: server.WeightSmall, Access: server.Public, Handler: h.reindexNft},
 	}
+	if h.balance.service == nil {
+		return routes
+	}
+	// EVM balances and NFTs (docs/balances.md). blockNumber on
+	// listErc721Balances and listCollectibleBalances is moraine's.
+	nftBlock := func(r server.Route) server.Route { r.ExtraParameters = blockNumberExtension; return r }
+	return append(routes,
+		get("/v1/chains/{chainId}/addresses/{address}/balances:getNative", "getNativeBalance", server.WeightMedium, h.getNativeBalance),
+		get("/v1/chains/{chainId}/addresses/{address}/balances:listErc20", "listErc20Balances", server.WeightMedium, h.listErc20Balances),
+		nftBlock(get("/v1/chains/{chainId}/addresses/{address}/balances:listErc721", "listErc721Balances", server.WeightMedium, h.listErc721Balances)),
+		get("/v1/chains/{chainId}/addresses/{address}/balances:listErc1155", "listErc1155Balances", server.WeightMedium, h.listErc1155Balances),
+		nftBlock(get("/v1/chains/{chainId}/addresses/{address}/balances:listCollectibles", "listCollectibleBalances", server.WeightMedium, h.listCollectibleBalances)),
+		get("/v1/chains/{chainId}/nfts/collections/{address}/tokens", "listTokens", server.WeightMedium, h.listTokens),
+		get("/v1/chains/{chainId}/nfts/collections/{address}/tokens/{tokenId}", "getTokenDetails", server.WeightMedium, h.getTokenDetails),
+	)
 }
 
 // Config is the API's own settings.
@@ -165,6 +190,7 @@ type handlers struct {
 	now     func() time.Time
 	chains  *chainIndex
 	history historyDeps
+	balance balanceDeps
 	reindex Reindexer
 }
 

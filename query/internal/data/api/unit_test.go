@@ -1,7 +1,6 @@
 package api
 
 import (
-	"math"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -22,17 +21,6 @@ func TestChecksumAddress(t *testing.T) {
 		require.Equal(t, want, checksumAddress(mustHex(want[2:])))
 	}
 	require.Equal(t, "0x0000000000000000000000000000000000000000", checksumAddress(nil))
-}
-
-func TestJSNumber(t *testing.T) {
-	for in, want := range map[string]float64{
-		"10": 10, " 7 ": 7, "": 0, "1e2": 100, "1.5": 1.5, "-3": -3, "0x10": 16, "0b11": 3, "Infinity": math.Inf(1),
-	} {
-		require.Equal(t, want, jsNumber(in), in)
-	}
-	for _, in := range []string{"abc", "inf", "NaN", "1_0", "0x", "0xg", "1e", "--1", "10px"} {
-		require.True(t, math.IsNaN(jsNumber(in)), in)
-	}
 }
 
 // A contract call is a call with a 4-byte selector; shorter input has no

@@ -46,3 +46,16 @@ func TestQueriesRunOnCurrentClickHouse(t *testing.T) {
 	)
 	testenv.OnCurrentClickHouse(t, stmts)
 }
+
+// TestBlocksBetweenOnCurrentClickHouse: the export jobs' block range.
+func TestBlocksBetweenOnCurrentClickHouse(t *testing.T) {
+	ms, err := schema.Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stmts []string
+	for _, m := range ms {
+		stmts = append(stmts, m.Statements...)
+	}
+	testenv.OnCurrentClickHouse(t, append(stmts, bind(qBlocksBetween, "1", "0", "10")))
+}

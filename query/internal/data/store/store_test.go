@@ -350,3 +350,19 @@ func TestBlocksCache(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 3, queries())
 }
+
+// TestBlocksBetween: the first and last block of a time range (the export
+// jobs' date ranges), none for a range without blocks.
+func TestBlocksBetween(t *testing.T) {
+	_, conn := testenv.ClickHouse(t)
+	s := newStore(t, conn, prometheus.NewRegistry())
+	// Timestamps 1_700_000_000 + 2n.
+	require.NoError(t, storetest.InsertBlocks(t.Context(), conn, storetest.Chain(43114, 1, 100, 1, "between")))
+	lo, hi, ok, err := s.BlocksBetween(t.Context(), 43114, 1_700_000_020, 1_700_000_041)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, [2]uint64{10, 20}, [2]uint64{lo, hi})
+	_, _, ok, err = s.BlocksBetween(t.Context(), 43114, 1_800_000_000, 1_800_000_100)
+	require.NoError(t, err)
+	require.False(t, ok)
+}

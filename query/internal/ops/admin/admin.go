@@ -98,6 +98,20 @@ func (a *Admin) CreateKey(ctx context.Context, accountID string) (auth.NewKey, e
 	return k, err
 }
 
+// SetOperator marks a key an operator key, which reads every account's
+// usage and request logs (getApiUsageMetrics, getApiLogs), or unmarks it.
+func (a *Admin) SetOperator(ctx context.Context, keyID string, operator bool) error {
+	if _, err := a.DB.KeyByID(ctx, keyID); err != nil {
+		return err
+	}
+	return a.DB.SetOperator(ctx, keyID, operator, a.Clock.Next(0))
+}
+
+// IsOperator reports whether a key is an operator key.
+func (a *Admin) IsOperator(ctx context.Context, keyID string) (bool, error) {
+	return a.DB.IsOperator(ctx, keyID)
+}
+
 // Keys lists an account's keys.
 func (a *Admin) Keys(ctx context.Context, accountID string) ([]accountdb.Key, error) {
 	if _, err := a.DB.Account(ctx, accountID); err != nil {

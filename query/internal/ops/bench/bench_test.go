@@ -271,3 +271,41 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// TestSeedUsage: the seeded request log has its rows, skew and rollups,
+// and its keys read it through the usage routes' SQL on both ClickHouses.
+func TestSeedUsage(t *testing.T) {
+	_, conn := testenv.ClickHouse(t)
+	end := time.Date(2026, 3, 31, 0, 0, 0, 0, time.UTC)
+	keys, err := SeedUsage(t.Context(), conn, UsageConfig{Requests: 200_000, Accounts: 100, Days: 30, End: end, Chunk: 70_000}, testenv.Logger(t))
+	require.NoError(t, err)
+	require.Regexp(t, `^mk_`, keys.Heavy)
+	require.Regexp(t, `^mk_`, keys.Operator)
+	var n, accounts, heavy uint64
+	require.NoError(t, conn.QueryRow(t.Context(), "SELECT count(), uniqExact(account_id), countIf(account_id = 'bench-acc-0000') FROM api_requests").Scan(&n, &accounts, &heavy))
+	require.Equal(t, uint64(200_000), n)
+	require.Greater(t, accounts, uint64(80))
+	require.InDelta(t, 0.2, float64(heavy)/float64(n), 0.05, "a fifth from the heaviest account")
+	var rolled uint64
+	require.NoError(t, conn.QueryRow(t.Context(), "SELECT countMerge(requests) FROM api_usage_days").Scan(&rolled))
+	require.Equal(t, n, rolled)
+	var first, last uint64
+	require.NoError(t, conn.QueryRow(t.Context(), "SELECT min(at), max(at) FROM api_requests").Scan(&first, &last))
+	require.InDelta(t, float64(end.AddDate(0, 0, -30).UnixMilli()), float64(first), 1000)
+	require.Less(t, last, uint64(end.UnixMilli()))
+	// The statement on current ClickHouse too.
+	testenv.OnCurrentClickHouse(t, append(migrationStatements(t), strings.Replace(strings.Replace(strings.Replace(strings.Replace(
+		strings.Replace(usageRows, "?", "1772409600000", 1), "?", "1000", 1), "?", "100", 1), "?", "0", 1), "?", "1000", 1),
+		strings.Replace(usageAccounts, "?", "10", 1)))
+}
+
+func migrationStatements(t *testing.T) []string {
+	t.Helper()
+	ms, err := schema.Migrations()
+	require.NoError(t, err)
+	var out []string
+	for _, m := range ms {
+		out = append(out, m.Statements...)
+	}
+	return out
+}

@@ -50,6 +50,8 @@ type LoadConfig struct {
 	Timeout time.Duration
 	// AllowRemote permits a non-loopback target.
 	AllowRemote bool
+	// Header is sent with every request (an API key, say).
+	Header http.Header
 }
 
 // Stats summarises the requests of one path (or of all).
@@ -148,6 +150,9 @@ func Load(ctx context.Context, c LoadConfig) (Result, error) {
 		wg      sync.WaitGroup
 	)
 	var head atomic.Uint64
+	// dropped counts the requests not sent for want of a free slot, for the
+	// interval reports: an interval that served fewer than offered says so.
+	var dropped atomic.Int64
 	if c.HeadChain != "" {
 		hctx, stopHead := context.WithCancel(ctx)
 		defer stopHead()
@@ -160,7 +165,7 @@ func Load(ctx context.Context, c LoadConfig) (Result, error) {
 		reportDone := make(chan struct{})
 		go func() {
 			defer close(reportDone)
-			reportIntervals(c.Report, c.ReportTo, &mu, &samples, stopReport)
+			reportIntervals(c.Report, c.ReportTo, &mu, &samples, &dropped, stopReport)
 		}()
 		defer func() { close(stopReport); <-reportDone }()
 	}
@@ -188,6 +193,7 @@ func Load(ctx context.Context, c LoadConfig) (Result, error) {
 		case slots <- struct{}{}:
 		default:
 			res.Dropped++
+			dropped.Add(1)
 			continue
 		}
 		res.Sent++
@@ -196,7 +202,14 @@ func Load(ctx context.Context, c LoadConfig) (Result, error) {
 			defer wg.Done()
 			defer func() { <-slots }()
 			t0 := time.Now()
-			resp, err := client.Get(target)
+			req, err := http.NewRequestWithContext(context.WithoutCancel(ctx), http.MethodGet, target, nil)
+			var resp *http.Response
+			if err == nil {
+				for k, vs := range c.Header {
+					req.Header[k] = vs
+				}
+				resp, err = client.Do(req)
+			}
 			s := sample{path: pi, at: t0}
 			if err == nil {
 				_, _ = io.Copy(io.Discard, resp.Body)
@@ -341,12 +354,14 @@ func followHead(ctx context.Context, client *http.Client, base, chain string, he
 }
 
 // reportIntervals writes, every interval until stop, the statistics of the
-// requests that completed in it.
-func reportIntervals(interval time.Duration, w io.Writer, mu *sync.Mutex, samples *[]sample, stop <-chan struct{}) {
+// requests that completed in it and how many were dropped (not sent: no free
+// slot) in it.
+func reportIntervals(interval time.Duration, w io.Writer, mu *sync.Mutex, samples *[]sample, dropped *atomic.Int64, stop <-chan struct{}) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	from := time.Now()
 	seen := 0
+	var droppedBefore int64
 	for {
 		select {
 		case <-stop:
@@ -367,10 +382,11 @@ func reportIntervals(interval time.Duration, w io.Writer, mu *sync.Mutex, sample
 			seen = len(all)
 			mu.Unlock()
 			st.finish()
-			fmt.Fprintf(w, "interval %s..%s n=%d err=%d p50=%s p90=%s p99=%s max=%s\n",
-				from.Format("15:04:05"), now.Format("15:04:05"), st.Count, st.Errors,
+			d := dropped.Load()
+			fmt.Fprintf(w, "interval %s..%s n=%d err=%d dropped=%d p50=%s p90=%s p99=%s max=%s\n",
+				from.Format("15:04:05"), now.Format("15:04:05"), st.Count, st.Errors, d-droppedBefore,
 				st.P50.Round(10*time.Microsecond), st.P90.Round(10*time.Microsecond), st.P99.Round(10*time.Microsecond), st.Max.Round(10*time.Microsecond))
-			from = now
+			from, droppedBefore = now, d
 		}
 	}
 }

@@ -15,6 +15,10 @@
 // with the previous. What only ingest knows of each node (its share of the
 // calls, their error rate, the answers that failed verification) comes from
 // ingest's /metrics when Source.IngestMetrics names it.
+//
+// Given the processors' /metrics URLs (Source.ProcessorMetrics), it also
+// shows each one's write budget (what backfill gives way to reads, and
+// why): that state lives only in the processor.
 package status
 
 import (
@@ -53,12 +57,16 @@ type Source struct {
 	Client *kgo.Client
 	// Conn is moraine's ClickHouse database.
 	Conn driver.Conn
-	// HTTP asks the nodes and ingest (default: a client with a 5 s timeout).
+	// HTTP asks the nodes, ingest and the processors (default: a client
+	// with a 5 s timeout).
 	HTTP *http.Client
 	// IngestMetrics are the /metrics URLs of the ingest instances (summed):
 	// the nodes' share of the work, error rates and verification failures.
 	// Empty: those columns are not shown.
 	IngestMetrics []string
+	// ProcessorMetrics are the /metrics URLs of the processor instances
+	// whose write budget to show, one row each; empty: no budget table.
+	ProcessorMetrics []string
 }
 
 // Node is one node of a chain as the status sees it.
@@ -102,9 +110,10 @@ type Group struct {
 
 // Snapshot is the deployment's state at one instant.
 type Snapshot struct {
-	At     time.Time
-	Chains []Chain
-	Groups []Group
+	At      time.Time
+	Chains  []Chain
+	Groups  []Group
+	Budgets []Budget
 }
 
 // Take reads a snapshot. Failures to read one part are recorded in it, not
@@ -135,6 +144,9 @@ func Take(ctx context.Context, src Source) Snapshot {
 		s.Chains = append(s.Chains, st)
 	}
 	s.Groups = groups(ctx, src)
+	for _, u := range src.ProcessorMetrics {
+		s.Budgets = append(s.Budgets, processorBudget(ctx, src.HTTP, u))
+	}
 	return s
 }
 
@@ -519,6 +531,12 @@ func Render(w io.Writer, prev *Snapshot, cur Snapshot) error {
 			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t\n", g.Name, g.State, g.Members, t, g.Lag[t])
 		}
 	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	// A table of its own: its columns are not the groups'.
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	renderBudgets(tw, prev, cur)
 	return tw.Flush()
 }
 

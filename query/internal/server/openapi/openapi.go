@@ -11,7 +11,8 @@
 // hosted operation the document says so: the webhook operations take and
 // return EVM address_activity webhooks only (the hosted oneOf of three kinds
 // is narrowed to that one), and routes that need an API key have no
-// anonymous alternative in their security. Every operation carries
+// anonymous alternative in their security; transaction exports take EVM
+// requests only. Every operation carries
 // x-execution-weight: what moraine charges for it.
 package openapi
 
@@ -44,6 +45,10 @@ type Operation struct {
 	KeyRequired bool
 	// Extension describes an operation the hosted spec does not have.
 	Extension *Extension
+	// ExtraParameters are query parameters moraine adds to the operation,
+	// a JSON array of OpenAPI parameter objects ("" for none); each is
+	// marked x-moraine-extension.
+	ExtraParameters string
 	// Properties are moraine's extension properties of hosted schemas that
 	// a hosted operation takes or returns, as a JSON object: schema name ->
 	// {property name: property schema}. Each is added to the schema marked
@@ -66,10 +71,12 @@ type Extension struct {
 	Schemas string
 }
 
-// EVM address_activity, the one webhook kind moraine serves.
+// EVM address_activity, the one webhook kind moraine serves, and EVM
+// transaction exports, the one export kind.
 const (
 	evmRequest  = "#/components/schemas/EVMAddressActivityRequest"
 	evmResponse = "#/components/schemas/EVMAddressActivityResponse"
+	evmExport   = "#/components/schemas/CreateEvmTransactionExportRequest"
 )
 
 // Build returns the document of ops.
@@ -98,6 +105,9 @@ func Build(ops []Operation) ([]byte, error) {
 	for _, o := range ops {
 		op, err := operation(o, paths, byID, schemas)
 		if err != nil {
+			return nil, fmt.Errorf("openapi: %s %s: %w", o.Method, o.Path, err)
+		}
+		if err := addParameters(op, o.ExtraParameters); err != nil {
 			return nil, fmt.Errorf("openapi: %s %s: %w", o.Method, o.Path, err)
 		}
 		narrowToEVM(op)
@@ -284,6 +294,30 @@ func operation(o Operation, paths map[string]any, byID map[string]map[string]any
 	return op, nil
 }
 
+// addParameters appends the extra parameters (a JSON array) to op's,
+// marked as moraine's; a name the operation has already is an error.
+func addParameters(op map[string]any, extra string) error {
+	if extra == "" {
+		return nil
+	}
+	var add []map[string]any
+	if err := json.Unmarshal([]byte(extra), &add); err != nil {
+		return fmt.Errorf("extra parameters: %w", err)
+	}
+	params := asSlice(op["parameters"])
+	for _, p := range add {
+		for _, old := range params {
+			if m, ok := old.(map[string]any); ok && m["name"] == p["name"] && m["in"] == p["in"] {
+				return fmt.Errorf("extra parameter %v is the operation's already", p["name"])
+			}
+		}
+		p["x-moraine-extension"] = true
+		params = append(params, p)
+	}
+	op["parameters"] = params
+	return nil
+}
+
 // addProperties adds o's extension properties to the hosted schemas they
 // name. Two operations may add the same property to a schema they share
 // (a request and a response schema of several routes) only identically.
@@ -350,15 +384,16 @@ func reachable(v any, schemas map[string]any) map[string]bool {
 }
 
 // narrowToEVM replaces, anywhere in v, a oneOf of webhook kinds that
-// includes the EVM address_activity request or response by that one
-// schema: moraine neither accepts nor returns the other kinds (a create
-// of another eventType is a 400), so the document says so.
+// includes the EVM address_activity request or response (or of export
+// requests that includes the EVM one) by that one schema: moraine neither
+// accepts nor returns the other kinds (a create of another eventType, an
+// export of another type, is a 400), so the document says so.
 func narrowToEVM(v any) {
 	switch x := v.(type) {
 	case map[string]any:
 		if alts, ok := x["oneOf"].([]any); ok {
 			for _, a := range alts {
-				if m, ok := a.(map[string]any); ok && (m["$ref"] == evmRequest || m["$ref"] == evmResponse) {
+				if m, ok := a.(map[string]any); ok && (m["$ref"] == evmRequest || m["$ref"] == evmResponse || m["$ref"] == evmExport) {
 					delete(x, "oneOf")
 					x["$ref"] = m["$ref"]
 					return
