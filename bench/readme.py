@@ -54,6 +54,15 @@ def bench_summary(path):
         ("webhook latency p50 100 ms, p99 300 ms", f"p50 {latency.group(1)}, p99 {latency.group(2)}" if latency else "not measured"),
         ("5,000 signed deliveries/s", f"{int(sustained.group(1)):,}/s" if sustained else "not measured"),
     ]
+    rt = re.search(r"^replay throughput: (\d+) messages .*?produced in \S+ \((\d+) msg/s\), delivered in \S+ \((\d+) msg/s\)", t, re.M)
+    rows.append(("webhook replay throughput (a corpus chain's busiest address)",
+                 f"{int(rt.group(1)):,} messages: produced {int(rt.group(2)):,}/s, delivered {int(rt.group(3)):,}/s" if rt else "not measured"))
+    rl = re.search(r"^replay live latency: without the replay \d+ messages, p50 (\S+), p99 (\S+); during it \d+ messages, p50 (\S+), p99 (\S+),", t, re.M)
+    rows.append(("live webhook p99 <= 300 ms while a large replay runs",
+                 f"during: p50 {rl.group(3)}, p99 {rl.group(4)} (without: p50 {rl.group(1)}, p99 {rl.group(2)})" if rl else "not measured"))
+    rets = re.findall(r"^reorg of depth (\d+): (\d+) retractions to /c0, first (\S+) and last (\S+) after the reorg", t, re.M)
+    rows.append(("retraction latency after a reorg (reorg on the node to the retractions received)",
+                 "; ".join(f"depth {d}: first {f}, last {l}" for d, _, f, l in rets) if rets else "not measured"))
     scaling = re.search(r"^scaling result: .*?(each instance capped at [\d.]+ cores|uncapped), median of \d+ rounds: (.*)$", t, re.M)
     rows.append(("processor: 1.8x from 1 to 2 and 3.2x from 1 to 4 instances, four chains at once",
                  f"{scaling.group(2)} ({scaling.group(1)})" if scaling else "not measured"))

@@ -108,6 +108,14 @@ delivery=$(grep -E '^(BenchmarkDeliverySustained|delivery-sustained)' "$TMP/deli
 echo "bench: address join with 1M watched addresses..."
 match=$( (cd processor && go test -run '^$' -bench 'BenchmarkMatchBlock|BenchmarkTableBuild1M' -benchmem -timeout 10m ./internal/match ./internal/watchlist 2>&1) | grep -E '^Benchmark' || true)
 
+# 3a. Webhook replay: a large replay's messages per second, and the live webhook's head-to-webhook latency
+# beside it; then the retraction latency after reorgs of depth 3, 12 and 40 (the stream test's log).
+echo "bench: webhook replay (a corpus chain's busiest address, beside the development chain's live webhook)..."
+replay=$( (cd e2e && go test -run '^$' -bench 'BenchmarkWebhookReplay' -benchtime 1x -timeout 60m . 2>&1) | tee "$TMP/replay.txt" | grep -E '^replay ' || true)
+echo "bench: retraction latency (reorgs of depth 3, 12, 40 on the development chain)..."
+retraction=$( (cd e2e && go test -run 'TestWebhookStreamDevchain' -count 1 -v -timeout 15m . 2>&1) | tee "$TMP/retraction.txt" |
+    grep -oE 'reorg of depth [0-9]+: .*' || true)
+
 # 3b. Reads on the development stack's shape: what MoraineQueryLatencyHigh judges (deploy/prometheus/rules.yml).
 echo "bench: read latency on the development stack (4 and 20 req/s, 2 min each)..."
 readlat=$( (cd e2e && go test -run '^$' -bench 'BenchmarkDevStackReadLatency' -benchtime 1x -timeout 15m . 2>&1) | grep -E '^reads ' || true)
@@ -189,6 +197,25 @@ micro=$( (cd schemas && go test -run '^$' -bench . -benchmem ./codec) | grep -E 
     echo
     echo '```'
     echo "$match"
+    echo '```'
+    echo
+    echo "Replay: a corpus chain (\`bin/corpus\`, ${MORAINE_BENCH_REPLAY_BLOCKS:-20000} blocks from the recordings) backfilled,"
+    echo "then a webhook created on its busiest address with fromBlock at its first block, its plan lifted to 1,000,000"
+    echo "replayed messages/s (as fast as moraine goes); messages per second from the create to the job done (produced)"
+    echo "and to the last arrival at a loopback receiver (delivered). Beside it, the development chain (a block every 500"
+    echo "ms, 12 transactions) with a live webhook on 5 busy accounts: its head-to-webhook latency for 20 s before the"
+    echo "replay and during it (goal: p99 at most 300 ms while the replay runs). e2e BenchmarkWebhookReplay."
+    echo
+    echo '```'
+    echo "$replay"
+    echo '```'
+    echo
+    echo "Retraction latency: reorgs of depth 3, 12 and 40 on the development chain (a block every 250 ms), from the reorg"
+    echo "call on the node to the first and the last retraction of the orphaned blocks' messages received (ingest's head"
+    echo "polling, the matcher, delivery; e2e TestWebhookStreamDevchain)."
+    echo
+    echo '```'
+    echo "$retraction"
     echo '```'
     echo
     echo "Reads on the development stack (the chain mining a block a second with 16 transactions, ingest, processor, query"

@@ -46,7 +46,13 @@ import (
 //   - the API answered through the surviving query instances;
 //   - every expected (webhook, transaction) message arrived at least once,
 //     duplicates with the same messageId, including those whose first
-//     attempt failed and waited on a retry level across the kills.
+//     attempt failed and waited on a retry level across the kills;
+//   - with replays in progress through the faults (a replay of a live
+//     webhook's history, and a webhook created with fromBlock 1), which
+//     the processors' kills and partition moves hand over: both end, every
+//     webhook's sequence has no gap, a replayed message repeats a sequence
+//     with the same messageId only, and the fromBlock webhook received the
+//     chain's whole activity.
 //
 // It prints, and writes to MORAINE_FAULT_REPORT when set, the figures:
 // ingest takeover time, head lag and API errors during each kind of fault,
@@ -286,8 +292,14 @@ func TestClusterFaults(t *testing.T) {
 		cp.start(fmt.Sprintf("processor-%d", i), "processor", with(common, chArgs,
 			[]string{"--matcher.transactional-id", fmt.Sprintf("suite-matcher-%d", i)})...)
 	}
+	// Replays paced slowly enough to be in progress through several
+	// faults (the account's plan is growth).
+	plansFile := filepath.Join(t.TempDir(), "plans.json")
+	if err := os.WriteFile(plansFile, []byte(`{"plans":{"growth":{"replayMessagesPerSecond":15}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for i := 1; i <= 2; i++ {
-		cp.start(fmt.Sprintf("query-%d", i), "query", with(common, chArgs, []string{
+		cp.start(fmt.Sprintf("query-%d", i), "query", with(common, chArgs, []string{"--plans.file", plansFile,
 			"--http.listen-address", env.queryAddrs[i-1],
 			// Page tokens from one instance must work on the other.
 			"--api.page-token-secret", strings.Repeat("cluster-suite-", 3),
@@ -398,6 +410,59 @@ func TestClusterFaults(t *testing.T) {
 		}
 	}()
 
+	// Replays in progress through the faults: once the chain has history,
+	// a replay of /tokens from block 1 and a webhook starting at block 1.
+	backfill := webhookSpec{path: "/backfill", addresses: []string{contracts.Relays[len(contracts.Relays)-1], accounts[2]}, internal: true}
+	type startedReplay struct{ webhook, id string }
+	replays := make(chan []startedReplay, 1)
+	go func() {
+		var out []startedReplay
+		defer func() { replays <- out }()
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(min(duration/4, 60*time.Second)):
+		}
+		var hooks struct {
+			Webhooks []struct {
+				ID  string `json:"id"`
+				URL string `json:"url"`
+			} `json:"webhooks"`
+		}
+		if code := call(t, "GET", env.apiURL+"/v1/webhooks", key, nil, &hooks); code != http.StatusOK {
+			t.Errorf("list webhooks: %d", code)
+			return
+		}
+		for _, w := range hooks.Webhooks {
+			if strings.HasSuffix(w.URL, "/tokens") {
+				var j struct {
+					ReplayID string `json:"replayId"`
+				}
+				// Through nginx: a query instance may be down; retry.
+				for i := 0; i < 20 && j.ReplayID == ""; i++ {
+					if call(t, "POST", env.apiURL+"/v1/webhooks/"+w.ID+":replay", key, map[string]any{"fromBlock": 1}, &j) != http.StatusAccepted {
+						time.Sleep(time.Second)
+					}
+				}
+				out = append(out, startedReplay{w.ID, j.ReplayID})
+			}
+		}
+		var w struct {
+			ID       string `json:"id"`
+			ReplayID string `json:"replayId"`
+		}
+		for i := 0; i < 20 && w.ReplayID == ""; i++ {
+			if call(t, "POST", env.apiURL+"/v1/webhooks", key, map[string]any{
+				"url": recv.srv.URL + backfill.path, "chainId": "43112", "eventType": "address_activity",
+				"metadata": map[string]any{"addresses": backfill.addresses}, "includeInternalTxs": backfill.internal, "fromBlock": 1,
+			}, &w) != http.StatusCreated {
+				time.Sleep(time.Second)
+			}
+		}
+		out = append(out, startedReplay{w.ID, w.ReplayID})
+		t.Logf("%6.1fs replays started: %+v", time.Since(started).Seconds(), out)
+	}()
+
 	// The schedule.
 	var windows []*window
 	for _, f := range plan {
@@ -464,6 +529,8 @@ func TestClusterFaults(t *testing.T) {
 	}
 	cancel()
 	<-reorgsDone
+	started2 := <-replays
+	specs = append(specs, backfill)
 
 	// Everything back, then the ledger up to the node's head now.
 	for _, in := range cp.instances {
@@ -516,6 +583,41 @@ func TestClusterFaults(t *testing.T) {
 		}
 		return true
 	})
+	// The replays end (they survive the kills, moving with the chain's
+	// partition), done.
+	if len(started2) != 2 || started2[0].id == "" || started2[1].id == "" {
+		t.Fatalf("the replays were not started: %+v", started2)
+	}
+	for _, r := range started2 {
+		var j struct {
+			Status, Error string
+			Messages      struct{ Retransmitted, Renumbered, Delivered, Failed uint64 }
+		}
+		eventually(t, 5*time.Minute, "replay "+r.id+" done", func() bool {
+			return call(t, "GET", env.apiURL+"/v1/webhooks/"+r.webhook+"/replays/"+r.id, key, nil, &j) == http.StatusOK &&
+				(j.Status == "done" || j.Status == "failed")
+		})
+		if j.Status != "done" {
+			t.Errorf("replay %s: %s (%s)", r.id, j.Status, j.Error)
+		}
+		t.Logf("replay %s of webhook %s: %+v", r.id, r.webhook, j.Messages)
+	}
+	// A replayed message that repeats a sequence is the same message.
+	bySeq := map[string]string{} // path seq -> messageId
+	for _, m := range recv.snapshot() {
+		if m.code >= 300 || m.seq == 0 {
+			continue
+		}
+		var p struct {
+			MessageID string `json:"messageId"`
+		}
+		_ = json.Unmarshal(m.body, &p)
+		k := fmt.Sprintf("%s %d", m.path, m.seq)
+		if prev, ok := bySeq[k]; ok && prev != p.MessageID {
+			t.Errorf("%s: sequence %d names two messages, %s and %s", m.path, m.seq, prev, p.MessageID)
+		}
+		bySeq[k] = p.MessageID
+	}
 	ids := map[string]string{}
 	dups, retried := 0, 0
 	canonical := map[string]bool{}

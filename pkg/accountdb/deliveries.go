@@ -43,6 +43,8 @@ type Delivery struct {
 	// 0 when no further attempt is scheduled.
 	AttemptedAt   uint64
 	NextAttemptAt uint64
+	// ReplayID is the replay the message belongs to ('' for live ones).
+	ReplayID string
 }
 
 // DeliveryCursor is a position in a webhook's newest-first delivery list:
@@ -77,7 +79,7 @@ type Strike struct {
 
 const (
 	deliveryCols = `webhook_id, attempted_at, message_id, attempt, account_id, chain_id, tx_hash, status, result, latency_ms, error, next_attempt_at`
-	iDelivery    = `INSERT INTO deliveries (` + deliveryCols + `)`
+	iDelivery    = `INSERT INTO deliveries (` + deliveryCols + `, replay_id)`
 	// attempted_at >= ? bounds the range read (no read-in-order on 18.16:
 	// ORDER BY ... LIMIT reads every row the WHERE admits).
 	qDeliveryPage = `SELECT ` + deliveryCols + ` FROM deliveries
@@ -98,7 +100,7 @@ func (db *DB) PutDeliveries(ctx context.Context, rows []Delivery) error {
 	batch := make([][]any, len(rows))
 	for i, d := range rows {
 		batch[i] = []any{d.WebhookID, d.AttemptedAt, d.MessageID, d.Attempt, d.AccountID, d.ChainID, d.TxHash,
-			d.Status, d.Result, d.LatencyMs, d.Error, d.NextAttemptAt}
+			d.Status, d.Result, d.LatencyMs, d.Error, d.NextAttemptAt, d.ReplayID}
 	}
 	return db.insert(ctx, "put_deliveries", iDelivery, batch)
 }

@@ -73,6 +73,16 @@ func (v *Versions) Admit(key []byte, version uint64) bool {
 // version header (RecordVersion; tombstones carry it too).
 func (v *Versions) AdmitRecord(r *kgo.Record) bool { return v.Admit(r.Key, RecordVersion(r)) }
 
+// Version is the highest version remembered for key (false: none), for a
+// writer that changes a key on top of what it holds without a version of
+// its own (the matcher's replays add messages to a block's stream entry).
+func (v *Versions) Version(key []byte) (uint64, bool) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	cur, ok := v.seen[keyHash(key)]
+	return cur, ok
+}
+
 // Forget drops key's remembered version, for state whose keys come and go
 // for good (the matcher's per-block stream entries) and whose reader
 // catches up before it acts, so that the map does not grow for ever. The

@@ -32,8 +32,15 @@ func TestVersionsRule(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			v := watch.NewVersions()
+			high := map[string]uint64{}
 			for i, r := range tc.recs {
 				require.Equal(t, r.want, v.Admit([]byte(r.key), r.version), "record %d (%s v%d)", i, r.key, r.version)
+				if r.want {
+					high[r.key] = r.version
+				}
+				got, ok := v.Version([]byte(r.key))
+				require.True(t, ok)
+				require.Equal(t, high[r.key], got, "the version remembered after record %d", i)
 			}
 		})
 	}

@@ -182,6 +182,18 @@ func activitySamples() map[string]*record.Activity {
 			Payload:              []byte(`{"event":{"transaction":{}},"eventType":"address_activity"}`),
 			BlockFetchedAtUnixMs: 1713884373000, MatchedAtUnixMs: 1713884373050,
 		},
+		// A replayed message repeating one the stream carried: its original
+		// sequence, the replay's id, the settings its payload was built with.
+		"activity_replay": {
+			WebhookId: "401da7d9-d6d7-46c8-b431-72ff1e1543f4", MessageId: "94df1881-5d93-49d1-a1bd-607830608de2",
+			AccountId: "7c1e3b0a-5d4f-4e2a-9b8c-0d1e2f3a4b5c", ChainId: 43114, BlockNumber: 44568834,
+			BlockHash:       h("0xbd093536009f7dd785e9a5151d80069a93cc322f8b2df63d373865af4f6ee5be"),
+			TxHash:          h("0xf6a791920652e87ccc91d2f1b20c1505a94452b88f359acdeb5a6fa8205638c4"),
+			Payload:         []byte(`{"event":{"logs":[],"transaction":{}},"eventType":"address_activity"}`),
+			MatchedAtUnixMs: 1713884373050, Sequence: 42, ReplayId: "5b0f7a6e-3c2d-4e1f-8a9b-0c1d2e3f4a5b",
+			IncludeLogs: true, IncludeInternalTxs: true, Retransmission: true,
+			ReceiptsRoot: h("0x1c3bd0e5a3bcc28a4b2e1c3f4d5e6f708192a3b4c5d6e7f8091a2b3c4d5e6f70"),
+		},
 	}
 }
 
@@ -199,6 +211,10 @@ func streamSamples() map[string]*record.StreamEntry {
 		"stream_entry_pending": {Version: 1235, Entry: &record.StreamEntry_Pending{Pending: &record.PendingBlock{
 			ChainId: 43114, Number: 44568834, Hash: h("0xbd093536009f7dd785e9a5151d80069a93cc322f8b2df63d373865af4f6ee5be"),
 			WebhookId: "401da7d9-d6d7-46c8-b431-72ff1e1543f4", Messages: []*record.Activity{activitySamples()["activity"]},
+		}}},
+		"stream_entry_replay": {Version: 3, Entry: &record.StreamEntry_Replay{Replay: &record.ReplayProgress{
+			ReplayId: "5b0f7a6e-3c2d-4e1f-8a9b-0c1d2e3f4a5b", WebhookId: "401da7d9-d6d7-46c8-b431-72ff1e1543f4",
+			ChainId: 43114, NextBlock: 44568835, Retransmitted: 120, Renumbered: 7, Chunks: 3, ToBlock: 44600000,
 		}}},
 	}
 }

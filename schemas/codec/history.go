@@ -10,3 +10,25 @@ func EncodeTxDetail(d *record.TxDetail) ([]byte, error) { return encode("tx deta
 func DecodeTxDetail(b []byte) (*record.TxDetail, error) {
 	return decode[record.TxDetail]("tx detail", b)
 }
+
+// EncodeAccessList encodes a transaction's access list for the ClickHouse
+// transactions.access_list column (migration 14): nil for an empty list,
+// stored as ”.
+func EncodeAccessList(tuples []*record.AccessTuple) ([]byte, error) {
+	if len(tuples) == 0 {
+		return nil, nil
+	}
+	return encode("access list", &record.AccessList{Tuples: tuples})
+}
+
+// DecodeAccessList decodes that column; ” is an empty list.
+func DecodeAccessList(b []byte) ([]*record.AccessTuple, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	l, err := decode[record.AccessList]("access list", b)
+	if err != nil {
+		return nil, err
+	}
+	return l.GetTuples(), nil
+}

@@ -19,6 +19,7 @@ const (
 	streamSeqPrefix     = "seq:"
 	streamEmittedPrefix = "emitted:"
 	streamPendingPrefix = "pending:"
+	streamReplayPrefix  = "replay:"
 )
 
 // StreamSequenceKey is the key of a webhook's last sequence number.
@@ -35,6 +36,9 @@ func StreamPendingKey(chainID uint64, blockHash []byte, webhookID string) string
 	return streamPendingPrefix + strconv.FormatUint(chainID, 10) + ":0x" + hex.EncodeToString(blockHash) + ":" + webhookID
 }
 
+// StreamReplayKey is the key of a replay job's progress.
+func StreamReplayKey(replayID string) string { return streamReplayPrefix + replayID }
+
 // StreamKeyKind says what a webhook-stream key names.
 type StreamKeyKind int
 
@@ -43,6 +47,7 @@ const (
 	StreamKeySequence StreamKeyKind = iota + 1
 	StreamKeyEmitted
 	StreamKeyPending
+	StreamKeyReplay
 )
 
 // ParseStreamKey tells the kind of a webhook-stream key.
@@ -54,6 +59,8 @@ func ParseStreamKey(key string) (StreamKeyKind, error) {
 		return StreamKeyEmitted, nil
 	case strings.HasPrefix(key, streamPendingPrefix):
 		return StreamKeyPending, nil
+	case strings.HasPrefix(key, streamReplayPrefix) && len(key) > len(streamReplayPrefix):
+		return StreamKeyReplay, nil
 	}
 	return 0, fmt.Errorf("webhook-stream key %q: unknown kind", key)
 }

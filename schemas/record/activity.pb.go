@@ -107,7 +107,21 @@ type Activity struct {
 	// is then the retraction's own id).
 	RetractedMessageId string `protobuf:"bytes,13,opt,name=retracted_message_id,json=retractedMessageId,proto3" json:"retracted_message_id,omitempty"`
 	// For a replayed message, the replay job's id; empty on live messages.
-	ReplayId      string `protobuf:"bytes,14,opt,name=replay_id,json=replayId,proto3" json:"replay_id,omitempty"`
+	ReplayId string `protobuf:"bytes,14,opt,name=replay_id,json=replayId,proto3" json:"replay_id,omitempty"`
+	// The webhook settings the payload was built with. The message ledger
+	// keeps them, so that a replay rebuilds the same bytes after the settings
+	// changed.
+	IncludeLogs        bool `protobuf:"varint,15,opt,name=include_logs,json=includeLogs,proto3" json:"include_logs,omitempty"`
+	IncludeInternalTxs bool `protobuf:"varint,16,opt,name=include_internal_txs,json=includeInternalTxs,proto3" json:"include_internal_txs,omitempty"`
+	// For a replayed message: true when it repeats a message the webhook's
+	// stream already carried (sequence and message_id are the original's),
+	// false when the replay numbered it anew (activity the stream never
+	// carried: blocks before the webhook existed, addresses added later).
+	Retransmission bool `protobuf:"varint,17,opt,name=retransmission,proto3" json:"retransmission,omitempty"`
+	// The block's receipts root (the payload's receiptRoot). The message
+	// ledger keeps it: a replay rebuilds the messages of an orphaned block,
+	// whose row in the blocks table the canonical block's replaced.
+	ReceiptsRoot  []byte `protobuf:"bytes,18,opt,name=receipts_root,json=receiptsRoot,proto3" json:"receipts_root,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -240,12 +254,40 @@ func (x *Activity) GetReplayId() string {
 	return ""
 }
 
+func (x *Activity) GetIncludeLogs() bool {
+	if x != nil {
+		return x.IncludeLogs
+	}
+	return false
+}
+
+func (x *Activity) GetIncludeInternalTxs() bool {
+	if x != nil {
+		return x.IncludeInternalTxs
+	}
+	return false
+}
+
+func (x *Activity) GetRetransmission() bool {
+	if x != nil {
+		return x.Retransmission
+	}
+	return false
+}
+
+func (x *Activity) GetReceiptsRoot() []byte {
+	if x != nil {
+		return x.ReceiptsRoot
+	}
+	return nil
+}
+
 var File_proto_moraine_v1_activity_proto protoreflect.FileDescriptor
 
 const file_proto_moraine_v1_activity_proto_rawDesc = "" +
 	"\n" +
 	"\x1fproto/moraine/v1/activity.proto\x12\n" +
-	"moraine.v1\"\xf5\x03\n" +
+	"moraine.v1\"\x97\x05\n" +
 	"\bActivity\x12\x1d\n" +
 	"\n" +
 	"webhook_id\x18\x01 \x01(\tR\twebhookId\x12\x1d\n" +
@@ -265,7 +307,11 @@ const file_proto_moraine_v1_activity_proto_rawDesc = "" +
 	"\bsequence\x18\v \x01(\x04R\bsequence\x12,\n" +
 	"\x04kind\x18\f \x01(\x0e2\x18.moraine.v1.ActivityKindR\x04kind\x120\n" +
 	"\x14retracted_message_id\x18\r \x01(\tR\x12retractedMessageId\x12\x1b\n" +
-	"\treplay_id\x18\x0e \x01(\tR\breplayId*H\n" +
+	"\treplay_id\x18\x0e \x01(\tR\breplayId\x12!\n" +
+	"\finclude_logs\x18\x0f \x01(\bR\vincludeLogs\x120\n" +
+	"\x14include_internal_txs\x18\x10 \x01(\bR\x12includeInternalTxs\x12&\n" +
+	"\x0eretransmission\x18\x11 \x01(\bR\x0eretransmission\x12#\n" +
+	"\rreceipts_root\x18\x12 \x01(\fR\freceiptsRoot*H\n" +
 	"\fActivityKind\x12\x1a\n" +
 	"\x16ACTIVITY_KIND_ACTIVITY\x10\x00\x12\x1c\n" +
 	"\x18ACTIVITY_KIND_RETRACTION\x10\x01B0Z.github.com/moraine-data/moraine/schemas/recordb\x06proto3"

@@ -818,6 +818,54 @@ func (x *AccessTuple) GetStorageKeys() [][]byte {
 	return nil
 }
 
+// AccessList is a transaction's access list on its own: the value of the
+// ClickHouse transactions.access_list column (schemas/codec
+// EncodeAccessList), from which a webhook replay rebuilds the payload's
+// accessList.
+type AccessList struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tuples        []*AccessTuple         `protobuf:"bytes,1,rep,name=tuples,proto3" json:"tuples,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AccessList) Reset() {
+	*x = AccessList{}
+	mi := &file_proto_moraine_v1_chain_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AccessList) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AccessList) ProtoMessage() {}
+
+func (x *AccessList) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_moraine_v1_chain_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AccessList.ProtoReflect.Descriptor instead.
+func (*AccessList) Descriptor() ([]byte, []int) {
+	return file_proto_moraine_v1_chain_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *AccessList) GetTuples() []*AccessTuple {
+	if x != nil {
+		return x.Tuples
+	}
+	return nil
+}
+
 // Reorg tells consumers that the listed blocks left the canonical chain. The
 // replacing blocks follow it on the same partition.
 type Reorg struct {
@@ -832,7 +880,7 @@ type Reorg struct {
 
 func (x *Reorg) Reset() {
 	*x = Reorg{}
-	mi := &file_proto_moraine_v1_chain_proto_msgTypes[6]
+	mi := &file_proto_moraine_v1_chain_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -844,7 +892,7 @@ func (x *Reorg) String() string {
 func (*Reorg) ProtoMessage() {}
 
 func (x *Reorg) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_moraine_v1_chain_proto_msgTypes[6]
+	mi := &file_proto_moraine_v1_chain_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -857,7 +905,7 @@ func (x *Reorg) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Reorg.ProtoReflect.Descriptor instead.
 func (*Reorg) Descriptor() ([]byte, []int) {
-	return file_proto_moraine_v1_chain_proto_rawDescGZIP(), []int{6}
+	return file_proto_moraine_v1_chain_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Reorg) GetChainId() uint64 {
@@ -891,7 +939,7 @@ type OrphanedBlock struct {
 
 func (x *OrphanedBlock) Reset() {
 	*x = OrphanedBlock{}
-	mi := &file_proto_moraine_v1_chain_proto_msgTypes[7]
+	mi := &file_proto_moraine_v1_chain_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -903,7 +951,7 @@ func (x *OrphanedBlock) String() string {
 func (*OrphanedBlock) ProtoMessage() {}
 
 func (x *OrphanedBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_moraine_v1_chain_proto_msgTypes[7]
+	mi := &file_proto_moraine_v1_chain_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -916,7 +964,7 @@ func (x *OrphanedBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OrphanedBlock.ProtoReflect.Descriptor instead.
 func (*OrphanedBlock) Descriptor() ([]byte, []int) {
-	return file_proto_moraine_v1_chain_proto_rawDescGZIP(), []int{7}
+	return file_proto_moraine_v1_chain_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *OrphanedBlock) GetNumber() uint64 {
@@ -1021,7 +1069,10 @@ const file_proto_moraine_v1_chain_proto_rawDesc = "" +
 	"\x05depth\x18\r \x01(\rR\x05depth\"J\n" +
 	"\vAccessTuple\x12\x18\n" +
 	"\aaddress\x18\x01 \x01(\fR\aaddress\x12!\n" +
-	"\fstorage_keys\x18\x02 \x03(\fR\vstorageKeys\"z\n" +
+	"\fstorage_keys\x18\x02 \x03(\fR\vstorageKeys\"=\n" +
+	"\n" +
+	"AccessList\x12/\n" +
+	"\x06tuples\x18\x01 \x03(\v2\x17.moraine.v1.AccessTupleR\x06tuples\"z\n" +
 	"\x05Reorg\x12\x19\n" +
 	"\bchain_id\x18\x01 \x01(\x04R\achainId\x12\x1f\n" +
 	"\vfork_number\x18\x02 \x01(\x04R\n" +
@@ -1043,7 +1094,7 @@ func file_proto_moraine_v1_chain_proto_rawDescGZIP() []byte {
 	return file_proto_moraine_v1_chain_proto_rawDescData
 }
 
-var file_proto_moraine_v1_chain_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_proto_moraine_v1_chain_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_proto_moraine_v1_chain_proto_goTypes = []any{
 	(*ChainEvent)(nil),          // 0: moraine.v1.ChainEvent
 	(*Block)(nil),               // 1: moraine.v1.Block
@@ -1051,22 +1102,24 @@ var file_proto_moraine_v1_chain_proto_goTypes = []any{
 	(*Log)(nil),                 // 3: moraine.v1.Log
 	(*InternalTransaction)(nil), // 4: moraine.v1.InternalTransaction
 	(*AccessTuple)(nil),         // 5: moraine.v1.AccessTuple
-	(*Reorg)(nil),               // 6: moraine.v1.Reorg
-	(*OrphanedBlock)(nil),       // 7: moraine.v1.OrphanedBlock
+	(*AccessList)(nil),          // 6: moraine.v1.AccessList
+	(*Reorg)(nil),               // 7: moraine.v1.Reorg
+	(*OrphanedBlock)(nil),       // 8: moraine.v1.OrphanedBlock
 }
 var file_proto_moraine_v1_chain_proto_depIdxs = []int32{
 	1, // 0: moraine.v1.ChainEvent.block:type_name -> moraine.v1.Block
-	6, // 1: moraine.v1.ChainEvent.reorg:type_name -> moraine.v1.Reorg
+	7, // 1: moraine.v1.ChainEvent.reorg:type_name -> moraine.v1.Reorg
 	2, // 2: moraine.v1.Block.transactions:type_name -> moraine.v1.Transaction
 	3, // 3: moraine.v1.Transaction.logs:type_name -> moraine.v1.Log
 	4, // 4: moraine.v1.Transaction.internal_transactions:type_name -> moraine.v1.InternalTransaction
 	5, // 5: moraine.v1.Transaction.access_list:type_name -> moraine.v1.AccessTuple
-	7, // 6: moraine.v1.Reorg.orphaned:type_name -> moraine.v1.OrphanedBlock
-	7, // [7:7] is the sub-list for method output_type
-	7, // [7:7] is the sub-list for method input_type
-	7, // [7:7] is the sub-list for extension type_name
-	7, // [7:7] is the sub-list for extension extendee
-	0, // [0:7] is the sub-list for field type_name
+	5, // 6: moraine.v1.AccessList.tuples:type_name -> moraine.v1.AccessTuple
+	8, // 7: moraine.v1.Reorg.orphaned:type_name -> moraine.v1.OrphanedBlock
+	8, // [8:8] is the sub-list for method output_type
+	8, // [8:8] is the sub-list for method input_type
+	8, // [8:8] is the sub-list for extension type_name
+	8, // [8:8] is the sub-list for extension extendee
+	0, // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_proto_moraine_v1_chain_proto_init() }
@@ -1085,7 +1138,7 @@ func file_proto_moraine_v1_chain_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_proto_moraine_v1_chain_proto_rawDesc), len(file_proto_moraine_v1_chain_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

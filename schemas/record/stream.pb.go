@@ -11,6 +11,8 @@
 //                                             kept for the retraction window, to retract on a reorg
 //   pending:<chainId>:<0x block hash>:<webhookId>  StreamEntry{pending}: messages of a block waiting for
 //                                             the webhook's confirmations
+//   replay:<replayId>                         StreamEntry{replay}: how far a replay job has produced,
+//                                             written in the replay's own transactions
 //
 // A tombstone deletes a key. Every record carries a version (StreamEntry
 // and the "version" header); readers drop a record below the version they
@@ -46,13 +48,16 @@ const (
 type StreamEntry struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// seq: keys: the sequence itself. Block keys: the blocks-topic offset of
-	// the last record of the batch that wrote it (monotonic per chain).
+	// the last record of the batch that wrote it (monotonic per chain);
+	// a replay's changes to a block key keep the key's version. replay:
+	// keys: the job's chunks.
 	Version uint64 `protobuf:"varint,1,opt,name=version,proto3" json:"version,omitempty"`
 	// Types that are valid to be assigned to Entry:
 	//
 	//	*StreamEntry_Sequence
 	//	*StreamEntry_Emitted
 	//	*StreamEntry_Pending
+	//	*StreamEntry_Replay
 	Entry         isStreamEntry_Entry `protobuf_oneof:"entry"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -129,6 +134,15 @@ func (x *StreamEntry) GetPending() *PendingBlock {
 	return nil
 }
 
+func (x *StreamEntry) GetReplay() *ReplayProgress {
+	if x != nil {
+		if x, ok := x.Entry.(*StreamEntry_Replay); ok {
+			return x.Replay
+		}
+	}
+	return nil
+}
+
 type isStreamEntry_Entry interface {
 	isStreamEntry_Entry()
 }
@@ -145,11 +159,17 @@ type StreamEntry_Pending struct {
 	Pending *PendingBlock `protobuf:"bytes,4,opt,name=pending,proto3,oneof"`
 }
 
+type StreamEntry_Replay struct {
+	Replay *ReplayProgress `protobuf:"bytes,5,opt,name=replay,proto3,oneof"`
+}
+
 func (*StreamEntry_Sequence) isStreamEntry_Entry() {}
 
 func (*StreamEntry_Emitted) isStreamEntry_Entry() {}
 
 func (*StreamEntry_Pending) isStreamEntry_Entry() {}
+
+func (*StreamEntry_Replay) isStreamEntry_Entry() {}
 
 // WebhookSequence is a webhook's last sequence number.
 type WebhookSequence struct {
@@ -204,6 +224,128 @@ func (x *WebhookSequence) GetLast() uint64 {
 	return 0
 }
 
+// ReplayProgress is how far a replay job has produced its messages. It is
+// written in the same Kafka transaction as each chunk of the replay's
+// messages (and the sequence numbers it took), so a replay taken over by
+// another processor after a crash or a rebalance continues after the last
+// committed chunk: no message is numbered twice. Its version is chunks.
+type ReplayProgress struct {
+	state     protoimpl.MessageState `protogen:"open.v1"`
+	ReplayId  string                 `protobuf:"bytes,1,opt,name=replay_id,json=replayId,proto3" json:"replay_id,omitempty"`
+	WebhookId string                 `protobuf:"bytes,2,opt,name=webhook_id,json=webhookId,proto3" json:"webhook_id,omitempty"`
+	ChainId   uint64                 `protobuf:"varint,3,opt,name=chain_id,json=chainId,proto3" json:"chain_id,omitempty"`
+	// The next block to replay: every block before it, from the job's first,
+	// is produced.
+	NextBlock uint64 `protobuf:"varint,4,opt,name=next_block,json=nextBlock,proto3" json:"next_block,omitempty"`
+	// Messages produced so far: repeated with their sequence number, and
+	// numbered anew.
+	Retransmitted uint64 `protobuf:"varint,5,opt,name=retransmitted,proto3" json:"retransmitted,omitempty"`
+	Renumbered    uint64 `protobuf:"varint,6,opt,name=renumbered,proto3" json:"renumbered,omitempty"`
+	// Transactions committed by the job.
+	Chunks uint64 `protobuf:"varint,7,opt,name=chunks,proto3" json:"chunks,omitempty"`
+	// The job ended (every block produced, or cancelled).
+	Done bool `protobuf:"varint,8,opt,name=done,proto3" json:"done,omitempty"`
+	// The job's last block as its runner runs it: a job that runs to where
+	// the webhook's live stream began (fromBlock on create) has it raised
+	// once, when it starts.
+	ToBlock       uint64 `protobuf:"varint,9,opt,name=to_block,json=toBlock,proto3" json:"to_block,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ReplayProgress) Reset() {
+	*x = ReplayProgress{}
+	mi := &file_proto_moraine_v1_stream_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ReplayProgress) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ReplayProgress) ProtoMessage() {}
+
+func (x *ReplayProgress) ProtoReflect() protoreflect.Message {
+	mi := &file_proto_moraine_v1_stream_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ReplayProgress.ProtoReflect.Descriptor instead.
+func (*ReplayProgress) Descriptor() ([]byte, []int) {
+	return file_proto_moraine_v1_stream_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ReplayProgress) GetReplayId() string {
+	if x != nil {
+		return x.ReplayId
+	}
+	return ""
+}
+
+func (x *ReplayProgress) GetWebhookId() string {
+	if x != nil {
+		return x.WebhookId
+	}
+	return ""
+}
+
+func (x *ReplayProgress) GetChainId() uint64 {
+	if x != nil {
+		return x.ChainId
+	}
+	return 0
+}
+
+func (x *ReplayProgress) GetNextBlock() uint64 {
+	if x != nil {
+		return x.NextBlock
+	}
+	return 0
+}
+
+func (x *ReplayProgress) GetRetransmitted() uint64 {
+	if x != nil {
+		return x.Retransmitted
+	}
+	return 0
+}
+
+func (x *ReplayProgress) GetRenumbered() uint64 {
+	if x != nil {
+		return x.Renumbered
+	}
+	return 0
+}
+
+func (x *ReplayProgress) GetChunks() uint64 {
+	if x != nil {
+		return x.Chunks
+	}
+	return 0
+}
+
+func (x *ReplayProgress) GetDone() bool {
+	if x != nil {
+		return x.Done
+	}
+	return false
+}
+
+func (x *ReplayProgress) GetToBlock() uint64 {
+	if x != nil {
+		return x.ToBlock
+	}
+	return 0
+}
+
 // EmittedBlock lists the messages delivered for one block, so that the
 // matcher can retract them if the block is orphaned.
 type EmittedBlock struct {
@@ -218,7 +360,7 @@ type EmittedBlock struct {
 
 func (x *EmittedBlock) Reset() {
 	*x = EmittedBlock{}
-	mi := &file_proto_moraine_v1_stream_proto_msgTypes[2]
+	mi := &file_proto_moraine_v1_stream_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -230,7 +372,7 @@ func (x *EmittedBlock) String() string {
 func (*EmittedBlock) ProtoMessage() {}
 
 func (x *EmittedBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_moraine_v1_stream_proto_msgTypes[2]
+	mi := &file_proto_moraine_v1_stream_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -243,7 +385,7 @@ func (x *EmittedBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmittedBlock.ProtoReflect.Descriptor instead.
 func (*EmittedBlock) Descriptor() ([]byte, []int) {
-	return file_proto_moraine_v1_stream_proto_rawDescGZIP(), []int{2}
+	return file_proto_moraine_v1_stream_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *EmittedBlock) GetChainId() uint64 {
@@ -286,7 +428,7 @@ type EmittedMessage struct {
 
 func (x *EmittedMessage) Reset() {
 	*x = EmittedMessage{}
-	mi := &file_proto_moraine_v1_stream_proto_msgTypes[3]
+	mi := &file_proto_moraine_v1_stream_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -298,7 +440,7 @@ func (x *EmittedMessage) String() string {
 func (*EmittedMessage) ProtoMessage() {}
 
 func (x *EmittedMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_moraine_v1_stream_proto_msgTypes[3]
+	mi := &file_proto_moraine_v1_stream_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -311,7 +453,7 @@ func (x *EmittedMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EmittedMessage.ProtoReflect.Descriptor instead.
 func (*EmittedMessage) Descriptor() ([]byte, []int) {
-	return file_proto_moraine_v1_stream_proto_rawDescGZIP(), []int{3}
+	return file_proto_moraine_v1_stream_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *EmittedMessage) GetWebhookId() string {
@@ -358,7 +500,7 @@ type PendingBlock struct {
 
 func (x *PendingBlock) Reset() {
 	*x = PendingBlock{}
-	mi := &file_proto_moraine_v1_stream_proto_msgTypes[4]
+	mi := &file_proto_moraine_v1_stream_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -370,7 +512,7 @@ func (x *PendingBlock) String() string {
 func (*PendingBlock) ProtoMessage() {}
 
 func (x *PendingBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_proto_moraine_v1_stream_proto_msgTypes[4]
+	mi := &file_proto_moraine_v1_stream_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -383,7 +525,7 @@ func (x *PendingBlock) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PendingBlock.ProtoReflect.Descriptor instead.
 func (*PendingBlock) Descriptor() ([]byte, []int) {
-	return file_proto_moraine_v1_stream_proto_rawDescGZIP(), []int{4}
+	return file_proto_moraine_v1_stream_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *PendingBlock) GetChainId() uint64 {
@@ -426,17 +568,32 @@ var File_proto_moraine_v1_stream_proto protoreflect.FileDescriptor
 const file_proto_moraine_v1_stream_proto_rawDesc = "" +
 	"\n" +
 	"\x1dproto/moraine/v1/stream.proto\x12\n" +
-	"moraine.v1\x1a\x1fproto/moraine/v1/activity.proto\"\xd7\x01\n" +
+	"moraine.v1\x1a\x1fproto/moraine/v1/activity.proto\"\x8d\x02\n" +
 	"\vStreamEntry\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\x04R\aversion\x129\n" +
 	"\bsequence\x18\x02 \x01(\v2\x1b.moraine.v1.WebhookSequenceH\x00R\bsequence\x124\n" +
 	"\aemitted\x18\x03 \x01(\v2\x18.moraine.v1.EmittedBlockH\x00R\aemitted\x124\n" +
-	"\apending\x18\x04 \x01(\v2\x18.moraine.v1.PendingBlockH\x00R\apendingB\a\n" +
+	"\apending\x18\x04 \x01(\v2\x18.moraine.v1.PendingBlockH\x00R\apending\x124\n" +
+	"\x06replay\x18\x05 \x01(\v2\x1a.moraine.v1.ReplayProgressH\x00R\x06replayB\a\n" +
 	"\x05entry\"D\n" +
 	"\x0fWebhookSequence\x12\x1d\n" +
 	"\n" +
 	"webhook_id\x18\x01 \x01(\tR\twebhookId\x12\x12\n" +
-	"\x04last\x18\x02 \x01(\x04R\x04last\"\x8d\x01\n" +
+	"\x04last\x18\x02 \x01(\x04R\x04last\"\x93\x02\n" +
+	"\x0eReplayProgress\x12\x1b\n" +
+	"\treplay_id\x18\x01 \x01(\tR\breplayId\x12\x1d\n" +
+	"\n" +
+	"webhook_id\x18\x02 \x01(\tR\twebhookId\x12\x19\n" +
+	"\bchain_id\x18\x03 \x01(\x04R\achainId\x12\x1d\n" +
+	"\n" +
+	"next_block\x18\x04 \x01(\x04R\tnextBlock\x12$\n" +
+	"\rretransmitted\x18\x05 \x01(\x04R\rretransmitted\x12\x1e\n" +
+	"\n" +
+	"renumbered\x18\x06 \x01(\x04R\n" +
+	"renumbered\x12\x16\n" +
+	"\x06chunks\x18\a \x01(\x04R\x06chunks\x12\x12\n" +
+	"\x04done\x18\b \x01(\bR\x04done\x12\x19\n" +
+	"\bto_block\x18\t \x01(\x04R\atoBlock\"\x8d\x01\n" +
 	"\fEmittedBlock\x12\x19\n" +
 	"\bchain_id\x18\x01 \x01(\x04R\achainId\x12\x16\n" +
 	"\x06number\x18\x02 \x01(\x04R\x06number\x12\x12\n" +
@@ -470,26 +627,28 @@ func file_proto_moraine_v1_stream_proto_rawDescGZIP() []byte {
 	return file_proto_moraine_v1_stream_proto_rawDescData
 }
 
-var file_proto_moraine_v1_stream_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_proto_moraine_v1_stream_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_proto_moraine_v1_stream_proto_goTypes = []any{
 	(*StreamEntry)(nil),     // 0: moraine.v1.StreamEntry
 	(*WebhookSequence)(nil), // 1: moraine.v1.WebhookSequence
-	(*EmittedBlock)(nil),    // 2: moraine.v1.EmittedBlock
-	(*EmittedMessage)(nil),  // 3: moraine.v1.EmittedMessage
-	(*PendingBlock)(nil),    // 4: moraine.v1.PendingBlock
-	(*Activity)(nil),        // 5: moraine.v1.Activity
+	(*ReplayProgress)(nil),  // 2: moraine.v1.ReplayProgress
+	(*EmittedBlock)(nil),    // 3: moraine.v1.EmittedBlock
+	(*EmittedMessage)(nil),  // 4: moraine.v1.EmittedMessage
+	(*PendingBlock)(nil),    // 5: moraine.v1.PendingBlock
+	(*Activity)(nil),        // 6: moraine.v1.Activity
 }
 var file_proto_moraine_v1_stream_proto_depIdxs = []int32{
 	1, // 0: moraine.v1.StreamEntry.sequence:type_name -> moraine.v1.WebhookSequence
-	2, // 1: moraine.v1.StreamEntry.emitted:type_name -> moraine.v1.EmittedBlock
-	4, // 2: moraine.v1.StreamEntry.pending:type_name -> moraine.v1.PendingBlock
-	3, // 3: moraine.v1.EmittedBlock.messages:type_name -> moraine.v1.EmittedMessage
-	5, // 4: moraine.v1.PendingBlock.messages:type_name -> moraine.v1.Activity
-	5, // [5:5] is the sub-list for method output_type
-	5, // [5:5] is the sub-list for method input_type
-	5, // [5:5] is the sub-list for extension type_name
-	5, // [5:5] is the sub-list for extension extendee
-	0, // [0:5] is the sub-list for field type_name
+	3, // 1: moraine.v1.StreamEntry.emitted:type_name -> moraine.v1.EmittedBlock
+	5, // 2: moraine.v1.StreamEntry.pending:type_name -> moraine.v1.PendingBlock
+	2, // 3: moraine.v1.StreamEntry.replay:type_name -> moraine.v1.ReplayProgress
+	4, // 4: moraine.v1.EmittedBlock.messages:type_name -> moraine.v1.EmittedMessage
+	6, // 5: moraine.v1.PendingBlock.messages:type_name -> moraine.v1.Activity
+	6, // [6:6] is the sub-list for method output_type
+	6, // [6:6] is the sub-list for method input_type
+	6, // [6:6] is the sub-list for extension type_name
+	6, // [6:6] is the sub-list for extension extendee
+	0, // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_proto_moraine_v1_stream_proto_init() }
@@ -502,6 +661,7 @@ func file_proto_moraine_v1_stream_proto_init() {
 		(*StreamEntry_Sequence)(nil),
 		(*StreamEntry_Emitted)(nil),
 		(*StreamEntry_Pending)(nil),
+		(*StreamEntry_Replay)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -509,7 +669,7 @@ func file_proto_moraine_v1_stream_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_proto_moraine_v1_stream_proto_rawDesc), len(file_proto_moraine_v1_stream_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   5,
+			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

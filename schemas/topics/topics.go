@@ -33,6 +33,11 @@ const (
 	// messages to retract on a reorg), written in the matcher's
 	// transactions (proto/moraine/v1/stream.proto).
 	WebhookStreams = "moraine.webhook-streams"
+	// Replay carries the messages of replay jobs (Activity values, keyed by
+	// webhook id, produced by the processor's replay runner), which delivery
+	// sends beside the activity topic with its own, smaller share of
+	// attempts, so that a replay never delays live messages.
+	Replay = "moraine.replay"
 	// IngestLeases carries no records: ingest instances join a consumer
 	// group on it, and the instance assigned a partition writes the chains
 	// whose ids hash to it (ingest/internal/lease).
@@ -110,6 +115,11 @@ var All = []Spec{
 	{Name: Activity, Partitions: 8, Configs: map[string]string{
 		"cleanup.policy":    "delete",
 		"retention.ms":      "259200000", // 3 days: longer than the 48 h retry window.
+		"max.message.bytes": maxRecordBytes,
+	}},
+	{Name: Replay, Partitions: 8, Configs: map[string]string{
+		"cleanup.policy":    "delete",
+		"retention.ms":      "259200000", // 3 days, as the activity topic.
 		"max.message.bytes": maxRecordBytes,
 	}},
 	// 8 partitions: up to 8 usage sinks share the writes. 3 days outlive a

@@ -154,12 +154,19 @@ func Activity(accountID, webhookID string, n int) *record.Activity {
 // Produce writes activities to partition 0 of the activity topic.
 func (e *Env) Produce(acts ...*record.Activity) {
 	e.t.Helper()
+	e.ProduceTo(topics.Activity, acts...)
+}
+
+// ProduceTo writes activities to partition 0 of topic (topics.Activity or
+// topics.Replay).
+func (e *Env) ProduceTo(topic string, acts ...*record.Activity) {
+	e.t.Helper()
 	recs := make([]*kgo.Record, len(acts))
 	for i, a := range acts {
 		v, err := codec.EncodeActivity(a)
 		must(e.t, err)
 		recs[i] = &kgo.Record{
-			Topic: e.Kafka.Topic(topics.Activity), Partition: 0, Key: []byte(a.WebhookId), Value: v,
+			Topic: e.Kafka.Topic(topic), Partition: 0, Key: []byte(a.WebhookId), Value: v,
 			Headers: []kgo.RecordHeader{{Key: codec.SchemaHeader, Value: []byte(codec.ActivitySchema)}},
 		}
 	}

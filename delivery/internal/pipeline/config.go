@@ -89,7 +89,16 @@ type Config struct {
 	// DrainTimeout bounds the wait for attempts in flight when partitions
 	// are revoked or the service stops.
 	DrainTimeout time.Duration
-	Log          dlog.Config
+	// Replays (the replay topic) have attempts of their own: at most
+	// ReplayMaxInFlight in this process and ReplayMaxPerHost per endpoint
+	// host, beside (never taking) the live messages' MaxInFlight and
+	// MaxPerHost, so a replay never delays a live message; a failed
+	// replayed message is tried again after each wait of ReplaySchedule,
+	// holding its record, and then given up (a replay can be run again).
+	ReplayMaxInFlight int
+	ReplayMaxPerHost  int
+	ReplaySchedule    Schedule
+	Log               dlog.Config
 }
 
 // DefaultConfig mirrors the flag defaults.
@@ -108,6 +117,9 @@ func DefaultConfig() Config {
 		CommitInterval:     time.Second,
 		SessionTimeout:     15 * time.Second,
 		DrainTimeout:       12 * time.Second,
+		ReplayMaxInFlight:  32,
+		ReplayMaxPerHost:   4,
+		ReplaySchedule:     Schedule{time.Second, 5 * time.Second, 30 * time.Second, 2 * time.Minute},
 		Log: dlog.Config{FlushInterval: 200 * time.Millisecond, Batch: 5000, Buffer: 100_000,
 			Retention: 30 * 24 * time.Hour, RetentionInterval: time.Hour},
 	}
@@ -131,6 +143,9 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.CommitInterval, "delivery.commit-interval", d.CommitInterval, "how often offsets of finished messages are committed")
 	fs.DurationVar(&c.SessionTimeout, "delivery.session-timeout", d.SessionTimeout, "Kafka consumer group session timeout: how soon a crashed instance's partitions move to another (the broker allows 6s to 5m by default)")
 	fs.DurationVar(&c.DrainTimeout, "delivery.drain-timeout", d.DrainTimeout, "longest wait for attempts in flight when partitions move or the service stops (unfinished ones are redelivered)")
+	fs.IntVar(&c.ReplayMaxInFlight, "delivery.replay-max-in-flight", d.ReplayMaxInFlight, "most attempts of replayed messages in flight in this process, beside --delivery.max-in-flight (live messages never wait for them)")
+	fs.IntVar(&c.ReplayMaxPerHost, "delivery.replay-max-per-host", d.ReplayMaxPerHost, "most attempts of replayed messages in flight to one endpoint host:port, beside --delivery.max-per-host")
+	fs.Var(&c.ReplaySchedule, "delivery.replay-retry-schedule", "waits before attempts 2, 3, ... of a replayed message, which holds its record meanwhile, then is given up (comma-separated durations)")
 	fs.DurationVar(&c.Log.FlushInterval, "delivery.log-flush-interval", d.Log.FlushInterval, "how often buffered delivery-log rows are inserted into ClickHouse")
 	fs.IntVar(&c.Log.Batch, "delivery.log-batch", d.Log.Batch, "delivery-log rows that trigger an insert before the interval")
 	fs.IntVar(&c.Log.Buffer, "delivery.log-buffer", d.Log.Buffer, "delivery-log rows buffered before new ones are dropped")
@@ -158,6 +173,15 @@ func (c Config) Validate() error {
 	}
 	if c.MaxInFlight < 1 || c.MaxPerHost < 1 || c.MaxHostQueue < 0 || c.PartitionWindow < 1 || c.FreeDoubleFailures < 1 {
 		errs = append(errs, errors.New("--delivery.max-in-flight, max-per-host, partition-window and free-double-failures must be positive"))
+	}
+	if c.ReplayMaxInFlight < 1 || c.ReplayMaxPerHost < 1 {
+		errs = append(errs, errors.New("--delivery.replay-max-in-flight and replay-max-per-host must be positive"))
+	}
+	for _, d := range c.ReplaySchedule {
+		if d <= 0 {
+			errs = append(errs, errors.New("--delivery.replay-retry-schedule waits must be positive"))
+			break
+		}
 	}
 	if _, err := sign.ParseEncoding(c.KeyEncoding); err != nil {
 		errs = append(errs, fmt.Errorf("--delivery.signature-key-encoding: %w", err))

@@ -92,6 +92,19 @@
 // moraine-signature over them and the body. Retractions are delivered,
 // retried and counted like any other message.
 //
+// # Replays
+//
+// The replay topic (topics.Replay, produced by the processor's replay
+// jobs) is consumed by the same group. Its messages are signed and sent
+// like live ones, with moraine-replay, but on a limiter of their own
+// (--delivery.replay-max-in-flight, --delivery.replay-max-per-host): a
+// replay never takes, and never waits for, a live message's attempt slot,
+// so it cannot delay one. A failed replayed message is retried in place
+// after each wait of --delivery.replay-retry-schedule (its record held,
+// within the partition window) and then given up: the replay can be run
+// again, and its failures count toward no deactivation. Its attempts are
+// logged with the replay's id.
+//
 // # Delivery log (package dlog)
 //
 // Every attempt is a row of ClickHouse's deliveries table (migration
@@ -113,6 +126,9 @@
 //	moraine_delivery_messages_dropped_total{reason}  inactive, unknown_webhook, malformed
 //	moraine_delivery_deferred_total                  parked for a busy host (no attempt spent)
 //	moraine_delivery_unsigned_total                  sent without signatures (no shared secret)
+//	moraine_delivery_replay_attempts_total{result}   attempts of replayed messages (not in attempts_total)
+//	moraine_delivery_replay_in_flight
+//	moraine_delivery_replay_messages_given_up_total  replayed messages that failed every attempt
 //	moraine_delivery_webhooks_deactivated_total{reason}  free_double_failures, exhausted (package deactivate)
 //	moraine_delivery_log_rows_total{result}          written, dropped (package dlog)
 //	moraine_delivery_log_flush_duration_seconds

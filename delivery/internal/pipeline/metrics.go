@@ -17,6 +17,9 @@ type metrics struct {
 	dropped         *prometheus.CounterVec
 	deferred        prometheus.Counter
 	unsigned        prometheus.Counter
+	replayAttempts  *prometheus.CounterVec
+	replayInFlight  prometheus.Gauge
+	replayGivenUp   prometheus.Counter
 }
 
 // Attempt results (the result label), and reasons for dropping a message
@@ -48,9 +51,15 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		deferred: f.Counter("deferred_total",
 			"Messages parked on the first retry level because their endpoint host was busy (no attempt counted)."),
 		unsigned: f.Counter("unsigned_total", "Attempts sent without signatures because the account has no shared secret."),
+		replayAttempts: f.CounterVec("replay_attempts_total",
+			"Attempts of replayed messages by result (not in attempts_total).", "result"),
+		replayInFlight: f.Gauge("replay_in_flight", "Attempts of replayed messages in progress in this process."),
+		replayGivenUp: f.Counter("replay_messages_given_up_total",
+			"Replayed messages that failed every attempt of --delivery.replay-retry-schedule."),
 	}
 	for _, r := range attemptResults {
 		m.attempts.WithLabelValues(r)
+		m.replayAttempts.WithLabelValues(r)
 	}
 	for _, r := range dropReasons {
 		m.dropped.WithLabelValues(r)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -47,6 +48,10 @@ type Deps struct {
 	Now func() time.Time
 }
 
+// replayLevel is the level of the replay topic's partitions: their
+// messages are retried in place (processReplay), not on the retry levels.
+const replayLevel = -1
+
 // Headers of retry records.
 const (
 	// HeaderAttempt is the attempt to make next (decimal).
@@ -68,9 +73,11 @@ type Pipeline struct {
 	enc    sign.Encoding
 	sender *sender.Sender
 	lim    *limiter
-	m      *metrics
+	// replayLim bounds the replayed messages' attempts, apart from lim.
+	replayLim *limiter
+	m         *metrics
 
-	levels      map[string]int // topic -> level (0: activity)
+	levels      map[string]int // topic -> level (0: activity, replayLevel: the replay topic)
 	retryTopics []string       // [l-1] is level l
 
 	cl atomic.Pointer[kgo.Client]
@@ -100,11 +107,12 @@ func New(cfg Config, d Deps) (*Pipeline, error) {
 	enc, _ := sign.ParseEncoding(cfg.KeyEncoding)
 	p := &Pipeline{
 		cfg: cfg, d: d, logger: d.Logger.With("component", "pipeline"), enc: enc,
-		sender: sender.New(sender.Config{Timeout: cfg.AttemptTimeout, AllowPrivateTargets: cfg.AllowPrivateTargets, MaxIdlePerHost: cfg.MaxPerHost}),
-		lim:    newLimiter(cfg.MaxInFlight, cfg.MaxPerHost, cfg.MaxHostQueue, min(time.Second, cfg.AttemptTimeout/2)),
-		m:      newMetrics(d.Registerer),
-		levels: map[string]int{d.Kafka.Topic(topics.Activity): 0},
-		parts:  map[tp]*partition{}, unsignedWarn: map[string]time.Time{},
+		sender:    sender.New(sender.Config{Timeout: cfg.AttemptTimeout, AllowPrivateTargets: cfg.AllowPrivateTargets, MaxIdlePerHost: cfg.MaxPerHost}),
+		lim:       newLimiter(cfg.MaxInFlight, cfg.MaxPerHost, cfg.MaxHostQueue, min(time.Second, cfg.AttemptTimeout/2)),
+		replayLim: newLimiter(cfg.ReplayMaxInFlight, cfg.ReplayMaxPerHost, math.MaxInt, time.Hour), // replays wait, never deferred
+		m:         newMetrics(d.Registerer),
+		levels:    map[string]int{d.Kafka.Topic(topics.Activity): 0, d.Kafka.Topic(topics.Replay): replayLevel},
+		parts:     map[tp]*partition{}, unsignedWarn: map[string]time.Time{},
 	}
 	for l := 1; l <= topics.DeliveryRetryLevels; l++ {
 		t := d.Kafka.Topic(topics.DeliveryRetry(l))
@@ -119,7 +127,8 @@ func New(cfg Config, d Deps) (*Pipeline, error) {
 // finished and leaves the group.
 func (p *Pipeline) Run(ctx context.Context) error {
 	k := p.d.Kafka
-	opts := append(k.ConsumerOpts(p.d.Logger, "moraine-delivery", p.group(), append([]string{k.Topic(topics.Activity)}, p.retryTopics...)...),
+	opts := append(k.ConsumerOpts(p.d.Logger, "moraine-delivery", p.group(),
+		append([]string{k.Topic(topics.Activity), k.Topic(topics.Replay)}, p.retryTopics...)...),
 		kgo.OnPartitionsAssigned(p.assigned),
 		kgo.OnPartitionsRevoked(p.revoked),
 		kgo.OnPartitionsLost(p.lost),

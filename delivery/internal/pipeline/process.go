@@ -58,6 +58,10 @@ func (p *Pipeline) process(w *partition, it *item) {
 		w.finish(it)
 		return
 	}
+	if w.level == replayLevel {
+		p.processReplay(w, it, a, wh)
+		return
+	}
 
 	release, err := p.lim.acquire(ctx, wh.Host, p.cfg.HostQueueTimeout)
 	if errors.Is(err, errDeferred) {
@@ -110,6 +114,59 @@ func (p *Pipeline) process(w *partition, it *item) {
 	}
 	p.d.Log.Add(p.row(a, wh, attempt, start, res.Outcome, res.Status, res.Latency, errText, nextMs))
 	w.finish(it)
+}
+
+// processReplay delivers one replayed message: with the replays' own
+// attempt slots (a replay never takes a live message's), retried in place
+// after each wait of ReplaySchedule and then given up, recorded in the
+// delivery log under its replay; its failures count toward no
+// deactivation (a receiver being replayed to is not failing its live
+// messages).
+func (p *Pipeline) processReplay(w *partition, it *item, a *record.Activity, wh settings.Webhook) {
+	ctx := w.itemCtx
+	for attempt := 1; ; attempt++ {
+		release, err := p.replayLim.acquire(ctx, wh.Host, 24*time.Hour)
+		if err != nil {
+			return // ctx ended: redelivered
+		}
+		p.m.replayInFlight.Inc()
+		start := p.d.Now()
+		res := p.sender.Send(ctx, sender.Request{URL: wh.URL, Body: a.GetPayload(), Headers: p.headers(a, wh, start)})
+		release(res.Latency)
+		p.m.replayInFlight.Dec()
+		if res.Outcome == sender.Canceled {
+			return
+		}
+		p.m.replayAttempts.WithLabelValues(res.Outcome).Inc()
+		errText := ""
+		if res.Err != nil {
+			errText = res.Err.Error()
+		}
+		last := attempt > len(p.cfg.ReplaySchedule)
+		var next time.Time
+		if !res.OK() && !last {
+			next = p.d.Now().Add(p.cfg.ReplaySchedule[attempt-1])
+		}
+		var nextMs uint64
+		if !next.IsZero() {
+			nextMs = uint64(next.UnixMilli())
+		}
+		p.d.Log.Add(p.row(a, wh, attempt, start, res.Outcome, res.Status, res.Latency, errText, nextMs))
+		if res.OK() || last {
+			if !res.OK() {
+				p.m.replayGivenUp.Inc()
+			}
+			w.finish(it)
+			return
+		}
+		t := time.NewTimer(time.Until(next))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+	}
 }
 
 // afterFailure applies the plan's rules to a failed attempt and schedules
@@ -185,6 +242,6 @@ func (p *Pipeline) row(a *record.Activity, wh settings.Webhook, attempt int, at 
 		WebhookID: a.GetWebhookId(), MessageID: a.GetMessageId(), Attempt: uint8(min(attempt, 255)), AccountID: wh.AccountID,
 		ChainID: a.GetChainId(), TxHash: tx, Status: uint16(status), Result: result,
 		LatencyMs: uint32(min(latency.Milliseconds(), 1<<31)), Error: errText,
-		AttemptedAt: uint64(at.UnixMilli()), NextAttemptAt: next,
+		AttemptedAt: uint64(at.UnixMilli()), NextAttemptAt: next, ReplayID: a.GetReplayId(),
 	}
 }

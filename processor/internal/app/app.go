@@ -15,15 +15,18 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/moraine-data/moraine/pkg/accountdb"
 	"github.com/moraine-data/moraine/pkg/chains"
 	"github.com/moraine-data/moraine/pkg/chclient"
 	"github.com/moraine-data/moraine/pkg/guard"
 	"github.com/moraine-data/moraine/pkg/kafkautil"
 	"github.com/moraine-data/moraine/pkg/obs"
 	"github.com/moraine-data/moraine/pkg/process"
+	"github.com/moraine-data/moraine/processor/internal/ledger"
 	"github.com/moraine-data/moraine/processor/internal/matcher"
 	"github.com/moraine-data/moraine/processor/internal/nftdiscover"
 	"github.com/moraine-data/moraine/processor/internal/nftworker"
+	"github.com/moraine-data/moraine/processor/internal/replay"
 	"github.com/moraine-data/moraine/processor/internal/sink"
 	"github.com/moraine-data/moraine/processor/internal/usagesink"
 )
@@ -45,6 +48,12 @@ type Config struct {
 	// ChainsFile names the chains file (RPC URLs for token metadata, native
 	// tokens); the matcher and the NFT metadata worker read it.
 	ChainsFile string
+	// Ledger is the message ledger (package ledger); Replay the replay
+	// runner (package replay), which runs beside the matcher; Accounts the
+	// access to the jobs and webhooks it reads.
+	Ledger   ledger.Config
+	Replay   replay.Config
+	Accounts accountdb.Config
 	// Usage is the request-log sink (package usagesink).
 	Usage usagesink.Config
 }
@@ -67,6 +76,9 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	c.Sink.RegisterFlags(fs)
 	c.Usage.RegisterFlags(fs)
 	c.NFT.RegisterFlags(fs)
+	c.Ledger.RegisterFlags(fs)
+	c.Replay.RegisterFlags(fs)
+	c.Accounts.RegisterFlags(fs)
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown.timeout", 30*time.Second, "time to finish the in-flight batch on shutdown")
 }
 
@@ -86,7 +98,13 @@ func (c Config) Validate() error {
 	if c.NFT.Enabled {
 		errs = append(errs, c.NFT.Validate())
 	}
-	if c.Sink.Enabled || c.NFT.Enabled {
+	if c.Ledger.Enabled {
+		errs = append(errs, c.Ledger.Validate())
+	}
+	if c.replays() {
+		errs = append(errs, c.Replay.Validate(), c.Accounts.Validate())
+	}
+	if c.Sink.Enabled || c.NFT.Enabled || c.Ledger.Enabled || c.replays() {
 		errs = append(errs, c.ClickHouse.Validate())
 	}
 	if c.Usage.Enabled {
@@ -94,6 +112,11 @@ func (c Config) Validate() error {
 	}
 	return errors.Join(errs...)
 }
+
+// replays reports whether this instance runs replay jobs: beside its
+// matcher only, since a chain's replays are numbered by the instance that
+// numbers its live messages.
+func (c Config) replays() bool { return c.Replay.Enabled && c.Matcher.Enabled }
 
 // Deps are injected by main (or a test).
 type Deps = process.Deps
@@ -190,6 +213,48 @@ func New(cfg Config, deps Deps) (*App, error) {
 	return a, nil
 }
 
+// runReplays connects to ClickHouse (waiting for it) and starts the
+// message ledger and the replay runner (producers nil: not here).
+func (a *App) runReplays(ctx context.Context, g *errgroup.Group, m *matcher.Consumer, producers *replay.Producers) error {
+	cfg := a.cfg
+	conn, err := chclient.Open(ctx, cfg.ClickHouse, a.logger)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	a.health.Add("replay-clickhouse", chclient.Ping(conn))
+	g.Go(func() error {
+		<-ctx.Done()
+		return conn.Close()
+	})
+	if cfg.Ledger.Enabled {
+		l := ledger.New(cfg.Ledger, cfg.Kafka, conn, a.logger, a.reg)
+		g.Go(func() error { return l.Run(ctx) })
+	}
+	if producers == nil {
+		return nil
+	}
+	acfg := cfg.Accounts
+	acfg.Subsystem = "processor"
+	accounts, err := accountdb.Open(conn, acfg, a.reg)
+	if err != nil {
+		return err
+	}
+	r, err := replay.New(cfg.Replay, replay.Deps{
+		Logger: a.logger, Registerer: a.reg, Kafka: cfg.Kafka, Conn: conn, Accounts: accounts, Matcher: m, Producers: producers,
+		MatcherGroup: cfg.Kafka.TopicPrefix + cfg.Matcher.Group, SinkGroup: cfg.Kafka.TopicPrefix + cfg.Sink.Group,
+		RetractionWindow: cfg.Matcher.RetractionWindow,
+		LedgerTimeout:    cfg.Ledger.Timeout,
+	})
+	if err != nil {
+		return err
+	}
+	g.Go(func() error { return r.Run(ctx) })
+	return nil
+}
+
 // OpsAddr is the ops server's address once Run has bound it ("" before).
 func (a *App) OpsAddr() string { return a.ops.Load().Addr() }
 
@@ -258,19 +323,33 @@ func (a *App) Run(ctx context.Context) error {
 		if a.nftWorker != nil {
 			groups = append(groups, a.nftDiscover.Group(), a.nftWorker.Group())
 		}
+		if cfg.Ledger.Enabled {
+			groups = append(groups, cfg.Kafka.TopicPrefix+cfg.Ledger.Group)
+		}
 		g.Go(func() error {
 			defer admCl.Close()
 			kafkautil.ExportLag(gctx, kadm.NewClient(admCl), reg, logger, kafkautil.LagInterval, groups...)
 			return nil
 		})
+		var producers *replay.Producers
+		if cfg.replays() {
+			producers = replay.NewProducers(cfg.Kafka, cfg.Matcher.Group, cfg.Replay.TransactionTimeout, logger.With("component", "replay"))
+		}
+		var m *matcher.Consumer
 		if cfg.Matcher.Enabled {
-			m, err := matcher.New(cfg.Matcher, matcher.Deps{Logger: logger, Registerer: reg, Kafka: cfg.Kafka, Chains: a.chains,
-				Health: a.health, Decompressor: a.blocks, BeforeEnd: testHookBeforeEnd})
-			if err != nil {
+			deps := matcher.Deps{Logger: logger, Registerer: reg, Kafka: cfg.Kafka, Chains: a.chains,
+				Health: a.health, Decompressor: a.blocks, BeforeEnd: testHookBeforeEnd}
+			if producers != nil {
+				deps.Partitions = producers
+			}
+			if m, err = matcher.New(cfg.Matcher, deps); err != nil {
 				return err
 			}
 			matcherUp.Store(true)
 			g.Go(func() error { return m.Run(gctx) })
+		}
+		if cfg.Ledger.Enabled || producers != nil {
+			g.Go(func() error { return a.runReplays(gctx, g, m, producers) })
 		}
 		if sk != nil {
 			g.Go(func() error { return sk.Run(gctx) })

@@ -187,7 +187,7 @@ func TestMatcherCrashIntegration(t *testing.T) {
 
 	args := []string{
 		"--kafka.brokers=" + kcfg.Brokers, "--kafka.topic-prefix=" + kcfg.TopicPrefix,
-		"--processor.sink-enabled=false",
+		"--processor.sink-enabled=false", "--ledger.enabled=false", "--replay.enabled=false",
 		"--matcher.group=crash-" + testenv.Suffix(), "--matcher.transactional-id=crash-" + testenv.Suffix(),
 		"--matcher.max-poll-records=20",
 		"--chains.file=" + chainsFile(t, "http://127.0.0.1:1"),

@@ -269,6 +269,9 @@ func matcherConfig(t *testing.T, kcfg kafkautil.Config, chains string) Config {
 	cfg.ShutdownTimeout = 10 * time.Second
 	cfg.Matcher.Group = "matcher-" + testenv.Suffix()
 	cfg.Matcher.TransactionalID = "matcher-test-" + testenv.Suffix()
+	// The ledger and the replays need ClickHouse: the tests that want them
+	// turn them on with a test database.
+	cfg.Ledger.Enabled, cfg.Replay.Enabled = false, false
 	return cfg
 }
 
@@ -535,6 +538,8 @@ func TestConfig(t *testing.T) {
 		"bad start offset":             func(c *Config) { c.Matcher.StartOffset = "middle" },
 		"zero cache":                   func(c *Config) { c.Matcher.TokenCacheSize = 0 },
 		"zero catch-up":                func(c *Config) { c.Matcher.CatchUpTimeout = 0 },
+		"zero chunk":                   func(c *Config) { c.Replay.ChunkMessages = 0 },
+		"no ledger group":              func(c *Config) { c.Ledger.Group = "" },
 	} {
 		c := DefaultConfig()
 		mut(&c)
@@ -542,9 +547,14 @@ func TestConfig(t *testing.T) {
 			t.Errorf("%s: accepted", name)
 		}
 	}
-	// The sink alone needs no matcher settings, the matcher alone no ClickHouse.
+	// The sink alone needs no matcher settings, the matcher alone (without
+	// the ledger and the replays) no ClickHouse.
 	c := DefaultConfig()
 	c.Sink.Enabled, c.NFT.Enabled, c.Usage.Enabled, c.ClickHouse.Addr = false, false, false, ""
+	if c.Validate() == nil {
+		t.Error("the matcher with the ledger and the replays, without ClickHouse: accepted")
+	}
+	c.Ledger.Enabled, c.Replay.Enabled = false, false
 	if err := c.Validate(); err != nil {
 		t.Errorf("matcher only: %v", err)
 	}

@@ -73,6 +73,16 @@
 // tx hash) and a new sequence number. Receivers' guide:
 // docs/webhook-stream.md.
 //
+// # Replays
+//
+// Replay jobs of a chain run beside the matcher that owns its blocks
+// partition (package replay): Deps.Partitions is told of every assignment
+// (and fences the partitions' replay producers before a record of them is
+// matched), and the replays number in the same stream state, taking turns
+// with the matcher's transactions (package stream). Every activity message
+// carries the settings and receipts root its payload was built with, which
+// the message ledger keeps (package ledger).
+//
 // # Poison input
 //
 // An undecodable block record, or a match whose payload cannot be built,

@@ -201,12 +201,28 @@ type Deps struct {
 	// Decompressor, when set, is shared with the sink, which reads the same
 	// block batches.
 	Decompressor kgo.Decompressor
+	// Partitions, when set (package replay), is told which blocks-topic
+	// partitions the matcher owns.
+	Partitions Partitions
 	// BeforeEnd, when set (by tests only), runs between producing a batch's
 	// records and ending its transaction, and aborts the transaction when
 	// it returns true: the crash test widens that window so its kills land
 	// inside transactions, the matcher test aborts a batch as a rebalance
 	// would.
 	BeforeEnd func() (abort bool)
+}
+
+// Partitions is told which partitions of the blocks topic the matcher
+// owns: the replays of a chain run in the instance that matches it (package
+// replay).
+type Partitions interface {
+	// Assigned is called when the session gets partitions, before any of
+	// their records is matched: it fences the replays that the partitions'
+	// previous owner may still be running, so that it returns only once
+	// none of them can commit.
+	Assigned(ctx context.Context, partitions []int32)
+	// Revoked is called when partitions are revoked or lost.
+	Revoked(partitions []int32)
 }
 
 // Consumer is the address-activity matcher: the watch table, its reader,
@@ -231,6 +247,7 @@ type Consumer struct {
 	// decompressor, when set, is shared with the sink.
 	decompressor kgo.Decompressor
 	beforeEnd    func() (abort bool)
+	partitions   Partitions
 }
 
 // New builds the matcher and registers its readiness check and metrics; it
@@ -275,9 +292,25 @@ func New(cfg Config, deps Deps) (*Consumer, error) {
 		cfg: cfg, kafka: deps.Kafka, logger: logger, table: table, reader: reader, match: match.New(table), tokens: tokens, natives: natives,
 		streams: streams, streamReader: streamReader, streamTopic: deps.Kafka.Topic(topics.WebhookStreams),
 		m: m, activity: deps.Kafka.Topic(topics.Activity), blocks: deps.Kafka.Topic(topics.Blocks),
-		now: time.Now, decompressor: deps.Decompressor, beforeEnd: deps.BeforeEnd,
+		now: time.Now, decompressor: deps.Decompressor, beforeEnd: deps.BeforeEnd, partitions: deps.Partitions,
 	}, nil
 }
+
+// Streams is the webhook-stream state (shared with the replays).
+func (m *Consumer) Streams() *stream.State { return m.streams }
+
+// CatchUpStreams reads the webhook-stream topic up to its current end into
+// the state: a replay calls it before it numbers, as every batch does.
+func (m *Consumer) CatchUpStreams(ctx context.Context) error { return m.streamReader.CatchUp(ctx) }
+
+// Native is a chain's native token (nil when the chains file has none).
+func (m *Consumer) Native(chain uint64) *chains.Token { return m.natives[chain] }
+
+// Tokens resolves token metadata for payloads, with the matcher's cache.
+func (m *Consumer) Tokens() *tokenmeta.Resolver { return m.tokens }
+
+// Webhook is a webhook's settings in the watch table (nil: unknown).
+func (m *Consumer) Webhook(id string) *watchlist.Webhook { return m.table.Webhook(id) }
 
 // Run reads the watch table and, once it caught up, matches blocks until
 // ctx ends. A failed transactional session (Kafka unreachable, fenced) is
@@ -370,6 +403,27 @@ func (m *Consumer) sessionOpts() []kgo.Opt {
 	)
 	if m.decompressor != nil {
 		opts = append(opts, kgo.WithDecompressor(m.decompressor))
+	}
+	if p := m.partitions; p != nil {
+		blocks := m.blocks
+		ofBlocks := func(ps map[string][]int32) []int32 { return ps[blocks] }
+		opts = append(opts,
+			kgo.OnPartitionsAssigned(func(ctx context.Context, _ *kgo.Client, ps map[string][]int32) {
+				if len(ofBlocks(ps)) > 0 {
+					p.Assigned(ctx, ofBlocks(ps))
+				}
+			}),
+			kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, ps map[string][]int32) {
+				if len(ofBlocks(ps)) > 0 {
+					p.Revoked(ofBlocks(ps))
+				}
+			}),
+			kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, ps map[string][]int32) {
+				if len(ofBlocks(ps)) > 0 {
+					p.Revoked(ofBlocks(ps))
+				}
+			}),
+		)
 	}
 	return opts
 }
@@ -497,12 +551,14 @@ func (m *Consumer) end(ctx context.Context, sess *kgo.GroupTransactSession, txn 
 	committed, err := sess.End(ectx, kgo.TransactionEndTry(tryCommit))
 	m.m.stage.WithLabelValues("transaction").Observe(time.Since(tStart).Seconds())
 	if err != nil {
+		m.streams.Abort(txn.stream)
 		return fmt.Errorf("matcher: end transaction: %w", err)
 	}
 	if !committed {
 		// A rebalance or a produce failure: nothing of the transaction is
 		// visible and the session rewound to the committed offsets, so its
 		// batches are read and matched again.
+		m.streams.Abort(txn.stream)
 		m.m.transactions.WithLabelValues("aborted").Inc()
 		m.logger.Info("matcher transaction aborted; its batches will be reprocessed", "records", txn.records)
 		return nil
@@ -688,6 +744,7 @@ func (m *Consumer) build(ctx context.Context, records []*kgo.Record, sb *stream.
 			WebhookId: w.ID, MessageId: id, AccountId: w.AccountID, ChainId: b.GetChainId(),
 			BlockNumber: b.GetNumber(), BlockHash: b.GetHash(), TxHash: tx.GetHash(), Payload: body,
 			BlockFetchedAtUnixMs: b.GetFetchedAtUnixMs(), MatchedAtUnixMs: now,
+			IncludeLogs: w.IncludeLogs, IncludeInternalTxs: w.IncludeInternalTxs, ReceiptsRoot: b.GetReceiptsRoot(),
 		}
 	}
 	confirmations := func(id string) uint32 {

@@ -79,6 +79,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/moraine-data/moraine/pkg/balances"
+	"github.com/moraine-data/moraine/schemas/codec"
 	"github.com/moraine-data/moraine/schemas/record"
 )
 
@@ -414,7 +415,7 @@ func (w *Writer) insertHeads(ctx context.Context, heads map[uint64]headRow) erro
 	})
 }
 
-const txColumns = "chain_id, block_number, block_hash, block_timestamp, tx_index, hash, type, from_address, to_address, value, gas, gas_price, max_fee_per_gas, max_priority_fee_per_gas, nonce, input, status, gas_used, cumulative_gas_used, effective_gas_price, contract_address, version"
+const txColumns = "chain_id, block_number, block_hash, block_timestamp, tx_index, hash, type, from_address, to_address, value, gas, gas_price, max_fee_per_gas, max_priority_fee_per_gas, nonce, input, status, gas_used, cumulative_gas_used, effective_gas_price, contract_address, access_list, version"
 
 // The three large inserts (transactions, logs, call frames) append column
 // by column: one typed slice per column, reused for every block of
@@ -428,7 +429,7 @@ func (w *Writer) insertTxs(ctx context.Context, rows []*txRow) error {
 		txIndex                                                                               = make([]uint32, n)
 		typ, status                                                                           = make([]uint8, n), make([]uint8, n)
 		blockHash, hash, from, to, value, gasPrice, maxFee, maxPriorityFee, input             = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-		effectiveGasPrice, contractAddress                                                    = make([]string, n), make([]string, n)
+		effectiveGasPrice, contractAddress, accessList                                        = make([]string, n), make([]string, n), make([]string, n)
 	)
 	return w.sendBlocks(ctx, "transactions", txColumns, len(rows), func(batch driver.Batch, lo, hi int) error {
 		for i, r := range rows[lo:hi] {
@@ -438,11 +439,19 @@ func (w *Writer) insertTxs(ctx context.Context, rows []*txRow) error {
 			gas[i], gasPrice[i], maxFee[i], maxPriorityFee[i], nonce[i] = tx.Gas, tx.GasPrice, tx.MaxFeePerGas, tx.MaxPriorityFeePerGas, tx.Nonce
 			input[i], status[i], gasUsed[i], cumulativeGasUsed[i] = view(tx.Input), uint8(tx.Status), tx.GasUsed, tx.CumulativeGasUsed
 			effectiveGasPrice[i], contractAddress[i], version[i] = tx.EffectiveGasPrice, view(tx.ContractAddress), r.version
+			// Only the webhook payload shows the access list, which a
+			// replay rebuilds from this column (migration 12); most
+			// transactions have none.
+			al, err := codec.EncodeAccessList(tx.AccessList)
+			if err != nil {
+				return fmt.Errorf("transaction %x: %w", tx.Hash, err)
+			}
+			accessList[i] = view(al)
 		}
 		// The order matches txColumns.
 		return appendColumns(batch, hi-lo, chainID, blockNumber, blockHash, blockTimestamp, txIndex, hash, typ, from, to,
 			value, gas, gasPrice, maxFee, maxPriorityFee, nonce, input, status, gasUsed, cumulativeGasUsed,
-			effectiveGasPrice, contractAddress, version)
+			effectiveGasPrice, contractAddress, accessList, version)
 	})
 }
 

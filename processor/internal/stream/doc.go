@@ -14,6 +14,7 @@
 //	pending:<chain>:<blockHash>:<webhookId> built messages of a block waiting for confirmations
 //	emitted:<chain>:<blockHash>            messages delivered for a block, kept for the
 //	                                       retraction window (--matcher.retraction-window)
+//	replay:<replayId>                      how far a replay job has produced (package replay)
 //
 // A batch (Batch) works on an overlay of the State: a committed transaction
 // applies it (Commit), an aborted one drops it, and the matcher then
@@ -28,6 +29,19 @@
 // A block key's version is forgotten once the key is tombstoned (block keys
 // never return), so what the state remembers stays as small as the window;
 // a webhook's sequence keeps its version.
+//
+// # Two writers: the matcher and the replays
+//
+// A webhook's numbers are taken by its chain's matcher and by its replays
+// (package replay), in the same instance, each in its own transactions.
+// A batch holds the state's numbering lock from its first numbered message
+// (or its first reorg) until it commits or aborts (Commit, Abort), so each
+// starts from what the other committed. Replayed messages that repeat one
+// the stream carried keep their number (Batch.Replayed); the others are
+// numbered and, for blocks a reorg can still orphan, recorded under the
+// block's emitted entry like live ones. Reorgs counts the reorg batches
+// committed per chain, for a replay to tell that its blocks may have
+// changed.
 //
 // # Rules
 //

@@ -29,6 +29,19 @@ type State struct {
 	seq      map[string]uint64
 	emitted  map[string]*record.EmittedBlock
 	pending  map[string]*record.PendingBlock
+	replays  map[string]*record.ReplayProgress
+
+	// numbering is held by a batch from the first change it makes to a
+	// sequence or to what a reorg retracts, until its Commit or Abort: the
+	// matcher's transactions and the replays' (package replay) write the
+	// same webhooks' sequences and blocks' emitted entries, each on top of
+	// what the state holds when it starts, so one must end before the other
+	// starts.
+	numbering sync.Mutex
+	// reorgs counts the committed batches that handled a reorg marker, per
+	// chain: a replay that derived its messages from ClickHouse before one
+	// derives them again (package replay).
+	reorgs map[uint64]uint64
 }
 
 // New returns an empty state; window is the retraction window in blocks.
@@ -39,6 +52,7 @@ func New(window uint64, logger *slog.Logger) *State {
 	return &State{
 		window: window, logger: logger.With("component", "stream"), versions: watch.NewVersions(),
 		seq: map[string]uint64{}, emitted: map[string]*record.EmittedBlock{}, pending: map[string]*record.PendingBlock{},
+		replays: map[string]*record.ReplayProgress{}, reorgs: map[uint64]uint64{},
 	}
 }
 
@@ -57,6 +71,7 @@ func (s *State) ApplyRecord(r *kgo.Record) {
 		delete(s.seq, key)
 		delete(s.emitted, key)
 		delete(s.pending, key)
+		delete(s.replays, key)
 	}
 }
 
@@ -70,6 +85,8 @@ func (s *State) apply(key string, value []byte) error {
 		switch kind {
 		case codec.StreamKeySequence:
 			delete(s.seq, key)
+		case codec.StreamKeyReplay:
+			delete(s.replays, key)
 		case codec.StreamKeyEmitted, codec.StreamKeyPending:
 			delete(s.emitted, key)
 			delete(s.pending, key)
@@ -93,6 +110,8 @@ func (s *State) apply(key string, value []byte) error {
 		s.emitted[key] = e.GetEmitted()
 	case kind == codec.StreamKeyPending && e.GetPending() != nil:
 		s.pending[key] = e.GetPending()
+	case kind == codec.StreamKeyReplay && e.GetReplay() != nil:
+		s.replays[key] = e.GetReplay()
 	default:
 		return fmt.Errorf("webhook-stream key %q holds a %T", key, e.GetEntry())
 	}
@@ -124,6 +143,13 @@ func (s *State) Sequence(webhookID string) uint64 {
 	return s.seq[codec.StreamSequenceKey(webhookID)]
 }
 
+// Replay is a replay job's committed progress (nil: none yet).
+func (s *State) Replay(replayID string) *record.ReplayProgress {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.replays[codec.StreamReplayKey(replayID)]
+}
+
 // versionsKept is how many keys' versions the state remembers.
 func (s *State) versionsKept() int { return s.versions.Len() }
 
@@ -139,13 +165,14 @@ func (s *State) Sizes() (emitted, pending int) {
 func (s *State) Begin(now int64) *Batch {
 	return &Batch{
 		s: s, now: now, seq: map[string]uint64{}, emitted: map[string]*record.EmittedBlock{},
-		pending: map[string]*record.PendingBlock{}, versions: map[string]uint64{},
+		pending: map[string]*record.PendingBlock{}, replays: map[string]*record.ReplayProgress{}, versions: map[string]uint64{},
 		seqHook: map[string]string{}, dirty: map[string]bool{},
 	}
 }
 
-// Commit applies a committed batch's changes.
+// Commit applies a committed batch's changes and ends it.
 func (s *State) Commit(b *Batch) {
+	defer b.unhold()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, key := range b.order {
@@ -171,8 +198,26 @@ func (s *State) Commit(b *Batch) {
 				s.pending[key] = p
 			}
 		}
+		if r, ok := b.replays[key]; ok {
+			s.replays[key] = r
+		}
+	}
+	for chain := range b.reorged {
+		s.reorgs[chain]++
 	}
 }
+
+// Reorgs is how many batches that handled a reorg marker of chain this
+// instance committed.
+func (s *State) Reorgs(chain uint64) uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reorgs[chain]
+}
+
+// Abort ends a batch whose transaction did not commit: its changes are
+// dropped.
+func (s *State) Abort(b *Batch) { b.unhold() }
 
 // Batch is one transaction's changes on top of the State. Not safe for
 // concurrent use.
@@ -184,8 +229,13 @@ type Batch struct {
 	emitted  map[string]*record.EmittedBlock
 	pending  map[string]*record.PendingBlock
 	versions map[string]uint64
+	replays  map[string]*record.ReplayProgress
 	// seqHook is the webhook id of each seq: key the batch changed.
 	seqHook map[string]string
+	// held: the batch holds the state's numbering lock.
+	held bool
+	// reorged are the chains whose reorg markers the batch handled.
+	reorged map[uint64]bool
 	// order lists changed keys in first-change order; flushed is how many
 	// of the out messages and which keys Records has already returned.
 	order      []string
@@ -205,7 +255,29 @@ func (b *Batch) touch(key string, version uint64) {
 	b.dirty[key] = true
 }
 
+// Hold takes the state's numbering lock for the rest of the batch (until
+// Commit or Abort): a replay holds it while it checks that no reorg
+// happened since it read its blocks, numbers and commits.
+func (b *Batch) Hold() { b.hold() }
+
+// hold takes the state's numbering lock for the rest of the batch, before
+// its first change to a sequence or to what a reorg retracts.
+func (b *Batch) hold() {
+	if !b.held {
+		b.s.numbering.Lock()
+		b.held = true
+	}
+}
+
+func (b *Batch) unhold() {
+	if b.held {
+		b.held = false
+		b.s.numbering.Unlock()
+	}
+}
+
 func (b *Batch) nextSeq(webhookID string) uint64 {
+	b.hold()
 	key := codec.StreamSequenceKey(webhookID)
 	v, ok := b.seq[key]
 	if !ok {
@@ -378,7 +450,14 @@ func (b *Batch) prune(version, chain, head uint64) {
 // delivered for an orphaned block is followed by its retraction, and the
 // orphaned blocks' pending messages are dropped.
 func (b *Batch) Reorg(version uint64, r *record.Reorg) error {
+	// What a replay added to an orphaned block's entry must be retracted
+	// too: read the entries only once no replay can change them.
+	b.hold()
 	chain := r.GetChainId()
+	if b.reorged == nil {
+		b.reorged = map[uint64]bool{}
+	}
+	b.reorged[chain] = true
 	orphaned := slices.Clone(r.GetOrphaned())
 	slices.SortFunc(orphaned, func(x, y *record.OrphanedBlock) int { return cmp.Compare(x.GetNumber(), y.GetNumber()) })
 	for _, o := range orphaned {
@@ -412,6 +491,40 @@ func (b *Batch) Reorg(version uint64, r *record.Reorg) error {
 	return nil
 }
 
+// Replayed adds a replay's messages (package replay) to the batch, in the
+// order given. A retransmission (Retransmission set) keeps the sequence
+// number the stream gave it; every other message gets its webhook's next
+// number, and when recent says its block can still be orphaned, it is
+// recorded under the block's emitted entry like a live message, so that a
+// reorg retracts it. Such an entry keeps the version the state holds for
+// it: the replay is not a blocks-topic record.
+func (b *Batch) Replayed(msgs []*record.Activity, recent func(blockNumber uint64) bool) {
+	for _, msg := range msgs {
+		if msg.GetRetransmission() {
+			b.out = append(b.out, msg)
+			continue
+		}
+		if !recent(msg.GetBlockNumber()) {
+			msg.Sequence = b.nextSeq(msg.GetWebhookId())
+			b.out = append(b.out, msg)
+			continue
+		}
+		key := codec.StreamEmittedKey(msg.GetChainId(), msg.GetBlockHash())
+		version, _ := b.s.versions.Version([]byte(key))
+		if v, ok := b.versions[key]; ok {
+			version = v
+		}
+		b.emit(msg, version)
+	}
+}
+
+// SetReplay records a replay job's progress (version: its chunks).
+func (b *Batch) SetReplay(p *record.ReplayProgress) {
+	key := codec.StreamReplayKey(p.GetReplayId())
+	b.replays[key] = p
+	b.touch(key, p.GetChunks())
+}
+
 // Records returns what the batch changed since the last call, as records
 // to produce in its transaction: the new messages (activity topic, key
 // the webhook id, in stream order), then the state records (stream topic).
@@ -440,6 +553,8 @@ func (b *Batch) Records(activityTopic, streamTopic string) ([]*kgo.Record, error
 			e.Entry = &record.StreamEntry_Emitted{Emitted: em}
 		} else if p, ok := b.pending[key]; ok && p != nil {
 			e.Entry = &record.StreamEntry_Pending{Pending: p}
+		} else if rp, ok := b.replays[key]; ok && rp != nil {
+			e.Entry = &record.StreamEntry_Replay{Replay: rp}
 		}
 		r := &kgo.Record{Topic: streamTopic, Key: []byte(key), Headers: []kgo.RecordHeader{
 			{Key: codec.SchemaHeader, Value: []byte(codec.StreamEntrySchema)},

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -151,6 +152,7 @@ func TestStateSurvivesOwnerChange(t *testing.T) {
 		nb := other.Begin(2)
 		nb.Block(2, chain, 11, hash(11, 'a'), []*record.Activity{msg("w", 11, 'a', 0)}, conf(0))
 		require.Equal(t, uint64(2), nb.Out()[0].GetSequence())
+		other.Abort(nb)
 	}
 	nb := other.Begin(3)
 	nb.Block(2, chain, 11, hash(11, 'a'), nil, func(w string) uint32 { return map[string]uint32{"x": 3}[w] })
@@ -220,4 +222,72 @@ func TestWindowPrunes(t *testing.T) {
 	e, _ = s.Sizes()
 	require.Zero(t, e)
 	require.Equal(t, uint64(1), s.Sequence("w"))
+}
+
+// TestReplayedMessages: a replay's retransmissions keep their numbers; its
+// new messages continue the webhook's sequence after the live ones, and
+// those of blocks a reorg can still orphan are recorded like live ones, so
+// a reorg retracts them; the job's progress is part of the batch.
+func TestReplayedMessages(t *testing.T) {
+	s := New(256, nil)
+	b := s.Begin(1)
+	b.Block(100, chain, 10, hash(10, 'a'), []*record.Activity{msg("w", 10, 'a', 0), msg("w", 10, 'a', 1)}, conf(0))
+	s.Commit(b)
+
+	r := s.Begin(2)
+	r.Hold()
+	again := msg("w", 10, 'a', 0)
+	again.Sequence, again.Retransmission = 1, true
+	recent, old := msg("w", 11, 'a', 0), msg("w", 3, 'a', 0)
+	r.Replayed([]*record.Activity{again, old, recent}, func(n uint64) bool { return n >= 10 })
+	r.SetReplay(&record.ReplayProgress{ReplayId: "job", WebhookId: "w", ChainId: chain, NextBlock: 12, Chunks: 1})
+	require.Equal(t, []uint64{1, 3, 4}, []uint64{r.Out()[0].GetSequence(), r.Out()[1].GetSequence(), r.Out()[2].GetSequence()})
+	recs, err := r.Records("replay", "streams")
+	require.NoError(t, err)
+	var keys []string
+	for _, rec := range recs {
+		if rec.Topic == "streams" {
+			keys = append(keys, string(rec.Key))
+		}
+	}
+	require.ElementsMatch(t, []string{codec.StreamSequenceKey("w"), codec.StreamEmittedKey(chain, hash(11, 'a')), codec.StreamReplayKey("job")}, keys,
+		"the sequence, the recent block's emitted entry and the progress; nothing for the old block")
+	s.Commit(r)
+	require.Equal(t, uint64(4), s.Sequence("w"))
+	require.Equal(t, uint64(12), s.Replay("job").GetNextBlock())
+
+	// A reorg of block 11 retracts the replay's message of it.
+	b = s.Begin(3)
+	require.NoError(t, b.Reorg(101, &record.Reorg{ChainId: chain, ForkNumber: 11, Orphaned: []*record.OrphanedBlock{{Number: 11, Hash: hash(11, 'a')}}}))
+	require.Equal(t, []seen{{5, codec.RetractionMessageID(recent.GetMessageId(), hash(11, 'a')), recent.GetMessageId(), 'a'}}, out(b))
+	require.Equal(t, uint64(0), s.Reorgs(chain), "counted once committed")
+	s.Commit(b)
+	require.Equal(t, uint64(1), s.Reorgs(chain))
+	b = s.Begin(4)
+	require.NoError(t, b.Reorg(102, &record.Reorg{ChainId: chain, ForkNumber: 10, Orphaned: []*record.OrphanedBlock{{Number: 10, Hash: hash(10, 'a')}}}))
+	s.Abort(b)
+	require.Equal(t, uint64(1), s.Reorgs(chain), "an aborted reorg batch is not counted")
+}
+
+// TestNumberingTakesTurns: a batch that has numbered holds the webhooks'
+// numbers until it commits or aborts; another batch (a replay) numbers
+// only then, from what the first committed.
+func TestNumberingTakesTurns(t *testing.T) {
+	s := New(256, nil)
+	live := s.Begin(1)
+	live.Block(100, chain, 10, hash(10, 'a'), []*record.Activity{msg("w", 10, 'a', 0)}, conf(0))
+	numbered := make(chan uint64)
+	go func() {
+		r := s.Begin(2)
+		r.Replayed([]*record.Activity{msg("w", 3, 'a', 0)}, func(uint64) bool { return false })
+		numbered <- r.Out()[0].GetSequence()
+		s.Commit(r)
+	}()
+	select {
+	case n := <-numbered:
+		t.Fatalf("the replay numbered %d while the live batch was open", n)
+	case <-time.After(100 * time.Millisecond):
+	}
+	s.Commit(live)
+	require.Equal(t, uint64(2), <-numbered, "after the live batch's 1")
 }

@@ -311,13 +311,14 @@ var commands = map[string]command{
 				return err
 			}
 			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-			fmt.Fprintln(tw, "PLAN\tCU/MINUTE\tCU/DAY\tADDRESSES/WEBHOOK\tWEBHOOKS/ACCOUNT\t")
+			fmt.Fprintln(tw, "PLAN\tCU/MINUTE\tCU/DAY\tADDRESSES/WEBHOOK\tWEBHOOKS/ACCOUNT\tBLOCKS/REPLAY\tREPLAY MESSAGES/S\t")
 			for _, p := range ps.All() {
 				addr, hooks := fmt.Sprint(p.AddressesPerWebhook), fmt.Sprint(p.WebhooksPerAccount)
+				blocks, rate := fmt.Sprint(p.ReplayBlocks), fmt.Sprint(p.ReplayMessagesPerSecond)
 				if p.Name == plan.Unauthenticated {
-					addr, hooks = "-", "-"
+					addr, hooks, blocks, rate = "-", "-", "-", "-"
 				}
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t\n", p.Name, p.CUPerMinute, p.CUPerDay, addr, hooks)
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\t%s\t\n", p.Name, p.CUPerMinute, p.CUPerDay, addr, hooks, blocks, rate)
 			}
 			return tw.Flush()
 		}

@@ -153,7 +153,8 @@ func (a *App) build() error {
 		return err
 	}
 	if a.webhooks, err = webhooks.New(a.cfg.Webhooks, webhooks.Deps{
-		Logger: a.logger, Registerer: a.reg, Chains: a.chains, DB: a.accounts, Plans: plans, PageTokenKey: key, Resolver: a.resolver,
+		Logger: a.logger, Registerer: a.reg, Chains: a.chains, DB: a.accounts, Indexed: webhooks.StoreIndexed{Store: a.store},
+		Plans: plans, PageTokenKey: key, Resolver: a.resolver,
 	}); err != nil {
 		return err
 	}

@@ -98,7 +98,7 @@ func TestOpenAPIListsEveryRoute(t *testing.T) {
 	require.Equal(t, []string{"addAddressesToWebhook", "createWebhook", "deactivateWebhook", "generateOrRotateSharedSecret",
 		"getAddressesFromWebhook", "getSharedSecret", "getWebhook", "listWebhooks", "removeAddressesFromWebhook", "updateWebhook"}, webhookOps)
 	sort.Strings(extensions)
-	require.Equal(t, []string{"getOperationFile", "listWebhookDeliveries"}, extensions)
+	require.Equal(t, []string{"cancelWebhookReplay", "getOperationFile", "getWebhookReplay", "listWebhookDeliveries", "listWebhookReplays", "replayWebhook"}, extensions)
 	// Exports take EVM requests only (issue 27), and the primary network's
 	// request is not in the document.
 	export := doc.Paths["/v1/operations/transactions:export"]["post"]

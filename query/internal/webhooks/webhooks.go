@@ -5,7 +5,7 @@
 //
 // Wiring (internal/app):
 //
-//	w, err := webhooks.New(cfg.Webhooks, webhooks.Deps{Logger, Registerer, Chains, PageTokenKey, DB, Plans})
+//	w, err := webhooks.New(cfg.Webhooks, webhooks.Deps{Logger, Registerer, Chains, PageTokenKey, DB, Indexed, Plans})
 //	routes := append(data.Routes(), w.Routes()...)       // the route table
 //	health.New(health.Deps{AddressWatch: w.Ready, ...})  // GET /v1/health-check's address_watch
 //	g.Go(func() error { return w.Run(gctx) })           // topics, then the reconciler
@@ -74,8 +74,10 @@ type Deps struct {
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
 	Chains     *chains.Config
-	// DB is the account store: webhooks, addresses, secrets.
+	// DB is the account store: webhooks, addresses, secrets, replays.
 	DB *accountdb.DB
+	// Indexed says what each chain has indexed (StoreIndexed).
+	Indexed webhookapi.Indexed
 	// Plans bound webhooks and addresses per account.
 	Plans *plan.Set
 	// PageTokenKey signs page tokens (the service's shared page-token key).
@@ -100,8 +102,8 @@ func New(cfg Config, d Deps) (*Webhooks, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if d.Logger == nil || d.Registerer == nil || d.Chains == nil || d.DB == nil || d.Plans == nil {
-		return nil, errors.New("webhooks: Deps.Logger, Registerer, Chains, DB and Plans are required")
+	if d.Logger == nil || d.Registerer == nil || d.Chains == nil || d.DB == nil || d.Indexed == nil || d.Plans == nil {
+		return nil, errors.New("webhooks: Deps.Logger, Registerer, Chains, DB, Indexed and Plans are required")
 	}
 	w := &Webhooks{cfg: cfg, logger: d.Logger}
 	locks := watch.NewLocks()
@@ -112,7 +114,7 @@ func New(cfg Config, d Deps) (*Webhooks, error) {
 		return nil, err
 	}
 	if w.api, err = webhookapi.New(cfg.Webhooks, webhookapi.Deps{
-		Logger: d.Logger, Registerer: d.Registerer, Store: d.DB, Publisher: w.watch, Locks: locks,
+		Logger: d.Logger, Registerer: d.Registerer, Store: d.DB, Indexed: d.Indexed, Publisher: w.watch, Locks: locks,
 		Clock: accountdb.NewClock(nil), Plans: d.Plans, Chains: d.Chains, PageTokenKey: d.PageTokenKey,
 		Hooks: d.Hooks, Resolver: d.Resolver,
 	}); err != nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/moraine-data/moraine/pkg/testenv"
 	"github.com/moraine-data/moraine/query/internal/access"
 	"github.com/moraine-data/moraine/query/internal/access/plan"
+	"github.com/moraine-data/moraine/query/internal/data/store"
 	"github.com/moraine-data/moraine/query/internal/ops/admin"
 	"github.com/moraine-data/moraine/query/internal/server"
 	"github.com/moraine-data/moraine/query/internal/webhooks"
@@ -44,7 +45,11 @@ func TestAssembly(t *testing.T) {
 	db, err := accountdb.New(accountdb.DefaultConfig(), reg)
 	require.NoError(t, err)
 	db.SetConn(conn)
+	st, err := store.New(store.DefaultConfig(), store.Deps{Logger: testenv.Logger(t), Registerer: reg, ChainIDs: []uint64{43112}})
+	require.NoError(t, err)
+	st.SetConn(conn)
 	w, err := webhooks.New(cfg, webhooks.Deps{Logger: testenv.Logger(t), Registerer: reg, Chains: cc, DB: db, Plans: plans,
+		Indexed:      webhooks.StoreIndexed{Store: st},
 		PageTokenKey: webhookapitest.PageTokenKey, Resolver: guardtest.Resolver{}})
 	require.NoError(t, err)
 	gate, err := access.New(access.DefaultConfig(), access.Deps{Logger: testenv.Logger(t), Registerer: reg, Keys: db, Plans: plans})

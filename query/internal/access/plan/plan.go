@@ -16,6 +16,18 @@
 //	base        -        -            25                 25                50,000
 //	free        -        -            5                  10                10,000
 //
+// Webhook replays (a moraine extension, docs/webhook-stream.md) are
+// bounded by the plan too: the blocks one replay may cover, and the
+// messages per second it is delivered at:
+//
+//	plan        blocks/replay  messages/s
+//	enterprise  100,000,000    2,000
+//	custom      100,000,000    2,000
+//	pro         10,000,000     500
+//	growth      1,000,000      100
+//	base        100,000        50
+//	free        10,000         20
+//
 // --plans.file names a JSON file whose entries replace the defaults of the
 // plans they name, field by field (moraine-admin plan list shows the result):
 //
@@ -61,6 +73,10 @@ type Plan struct {
 	// WebhooksPerAccount caps an account's active webhooks (inactive ones,
 	// deleted or deactivated by delivery, do not count).
 	WebhooksPerAccount int `json:"webhooksPerAccount"`
+	// ReplayBlocks caps the blocks one webhook replay covers;
+	// ReplayMessagesPerSecond paces its delivery.
+	ReplayBlocks            uint64 `json:"replayBlocks"`
+	ReplayMessagesPerSecond uint32 `json:"replayMessagesPerSecond"`
 	// ExportTransactions caps the transactions of one export job
 	// (postTransactionExportJob); a larger export stops at a day boundary
 	// (WarnTruncatedExport, nextDate).
@@ -76,12 +92,18 @@ type Set struct {
 func Defaults() *Set {
 	p := map[string]Plan{
 		Unauthenticated: {CUPerMinute: 6_000, CUPerDay: 1_200_000},
-		Free:            {CUPerMinute: 8_000, CUPerDay: 2_000_000, AddressesPerWebhook: 5, WebhooksPerAccount: 10, ExportTransactions: 10_000},
-		Base:            {CUPerMinute: 10_000, CUPerDay: 3_750_000, AddressesPerWebhook: 25, WebhooksPerAccount: 25, ExportTransactions: 50_000},
-		Growth:          {CUPerMinute: 14_000, CUPerDay: 11_200_000, AddressesPerWebhook: 100, WebhooksPerAccount: 50, ExportTransactions: 200_000},
-		Pro:             {CUPerMinute: 20_000, CUPerDay: 25_000_000, AddressesPerWebhook: 1_000, WebhooksPerAccount: 100, ExportTransactions: 1_000_000},
-		Enterprise:      {CUPerMinute: 100_000, CUPerDay: 100_000_000, AddressesPerWebhook: 100_000, WebhooksPerAccount: 1_000, ExportTransactions: 2_000_000},
-		Custom:          {CUPerMinute: 100_000, CUPerDay: 100_000_000, AddressesPerWebhook: 100_000, WebhooksPerAccount: 1_000, ExportTransactions: 2_000_000},
+		Free: {CUPerMinute: 8_000, CUPerDay: 2_000_000, AddressesPerWebhook: 5, WebhooksPerAccount: 10,
+			ReplayBlocks: 10_000, ReplayMessagesPerSecond: 20, ExportTransactions: 10_000},
+		Base: {CUPerMinute: 10_000, CUPerDay: 3_750_000, AddressesPerWebhook: 25, WebhooksPerAccount: 25,
+			ReplayBlocks: 100_000, ReplayMessagesPerSecond: 50, ExportTransactions: 50_000},
+		Growth: {CUPerMinute: 14_000, CUPerDay: 11_200_000, AddressesPerWebhook: 100, WebhooksPerAccount: 50,
+			ReplayBlocks: 1_000_000, ReplayMessagesPerSecond: 100, ExportTransactions: 200_000},
+		Pro: {CUPerMinute: 20_000, CUPerDay: 25_000_000, AddressesPerWebhook: 1_000, WebhooksPerAccount: 100,
+			ReplayBlocks: 10_000_000, ReplayMessagesPerSecond: 500, ExportTransactions: 1_000_000},
+		Enterprise: {CUPerMinute: 100_000, CUPerDay: 100_000_000, AddressesPerWebhook: 100_000, WebhooksPerAccount: 1_000,
+			ReplayBlocks: 100_000_000, ReplayMessagesPerSecond: 2_000, ExportTransactions: 2_000_000},
+		Custom: {CUPerMinute: 100_000, CUPerDay: 100_000_000, AddressesPerWebhook: 100_000, WebhooksPerAccount: 1_000,
+			ReplayBlocks: 100_000_000, ReplayMessagesPerSecond: 2_000, ExportTransactions: 2_000_000},
 	}
 	s := &Set{plans: map[string]Plan{}}
 	for n, pl := range p {
@@ -188,8 +210,8 @@ func (s *Set) apply(b []byte) error {
 		if p.CUPerMinute < 0 || p.CUPerDay < 0 || p.AddressesPerWebhook < 0 || p.WebhooksPerAccount < 0 || p.ExportTransactions < 0 {
 			errs = append(errs, fmt.Errorf("plan %s: limits must not be negative", n))
 		}
-		if n != Unauthenticated && (p.AddressesPerWebhook == 0 || p.WebhooksPerAccount == 0 || p.ExportTransactions == 0) {
-			errs = append(errs, fmt.Errorf("plan %s: addressesPerWebhook, webhooksPerAccount and exportTransactions must be positive", n))
+		if n != Unauthenticated && (p.AddressesPerWebhook == 0 || p.WebhooksPerAccount == 0 || p.ReplayBlocks == 0 || p.ReplayMessagesPerSecond == 0 || p.ExportTransactions == 0) {
+			errs = append(errs, fmt.Errorf("plan %s: addressesPerWebhook, webhooksPerAccount, replayBlocks, replayMessagesPerSecond and exportTransactions must be positive", n))
 		}
 		p.Name = n
 		s.plans[n] = p

@@ -42,6 +42,7 @@ func TestQueriesRunOnCurrentClickHouse(t *testing.T) {
 		bind(qBlocksLookup, n, set), bind(qBlocksByNumbers, n, set),
 		bind(qTxLookup, t72, t72), schema.CopyTransactionLookup,
 		bind(qLatestTxs, n, n, n, "2", "2", n), bind(qOrphanedBlocks, set, n),
+		bind(qFirstBlock, n), bind(qBlockAtOrAfter, n, n), bind(qBlockAtOrBefore, n, n),
 	)
 	testenv.OnCurrentClickHouse(t, stmts)
 }

@@ -131,6 +131,8 @@ type ClickHouse struct {
 
 	settledBlocks settledCache
 
+	first firstBlocks // the lowest indexed block per chain (indexed.go)
+
 	spacingMu sync.Mutex
 	spacings  map[uint64]float64 // per chain, see Blocks
 }

@@ -63,7 +63,8 @@ type Extension struct {
 	Like string
 	// Operation is the OpenAPI operation object as JSON (summary,
 	// description, parameters, requestBody, responses, ...); its keys
-	// replace Like's, except responses, which are merged status by status.
+	// replace Like's, except responses, which are merged status by status
+	// (a status set to null is removed).
 	Operation string
 	// Schemas are moraine's own component schemas, a JSON object, that the
 	// operation refers to; their names must not clash with hosted ones.
@@ -268,6 +269,9 @@ func operation(o Operation, paths map[string]any, byID map[string]map[string]any
 				resp = map[string]any{}
 			}
 			maps.Copy(resp, v.(map[string]any))
+			// A status set to null is one the extension does not answer
+			// with (a 202 where the like operation answers 200).
+			maps.DeleteFunc(resp, func(_ string, r any) bool { return r == nil })
 			op["responses"] = resp
 			continue
 		}

@@ -36,6 +36,9 @@ type webhookResponse struct {
 	// omitted when 0 so a webhook created as on the hosted service is
 	// answered exactly as there.
 	Confirmations uint32 `json:"confirmations,omitempty"`
+	// ReplayID is a moraine extension: the replay a create with fromBlock
+	// started (only on that answer).
+	ReplayID string `json:"replayId,omitempty"`
 }
 
 type metadata struct {
@@ -87,7 +90,7 @@ func toResponse(v view) webhookResponse {
 		Metadata:           metadata{Addresses: nonNil(v.addresses), EventSignatures: v.w.EventSignatures},
 		IncludeInternalTxs: v.w.IncludeInternalTxs, IncludeLogs: v.w.IncludeLogs,
 		URL: v.w.URL, Status: v.w.Status, CreatedAt: v.w.CreatedAt, Name: v.w.Name, Description: v.w.Description,
-		Confirmations: v.w.Confirmations,
+		Confirmations: v.w.Confirmations, ReplayID: v.replayID,
 	}
 }
 

@@ -86,7 +86,9 @@ type Deps struct {
 	Logger     *slog.Logger
 	Registerer prometheus.Registerer
 	Store      Store
-	Publisher  Publisher
+	// Indexed says what of each chain is indexed (the bounds of replays).
+	Indexed   Indexed
+	Publisher Publisher
 	// Locks are shared with the reconciler (reconcile.Reconciler).
 	Locks  *watch.Locks
 	Clock  *accountdb.Clock
@@ -110,9 +112,9 @@ func New(cfg Config, d Deps) (*API, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if d.Logger == nil || d.Registerer == nil || d.Store == nil || d.Publisher == nil ||
+	if d.Logger == nil || d.Registerer == nil || d.Store == nil || d.Indexed == nil || d.Publisher == nil ||
 		d.Locks == nil || d.Clock == nil || d.Plans == nil || d.Chains == nil {
-		return nil, errors.New("webhookapi: Deps.Logger, Registerer, Store, Publisher, Locks, Clock, Plans and Chains are required")
+		return nil, errors.New("webhookapi: Deps.Logger, Registerer, Store, Indexed, Publisher, Locks, Clock, Plans and Chains are required")
 	}
 	if d.Now == nil {
 		d.Now = time.Now
@@ -123,7 +125,7 @@ func New(cfg Config, d Deps) (*API, error) {
 	}
 	return &API{h: &handlers{
 		svc: &service{
-			cfg: cfg, store: d.Store, pub: d.Publisher, locks: d.Locks, clock: d.Clock, plans: d.Plans,
+			cfg: cfg, store: d.Store, indexed: d.Indexed, pub: d.Publisher, locks: d.Locks, clock: d.Clock, plans: d.Plans,
 			hooks: d.Hooks, chains: d.Chains, logger: d.Logger.With("component", "webhookapi"), now: d.Now,
 			metrics: newMetrics(d.Registerer),
 			policy:  guard.Policy{AllowPrivate: cfg.AllowPrivateTargets, Resolver: d.Resolver, ResolveTimeout: cfg.URLResolveTimeout},
@@ -132,17 +134,18 @@ func New(cfg Config, d Deps) (*API, error) {
 	}}, nil
 }
 
-// confirmationsDoc documents the confirmations field (a moraine
+// confirmationsProperty documents the confirmations field (a moraine
 // extension, docs/webhook-stream.md) of the webhook's request and response
-// schemas.
-var confirmationsDoc = func() string {
-	p := fmt.Sprintf(`{"type": "integer", "minimum": 0, "maximum": %d, "default": 0, "description": "moraine extension: `+
+// schemas; updateDoc the update route's extension properties (createDoc,
+// beside the replay routes, the create route's).
+var (
+	confirmationsProperty = fmt.Sprintf(`{"type": "integer", "minimum": 0, "maximum": %d, "default": 0, "description": "moraine extension: `+
 		`how many blocks must be on top of a block before its activity is delivered. 0 delivers at once and follows a `+
 		`message whose block a reorg orphans with a signed retraction; N waits for N blocks and never delivers activity `+
 		`of a block orphaned before (docs/webhook-stream.md)."}`, MaxConfirmations)
-	return `{"EVMAddressActivityRequest": {"confirmations": ` + p + `}, "UpdateWebhookRequest": {"confirmations": ` + p +
-		`}, "EVMAddressActivityResponse": {"confirmations": ` + p + `}}`
-}()
+	updateDoc = `{"UpdateWebhookRequest": {"confirmations": ` + confirmationsProperty +
+		`}, "EVMAddressActivityResponse": {"confirmations": ` + confirmationsProperty + `}}`
+)
 
 // Routes is the webhook API's part of the route table. Every route needs
 // an API key (server.Account): webhooks belong to accounts. The
@@ -153,9 +156,9 @@ func (a *API) Routes() []server.Route {
 		return server.Route{Method: method, Path: path, Operation: op, Weight: w, Access: server.Account, Handler: fn}
 	}
 	create := route(http.MethodPost, "/v1/webhooks", "createWebhook", server.WeightMedium, h.create)
-	create.Properties = confirmationsDoc
+	create.Properties = createDoc
 	update := route(http.MethodPatch, "/v1/webhooks/{id}", "updateWebhook", server.WeightMedium, h.update)
-	update.Properties = confirmationsDoc
+	update.Properties = updateDoc
 	return []server.Route{
 		create,
 		route(http.MethodGet, "/v1/webhooks", "listWebhooks", server.WeightSmall, h.list),
@@ -170,6 +173,16 @@ func (a *API) Routes() []server.Route {
 		// moraine's extension: the delivery log, priced like a list.
 		{Method: http.MethodGet, Path: "/v1/webhooks/{id}/deliveries", Operation: "listWebhookDeliveries", Weight: server.WeightSmall,
 			Access: server.Account, Extension: deliveriesDoc, Handler: h.listDeliveries},
+		// moraine's extension: replays (docs/webhook-stream.md). Starting
+		// one costs the most of any route: it reads history and sends it.
+		{Method: http.MethodPost, Path: "/v1/webhooks/{id}:replay", Operation: "replayWebhook", Weight: server.WeightXXL,
+			Access: server.Account, Extension: replayDoc, Handler: h.startReplay},
+		{Method: http.MethodGet, Path: "/v1/webhooks/{id}/replays", Operation: "listWebhookReplays", Weight: server.WeightSmall,
+			Access: server.Account, Extension: listReplaysDoc, Handler: h.listReplays},
+		{Method: http.MethodGet, Path: "/v1/webhooks/{id}/replays/{replayId}", Operation: "getWebhookReplay", Weight: server.WeightSmall,
+			Access: server.Account, Extension: getReplayDoc, Handler: h.getReplay},
+		{Method: http.MethodPost, Path: "/v1/webhooks/{id}/replays/{replayId}:cancel", Operation: "cancelWebhookReplay", Weight: server.WeightSmall,
+			Access: server.Account, Extension: cancelReplayDoc, Handler: h.cancelReplay},
 	}
 }
 
@@ -177,6 +190,7 @@ type metrics struct {
 	changes         *prometheus.CounterVec
 	publishFailures *prometheus.CounterVec
 	deduplicated    prometheus.Counter
+	replays         prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -187,6 +201,8 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			"Changes acknowledged before their address-watch records were delivered (the reconciler publishes them), by operation.", "op"),
 		deduplicated: f.Counter("webhook_creates_deduplicated_total",
 			"Creates answered with the webhook an identical earlier request made (client retries)."),
+		replays: f.Counter("webhook_replays_created_total",
+			"Webhook replays requested (POST /v1/webhooks/{id}:replay, or fromBlock on create)."),
 	}
 	for _, op := range []Op{OpCreate, OpUpdate, OpDeactivate, OpAddAddresses, OpRemoveAddresses, OpRotateSecret} {
 		m.changes.WithLabelValues(string(op))

@@ -42,6 +42,11 @@ type Store interface {
 	Secret(ctx context.Context, accountID string) (accountdb.Secret, error)
 	PutSecret(ctx context.Context, s accountdb.Secret) error
 	Deliveries(ctx context.Context, webhookID string, after accountdb.DeliveryCursor, limit int) ([]accountdb.Delivery, error)
+	PutReplayJob(ctx context.Context, j accountdb.ReplayJob) error
+	ReplayJob(ctx context.Context, webhookID, id string) (accountdb.ReplayJob, error)
+	ReplayJobs(ctx context.Context, webhookID string, limit int) ([]accountdb.ReplayJob, error)
+	ReplayProgressOf(ctx context.Context, webhookID string, ids []string) (map[string]accountdb.ReplayProgress, error)
+	ReplayDeliveryCounts(ctx context.Context, webhookID, replayID string, since uint64) (accountdb.ReplayDeliveries, error)
 }
 
 // Publisher produces address-watch records; *reconcile.Reconciler implements it.
@@ -91,11 +96,14 @@ func (h Hooks) step(op Op, s Step) {
 type view struct {
 	w         accountdb.Webhook
 	addresses []string
+	// replayID is the replay a create with fromBlock started.
+	replayID string
 }
 
 type service struct {
 	cfg     Config
 	store   Store
+	indexed Indexed
 	pub     Publisher
 	locks   *watch.Locks
 	clock   *accountdb.Clock
@@ -163,7 +171,7 @@ func requestHash(accountID string, r createRequest) string {
 	sort.Strings(addrs)
 	sigs := append([]string(nil), r.EventSignatures...)
 	sort.Strings(sigs)
-	b, _ := json.Marshal([]any{accountID, r.URL, r.Chain.EVMChainID, addrs, sigs, r.Name, r.Description, r.IncludeInternalTxs, r.IncludeLogs, r.Confirmations})
+	b, _ := json.Marshal([]any{accountID, r.URL, r.Chain.EVMChainID, addrs, sigs, r.Name, r.Description, r.IncludeInternalTxs, r.IncludeLogs, r.Confirmations, r.FromBlock})
 	h := sha256.Sum256(b)
 	return hex.EncodeToString(h[:])
 }
@@ -193,7 +201,7 @@ func (s *service) create(ctx context.Context, p auth.Principal, r createRequest)
 			if err != nil {
 				return view{}, err
 			}
-			if v.w.Status == accountdb.StatusActive && requestHash(acc.ID, requestOf(v, r.Chain)) == hash {
+			if v.w.Status == accountdb.StatusActive && requestHash(acc.ID, requestOf(v, r.Chain, r.FromBlock)) == hash {
 				s.metrics.deduplicated.Inc()
 				return v, nil
 			}
@@ -222,20 +230,36 @@ func (s *service) create(ctx context.Context, p auth.Principal, r createRequest)
 	for i, a := range r.Addresses {
 		rows[i] = accountdb.Address{WebhookID: w.ID, Address: strings.ToLower(a), Given: a}
 	}
+	var replayID string
+	if r.FromBlock != nil {
+		// The webhook starts in the past: a replay from fromBlock to the
+		// head, written first, so that nothing can fail after the webhook
+		// exists (a job whose webhook was never written fails on its own).
+		j, err := s.fromBlockJob(ctx, p, w, *r.FromBlock)
+		if err != nil {
+			return view{}, err
+		}
+		if err := s.store.PutReplayJob(ctx, j); err != nil {
+			return view{}, storeErr(err, "")
+		}
+		s.metrics.replays.Inc()
+		replayID = j.ID
+	}
 	u, err := s.writer(OpCreate).CreateWebhook(ctx, w, rows)
 	if err != nil {
 		return view{}, storeErr(err, "")
 	}
 	s.changed(OpCreate, w.ID, u)
-	return view{w: u.After, addresses: append([]string{}, r.Addresses...)}, nil
+	return view{w: u.After, addresses: append([]string{}, r.Addresses...), replayID: replayID}, nil
 }
 
-// requestOf is the create request that would make v as it is now.
-func requestOf(v view, ch chains.Chain) createRequest {
+// requestOf is the create request that would make v as it is now, with
+// fromBlock (which a webhook does not keep: it started a replay).
+func requestOf(v view, ch chains.Chain, fromBlock *uint64) createRequest {
 	return createRequest{
 		URL: v.w.URL, Chain: ch, Addresses: v.addresses, EventSignatures: v.w.EventSignatures,
 		Name: v.w.Name, Description: v.w.Description, IncludeInternalTxs: v.w.IncludeInternalTxs, IncludeLogs: v.w.IncludeLogs,
-		Confirmations: v.w.Confirmations,
+		Confirmations: v.w.Confirmations, FromBlock: fromBlock,
 	}
 }
 

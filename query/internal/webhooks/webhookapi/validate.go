@@ -231,6 +231,9 @@ type createRequest struct {
 	IncludeLogs        bool
 	// Confirmations is the moraine extension (0 when absent).
 	Confirmations uint32
+	// FromBlock (a moraine extension) starts the webhook in the past: a
+	// replay from that block (nil: none).
+	FromBlock *uint64
 }
 
 // parseCreate validates a create body and reports every failed constraint.
@@ -287,6 +290,7 @@ func parseCreate(body []byte, cfg *chains.Config) (createRequest, error) {
 	req.IncludeInternalTxs, _ = f.boolean("includeInternalTxs")
 	req.IncludeLogs, _ = f.boolean("includeLogs")
 	req.Confirmations, _ = f.confirmations()
+	req.FromBlock, _ = f.uint64Field("fromBlock", "the block the webhook starts at: its activity from there to the head is replayed")
 	if req.IncludeInternalTxs && req.Chain.EVMChainID != "" && !req.Chain.Traces {
 		f.fail("includeInternalTxs is only available on chains with traces, and chain %s has none", req.Chain.EVMChainID)
 	}

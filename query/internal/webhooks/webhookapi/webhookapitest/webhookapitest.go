@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/gin-gonic/gin"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -33,8 +34,10 @@ import (
 	"github.com/moraine-data/moraine/query/internal/access/auth"
 	"github.com/moraine-data/moraine/query/internal/access/plan"
 	"github.com/moraine-data/moraine/query/internal/access/ratelimit"
+	"github.com/moraine-data/moraine/query/internal/data/store"
 	"github.com/moraine-data/moraine/query/internal/ops/admin"
 	"github.com/moraine-data/moraine/query/internal/server"
+	"github.com/moraine-data/moraine/query/internal/webhooks"
 	"github.com/moraine-data/moraine/query/internal/webhooks/reconcile"
 	"github.com/moraine-data/moraine/query/internal/webhooks/webhookapi"
 )
@@ -75,13 +78,19 @@ type Options struct {
 	// Resolver nil: guardtest.Resolver (example.com and friends resolve
 	// to a public address, nothing else resolves).
 	Resolver guard.Resolver
+	// Indexed nil: the data store on the test database (what replays may
+	// cover).
+	Indexed webhookapi.Indexed
 }
 
 // Env is a running webhook API.
 type Env struct {
-	URL      string
-	DB       *accountdb.DB
-	CH       chclient.Config
+	URL string
+	DB  *accountdb.DB
+	CH  chclient.Config
+	// Conn is the test database's connection (the tests write indexed
+	// blocks with it, for replays).
+	Conn     driver.Conn
 	Kafka    kafkautil.Config
 	Watch    *reconcile.Reconciler
 	Admin    *admin.Admin
@@ -111,10 +120,10 @@ func Start(t testing.TB, o Options) *Env {
 	}
 	e := &Env{Registry: prometheus.NewRegistry()}
 	if o.CH == nil {
-		e.DB, e.CH, _ = accountdbtest.Open(t)
+		e.DB, e.CH, e.Conn = accountdbtest.Open(t)
 	} else {
 		e.CH = *o.CH
-		e.DB, _ = accountdbtest.Connect(t, e.CH)
+		e.DB, e.Conn = accountdbtest.Connect(t, e.CH)
 	}
 	if o.Kafka == nil {
 		e.Kafka = testenv.Kafka(t)
@@ -172,8 +181,20 @@ func Start(t testing.TB, o Options) *Env {
 	if o.WrapPublisher != nil {
 		pub = o.WrapPublisher(pub)
 	}
+	if o.Indexed == nil {
+		var ids []uint64
+		for _, c := range chainCfg.Chains {
+			ids = append(ids, c.ID())
+		}
+		st, err := store.New(store.DefaultConfig(), store.Deps{Logger: logger, Registerer: e.Registry, ChainIDs: ids})
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.SetConn(e.Conn)
+		o.Indexed = webhooks.StoreIndexed{Store: st}
+	}
 	api, err := webhookapi.New(o.Webhooks, webhookapi.Deps{
-		Logger: logger, Registerer: e.Registry, Store: e.DB, Publisher: pub, Locks: locks, Clock: clock,
+		Logger: logger, Registerer: e.Registry, Store: e.DB, Indexed: o.Indexed, Publisher: pub, Locks: locks, Clock: clock,
 		Plans: o.Plans, Chains: chainCfg, PageTokenKey: PageTokenKey, Hooks: o.Hooks, Resolver: o.Resolver,
 	})
 	if err != nil {

@@ -1,0 +1,165 @@
+package replay
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/moraine-data/moraine/pkg/kafkautil"
+	"github.com/moraine-data/moraine/pkg/obs"
+)
+
+// Producers are the transactional producers of the replays, one per
+// blocks-topic partition this instance's matcher owns, with the
+// transactional id <prefix><matcher group>-replay-<partition>: the same
+// for whichever instance owns the partition, so the new owner's
+// InitProducerID fences the old owner's producer (and aborts its open
+// transaction) before the new owner matches a record of the partition.
+// A replay's numbers are therefore committed only by the instance that
+// numbers the chain's live messages (the matcher's own transactions are
+// fenced by the group generation; a replay's carry no offsets, so they
+// need this).
+type Producers struct {
+	kafka  kafkautil.Config
+	base   string
+	logger *slog.Logger
+	// txTimeout is each producer's transaction timeout.
+	txTimeout time.Duration
+
+	mu    sync.Mutex
+	owned map[int32]*producer
+}
+
+// producer is one partition's; mu serializes its transactions.
+type producer struct {
+	mu   sync.Mutex
+	cl   *kgo.Client
+	opts []kgo.Opt
+	log  *slog.Logger
+}
+
+// fence initializes a new client under the transactional id, which ends
+// (commits or aborts) any transaction an earlier client left in doubt.
+func fence(ctx context.Context, opts []kgo.Opt, log *slog.Logger, what string, p int32) (*kgo.Client, error) {
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, err
+	}
+	fctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	again := obs.Retry{Initial: 200 * time.Millisecond, Max: 5 * time.Second, Log: log, Msg: what + " failed, retrying",
+		Attrs: []any{"partition", p}}
+	err = again.Do(fctx, func() error {
+		ictx, cancel := context.WithTimeout(fctx, 10*time.Second)
+		defer cancel()
+		_, _, err := cl.ProducerID(ictx)
+		return err
+	})
+	if err != nil {
+		cl.Close()
+		return nil, err
+	}
+	return cl, nil
+}
+
+// reset replaces the client after a transaction whose end is unknown (an
+// error from EndTransaction): the new client's initialization settles it
+// before the caller lets anyone else number. Called under pr.mu.
+func (pr *producer) reset(ctx context.Context, p int32) error {
+	pr.cl.Close()
+	cl, err := fence(context.WithoutCancel(ctx), pr.opts, pr.log, "re-initializing the replay producer", p)
+	if err != nil {
+		return err
+	}
+	pr.cl = cl
+	return nil
+}
+
+func NewProducers(kafka kafkautil.Config, matcherGroup string, txTimeout time.Duration, logger *slog.Logger) *Producers {
+	return &Producers{kafka: kafka, base: kafka.TopicPrefix + matcherGroup + "-replay-", logger: logger, txTimeout: txTimeout,
+		owned: map[int32]*producer{}}
+}
+
+// Assigned fences the partitions' replay producers (matcher.Partitions):
+// it returns once each is initialized under this instance, retrying for
+// up to a minute; a partition it could not fence runs no replay here.
+func (ps *Producers) Assigned(ctx context.Context, parts []int32) {
+	for _, p := range parts {
+		opts := append(ps.kafka.ProducerOpts(ps.logger, "moraine-replay"),
+			kgo.TransactionalID(ps.base+strconv.Itoa(int(p))),
+			kgo.TransactionTimeout(ps.txTimeout),
+			kgo.ProducerLinger(0),
+		)
+		cl, err := fence(ctx, opts, ps.logger, "fencing the replay producer", p)
+		if err != nil {
+			ps.logger.Error("replay producer not fenced; no replay runs for the partition here", "partition", p, "err", err)
+			continue
+		}
+		ps.mu.Lock()
+		old := ps.owned[p]
+		ps.owned[p] = &producer{cl: cl, opts: opts, log: ps.logger}
+		ps.mu.Unlock()
+		if old != nil {
+			old.close()
+		}
+	}
+}
+
+// Revoked closes the partitions' producers; a replay transaction in flight
+// on one fails.
+func (ps *Producers) Revoked(parts []int32) {
+	ps.mu.Lock()
+	var gone []*producer
+	for _, p := range parts {
+		if pr := ps.owned[p]; pr != nil {
+			gone = append(gone, pr)
+			delete(ps.owned, p)
+		}
+	}
+	ps.mu.Unlock()
+	for _, pr := range gone {
+		// Not under pr.mu: a transaction in flight would hold it; closing
+		// the client makes it fail instead.
+		pr.cl.Close()
+	}
+}
+
+// of is the producer of partition p, if this instance owns it.
+func (ps *Producers) of(p int32) (*producer, bool) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	pr, ok := ps.owned[p]
+	return pr, ok
+}
+
+// closeAll closes every producer (shutdown).
+func (ps *Producers) closeAll() {
+	ps.mu.Lock()
+	all := ps.owned
+	ps.owned = map[int32]*producer{}
+	ps.mu.Unlock()
+	for _, pr := range all {
+		pr.close()
+	}
+}
+
+func (pr *producer) close() {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	pr.cl.Close()
+}
+
+// chainPartition is the blocks-topic partition of a chain: ingest keys
+// block records by the decimal chain id with the default partitioner.
+func chainPartition(topic string, chain uint64, n int) int32 {
+	return int32(kgo.StickyKeyPartitioner(nil).ForTopic(topic).Partition(
+		&kgo.Record{Topic: topic, Key: []byte(strconv.FormatUint(chain, 10))}, n))
+}
+
+// errNotOwner: the instance no longer owns the chain's partition.
+var errNotOwner = fmt.Errorf("replay: the chain's blocks partition moved to another instance")
