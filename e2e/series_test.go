@@ -75,6 +75,9 @@ func TestAlertSeriesExistFromStartup(t *testing.T) {
 				continue
 			}
 			checked++
+			if absentUntilUsed[sel.name] != "" {
+				continue
+			}
 			if !sel.matchesAny(series[sel.name]) {
 				missing[sel.text] = true
 			}
@@ -89,6 +92,16 @@ func TestAlertSeriesExistFromStartup(t *testing.T) {
 	if len(list) > 0 {
 		t.Errorf("%d selectors match no series right after start-up:\n  %s", len(list), strings.Join(list, "\n  "))
 	}
+}
+
+// absentUntilUsed are gauges that have no series until what they describe
+// exists, and why; a gauge is read as it is, not through rate(), so its
+// first value is not lost.
+var absentUntilUsed = map[string]string{
+	"moraine_processor_usage_top_account_requests":      "one series per top account: none before an account's first request",
+	"moraine_processor_usage_top_account_compute_units": "one series per top account: none before an account's first request",
+	"moraine_processor_usage_top_account_errors":        "one series per top account: none before an account's first request",
+	"moraine_query_health_check_up":                     "the result of a check of GET /v1/health-check: none before the first check",
 }
 
 type dashPanel struct {

@@ -227,6 +227,7 @@ func (a *App) build() error {
 	// Requests are recorded around access control, so refused ones are too.
 	var middleware []gin.HandlerFunc
 	if a.cfg.Usage.Enabled {
+		a.usage.Expect(a.routes)
 		middleware = append(middleware, a.usage.Middleware())
 	}
 	middleware = append(middleware, a.access.Middleware()...)

@@ -161,6 +161,18 @@ func New(cfg Config, d Deps) (*Recorder, error) {
 	return r, nil
 }
 
+// Expect creates the compute-unit series of every /v1 route of the table,
+// and of unmatched requests, at zero: a counter that appears only on its
+// first increment is invisible to rate() at that increment.
+func (r *Recorder) Expect(routes []server.Route) {
+	r.units.WithLabelValues("unmatched")
+	for _, rt := range routes {
+		if strings.HasPrefix(rt.Path, "/v1/") {
+			r.units.WithLabelValues(rt.Template())
+		}
+	}
+}
+
 // Ping reports whether a Kafka broker answers (the health check's).
 func (r *Recorder) Ping(ctx context.Context) error {
 	if err := r.cl.Ping(ctx); err != nil {
