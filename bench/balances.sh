@@ -94,10 +94,11 @@ for i in "${!routes[@]}"; do
         --path "${routes[$i]}" | tee -a "$TMP/load.txt"
 done
 
-# The curve: one token's balance at random past blocks, for holders of more and more transfers. Rows read
-# per request: ClickHouse's SelectedRows over the run (every query of the request: the balance rows,
-# the canonical blocks of unsummed deltas, the progress) divided by the requests.
-selected() { chq "SELECT value FROM system.events WHERE event = 'SelectedRows'"; }
+# The curve: one token's balance at random past blocks, for holders of more and more transfers. Granules read
+# per request: ClickHouse's SelectedMarks over the run (every query of the request: the balance rows, the
+# canonical blocks of unsummed deltas, the progress) divided by the requests; SelectedRows, which ClickHouse
+# 18.16 does not count, would be at most 256 times that (index_granularity of balances).
+selected() { chq "SELECT sum(value) FROM system.events WHERE event = 'SelectedMarks'"; }
 curve=()
 curve_names=("pool account: $(chq "SELECT count() FROM $DB.balances WHERE substring(bal_key, 9, 1) = unhex('00') AND substring(bal_key, 18, 20) = unhex('$(sha20 addr:3)')") transfers"
     "curve:1000" "curve:10000" "curve:100000" "curve:1000000" "router 2 (about 0.8M)" "router 1 (about 2M)" "router 0 (about 4M)")
@@ -115,7 +116,7 @@ for i in "${!curve_addrs[@]}"; do
         --path "$base/$a/balances:listErc20?blockNumber=$past$filter" | grep '^all' | tr -s ' ')
     after=$(selected)
     reqs=$(echo "$line" | awk '{ for (i = 1; i < NF; i++) if ($i ~ /^n=/) { sub("n=", "", $i); print $i } }')
-    curve+=("$(printf '%-26s %10s delta rows  %s  rows read/request %s' "${curve_names[$i]%%:*}" "$(commas "$n")" "$line" \
+    curve+=("$(printf '%-26s %10s delta rows  %s  granules read/request %s' "${curve_names[$i]%%:*}" "$(commas "$n")" "$line" \
         "$(( (after - before) / (${reqs:-1} > 0 ? ${reqs:-1} : 1) ))")")
     echo "${curve[-1]}"
 done
@@ -136,8 +137,8 @@ done
     echo '```'
     echo
     echo "A balance at a random past block against the holder's number of transfers ($CURVE_RATE req/s for $CURVE_DURATION each,"
-    echo "listErc20Balances with \`contractAddresses\` of the holder's busiest token; rows read: ClickHouse's SelectedRows over"
-    echo "the run divided by the requests):"
+    echo "listErc20Balances with \`contractAddresses\` of the holder's busiest token; granules read: ClickHouse's SelectedMarks"
+    echo "over the run divided by the requests, each granule at most 256 rows):"
     echo
     echo '```'
     printf '%s\n' "${curve[@]}"

@@ -96,10 +96,10 @@ def bench_summary(path):
         ("listErc721Balances of a holder of 10,000 NFTs", r"^/v1/chains/\d+/addresses/0x[0-9a-f]+/balances:listErc721\?pageSize=100\s.*$"),
     ]:
         rows.append((f"{goal}: p99 <= 50 ms at 200 req/s (the balances of {bdata})", q(re.search(pat, t, re.M))))
-    curve = re.findall(r"^(router 0|curve:1000000|curve:1000|pool account)\s+([\d,]+) delta rows.*?p99=(\S+).*?rows read/request (\d+)", t, re.M)
+    curve = re.findall(r"^(?:pool account|curve|router \d.*?)\s+([\d,]+) delta rows.*?p99=(\S+).*?granules read/request (\d+)", t, re.M)
     if curve:
-        rows.append(("a balance at an old block does not cost more as the holder's transfers grow (p99, rows read)",
-                     "; ".join(f"{n} transfers: p99 {p}, {r} rows" for _, n, p, r in curve)))
+        rows.append(("a balance at an old block does not cost more as the holder's transfers grow (p99, granules read)",
+                     "; ".join(f"{n} transfers: p99 {p}, {r} granules" for n, p, r in curve)))
     # The API as a product (bench/usage.sh).
     for route, goal in [("/v1/chains/99999/blocks:", "`GET /blocks`"), ("/v1/chains/99999/blocks/{rand", "`GET /blocks/{number}`")]:
         m = re.search(rf"^{re.escape(route)}.*?logging on p50 \S+ p99 (\S+); off p50 \S+ p99 (\S+); p99 (\S+) with logging; "

@@ -30,7 +30,10 @@ type DB interface {
 
 // Conn is a DB over one connection: every statement bounded by Timeout
 // (client deadline and max_execution_time) and run on one thread, as every
-// read here is a few granules.
+// read here is a few granules, through ClickHouse's uncompressed cache, so
+// that a holder's hot granules are not decompressed for every page (the
+// larger part of ClickHouse's CPU per list page; bench/history.md); reads
+// over merge_tree_max_rows_to_use_cache rows, the roller's, bypass it.
 type Conn struct {
 	Conn    driver.Conn
 	Timeout time.Duration
@@ -38,7 +41,7 @@ type Conn struct {
 
 // Query implements DB.
 func (c Conn) Query(ctx context.Context, name string, settings clickhouse.Settings, query string, args ...any) (driver.Rows, func(), error) {
-	all := clickhouse.Settings{"max_threads": 1}
+	all := clickhouse.Settings{"max_threads": 1, "use_uncompressed_cache": 1}
 	for k, v := range settings {
 		all[k] = v
 	}

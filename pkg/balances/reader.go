@@ -221,47 +221,70 @@ var ErrBehind = errors.New("balances: not summed yet")
 // more takes several reads.
 const rangeSlots = 8
 
-// qHolderRows reads the rows of up to rangeSlots key ranges (unused slots
-// get an empty range), optionally of some kinds (? = 1 and the set of kind
-// numbers) and tokens (? = 1 and the set of hex addresses, upper case as
-// hex() writes them). LIMIT 1 BY drops copies of a row that merges have not
-// collapsed yet: a redelivered block writes the same keys again.
-var qHolderRows = `SELECT bal_key, amount
-FROM balances
-WHERE (` + strings.Repeat(`(bal_key >= unhex(?) AND bal_key <= unhex(?)) OR `, rangeSlots-1) + `(bal_key >= unhex(?) AND bal_key <= unhex(?)))
-	AND (? = 0 OR reinterpretAsUInt8(substring(bal_key, ` + fmt.Sprint(schema.BalanceKindAt+1) + `, 1)) IN ?)
-	AND (? = 0 OR hex(substring(bal_key, ` + fmt.Sprint(schema.BalancePairAt+1) + `, 20)) IN ?)
-LIMIT 1 BY bal_key`
+// holderRowsQuery reads the rows of n key ranges (1 to rangeSlots: two
+// hex keys each), of q's kinds (the set of kind numbers) and tokens (the
+// set of hex addresses, upper case as hex() writes them) when q names
+// some (filterArgs). A filter q does not use is left out of the text, not
+// switched off by a parameter, and no range slot is left empty: ClickHouse
+// 18.16 evaluates every condition on every row read, and the hex() of
+// every key and the empty ranges cost a list page more than reading its
+// rows (bench/history.md, "Balance reads"). LIMIT 1 BY drops copies of a row that
+// merges have not collapsed yet: a redelivered block writes the same keys
+// again.
+func holderRowsQuery(n int, q Query) string {
+	var b strings.Builder
+	b.WriteString("SELECT bal_key, amount\nFROM balances\nWHERE (")
+	for i := range n {
+		if i > 0 {
+			b.WriteString(" OR ")
+		}
+		b.WriteString("(bal_key >= unhex(?) AND bal_key <= unhex(?))")
+	}
+	b.WriteString(")")
+	b.WriteString(q.filterText("bal_key", schema.BalanceKindAt+1, schema.BalancePairAt+1))
+	b.WriteString("\nLIMIT 1 BY bal_key")
+	return b.String()
+}
 
-// qPairs reads the next pairs of a holder's directory after a key (up to
-// ?), of some kinds and tokens as qHolderRows.
-var qPairs = `SELECT pair_key
-FROM balance_pairs
-WHERE pair_key > unhex(?) AND pair_key <= unhex(?)
-	AND (? = 0 OR reinterpretAsUInt8(substring(pair_key, ` + fmt.Sprint(schema.PairKeyLen) + `, 1)) IN ?)
-	AND (? = 0 OR hex(substring(pair_key, ` + fmt.Sprint(schema.PairKeyHolderLen+1) + `, 20)) IN ?)
-ORDER BY pair_key
-LIMIT 1 BY pair_key
-LIMIT ?`
+// pairsQuery reads the next pairs of a holder's directory after a key (up
+// to ?), filtered as holderRowsQuery.
+func pairsQuery(q Query) string {
+	return "SELECT pair_key\nFROM balance_pairs\nWHERE pair_key > unhex(?) AND pair_key <= unhex(?)" +
+		q.filterText("pair_key", schema.PairKeyLen, schema.PairKeyHolderLen+1) +
+		"\nORDER BY pair_key\nLIMIT 1 BY pair_key\nLIMIT ?"
+}
 
-// filters are a query's kind and token sets as qHolderRows and qPairs
-// take them.
-func (q Query) filters() []any {
-	kinds, useKinds := []any{uint8(0)}, 0
+// filterText is the conditions on q's kinds and tokens, for a key column
+// with the kind byte and the token at these (1-based) positions.
+func (q Query) filterText(col string, kindAt, tokenAt int) string {
+	var s string
 	if len(q.Kinds) > 0 {
-		kinds, useKinds = make([]any, len(q.Kinds)), 1
+		s += fmt.Sprintf("\n\tAND reinterpretAsUInt8(substring(%s, %d, 1)) IN ?", col, kindAt)
+	}
+	if len(q.Tokens) > 0 {
+		s += fmt.Sprintf("\n\tAND hex(substring(%s, %d, 20)) IN ?", col, tokenAt)
+	}
+	return s
+}
+
+// filterArgs are the sets filterText's conditions take.
+func (q Query) filterArgs() []any {
+	var args []any
+	if len(q.Kinds) > 0 {
+		kinds := make([]any, len(q.Kinds))
 		for i, k := range q.Kinds {
 			kinds[i] = k
 		}
+		args = append(args, clickhouse.GroupSet{Value: kinds})
 	}
-	tokens, useTokens := []any{""}, 0
 	if len(q.Tokens) > 0 {
-		tokens, useTokens = make([]any, len(q.Tokens)), 1
+		tokens := make([]any, len(q.Tokens))
 		for i, t := range q.Tokens {
 			tokens[i] = strings.ToUpper(hex.EncodeToString(t[:]))
 		}
+		args = append(args, clickhouse.GroupSet{Value: tokens})
 	}
-	return []any{useKinds, clickhouse.GroupSet{Value: kinds}, useTokens, clickhouse.GroupSet{Value: tokens}}
+	return args
 }
 
 // row is one bal_key and amount read.
@@ -276,17 +299,13 @@ func (r *Reader) rows(ctx context.Context, q Query, ranges []keyRange) ([]row, e
 	var out []row
 	for len(ranges) > 0 {
 		n := min(len(ranges), rangeSlots)
-		args := make([]any, 0, 2*rangeSlots+4)
-		for i := range rangeSlots {
-			if i < n {
-				args = append(args, hex.EncodeToString(ranges[i].from[:]), hex.EncodeToString(ranges[i].to[:]))
-			} else {
-				args = append(args, "ff", "00") // empty
-			}
+		args := make([]any, 0, 2*n+2)
+		for _, rg := range ranges[:n] {
+			args = append(args, hex.EncodeToString(rg.from[:]), hex.EncodeToString(rg.to[:]))
 		}
-		args = append(args, q.filters()...)
+		args = append(args, q.filterArgs()...)
 		ranges = ranges[n:]
-		rows, done, err := r.db.Query(ctx, name, nil, qHolderRows, args...)
+		rows, done, err := r.db.Query(ctx, name, nil, holderRowsQuery(n, q), args...)
 		if err != nil {
 			return nil, err
 		}
@@ -321,9 +340,9 @@ func (r *Reader) pairs(ctx context.Context, q Query, after *schema.PairBytes, n 
 		from = schema.NewPairKey(q.ChainID, q.Holder, *after)
 	}
 	to := schema.NewPairKey(q.ChainID, q.Holder, schema.MaxPair)
-	args := append([]any{hex.EncodeToString(from[:]), hex.EncodeToString(to[:])}, q.filters()...)
+	args := append([]any{hex.EncodeToString(from[:]), hex.EncodeToString(to[:])}, q.filterArgs()...)
 	args = append(args, n)
-	rows, release, err := r.db.Query(ctx, name, nil, qPairs, args...)
+	rows, release, err := r.db.Query(ctx, name, nil, pairsQuery(q), args...)
 	if err != nil {
 		return nil, false, err
 	}
