@@ -228,9 +228,9 @@ const rangeSlots = 8
 // switched off by a parameter, and no range slot is left empty: ClickHouse
 // 18.16 evaluates every condition on every row read, and the hex() of
 // every key and the empty ranges cost a list page more than reading its
-// rows (bench/history.md, "Balance reads"). LIMIT 1 BY drops copies of a row that
-// merges have not collapsed yet: a redelivered block writes the same keys
-// again.
+// rows (bench/history.md, "Balance reads"). LIMIT 1 BY drops copies of a
+// row that merges have not collapsed yet: a redelivered block writes the
+// same keys again.
 func holderRowsQuery(n int, q Query) string {
 	var b strings.Builder
 	b.WriteString("SELECT bal_key, amount\nFROM balances\nWHERE (")
