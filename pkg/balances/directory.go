@@ -3,13 +3,8 @@ package balances
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"slices"
-	"sync"
 
-	"golang.org/x/sync/singleflight"
-
-	"github.com/moraine-data/moraine/pkg/evm"
 	schema "github.com/moraine-data/moraine/schemas/clickhouse"
 )
 
@@ -29,100 +24,28 @@ type Head struct {
 // reads it again. More pairs than a read needs are harmless (they sum to
 // nothing), so the directory serves reads at any block up to its head.
 //
-// Entries are kept in two generations of at most budget/2 pairs each, as
-// Native keeps its answers; a holder with more than perHolder pairs is not
-// remembered, and remembered as such so its pages keep reading windows of
-// the directory instead.
+// A holder with more than perHolder pairs is not remembered, and
+// remembered as such so its pages keep reading windows of the directory
+// instead.
 type directory struct {
 	perHolder int
-	budget    int
-
-	mu                 sync.Mutex
-	cur, old           map[dirKey]*dirEntry
-	curPairs           int
-	big                map[dirKey]bool
-	loads              singleflight.Group
-	hits, reads, wides int // for tests
-}
-
-type dirKey struct {
-	chainID uint64
-	holder  evm.Address
-}
-
-type dirEntry struct {
-	head  Head
-	pairs []schema.PairBytes
+	*memo[Head, []schema.PairBytes]
 }
 
 // newDirectory remembers up to budget pairs in all, and the directories of
 // holders of up to perHolder pairs.
 func newDirectory(budget, perHolder int) *directory {
-	return &directory{perHolder: perHolder, budget: max(budget, 2), cur: map[dirKey]*dirEntry{}, big: map[dirKey]bool{}}
+	return &directory{perHolder: perHolder, memo: newMemo[Head, []schema.PairBytes](budget)}
 }
 
-// get returns the holder's directory under head, reading it through read
-// (one read at a time per holder, the others waiting for it) unless it is
-// remembered; ok is false for a holder of more than perHolder pairs.
-func (d *directory) get(ctx context.Context, k dirKey, head Head, read func(ctx context.Context, n int) ([]schema.PairBytes, bool, error)) (pairs []schema.PairBytes, ok bool, err error) {
-	d.mu.Lock()
-	if d.big[k] {
-		d.wides++
-		d.mu.Unlock()
-		return nil, false, nil
-	}
-	e, found := d.cur[k]
-	if !found {
-		if e, found = d.old[k]; found && e.head == head {
-			d.putLocked(k, e)
-		}
-	}
-	if found && e.head == head {
-		d.hits++
-		d.mu.Unlock()
-		return e.pairs, true, nil
-	}
-	d.mu.Unlock()
-	v, err, _ := d.loads.Do(fmt.Sprintf("%d/%x/%d/%x", k.chainID, k.holder[:], head.Number, head.Hash[:]), func() (any, error) {
-		d.mu.Lock()
-		e, found := d.cur[k] // read by a flight that ended since
-		d.mu.Unlock()
-		if found && e.head == head {
-			return e, nil
-		}
+// get returns the holder's directory under head, reading up to n pairs
+// through read unless it is remembered; ok is false for a holder of more
+// than perHolder pairs.
+func (d *directory) get(ctx context.Context, k dirKey, head Head, read func(ctx context.Context, n int) ([]schema.PairBytes, bool, error)) ([]schema.PairBytes, bool, error) {
+	return d.memo.get(ctx, k, head, func(ctx context.Context) ([]schema.PairBytes, int, bool, error) {
 		ps, done, err := read(ctx, d.perHolder+1)
-		if err != nil {
-			return nil, err
-		}
-		d.mu.Lock()
-		defer d.mu.Unlock()
-		d.reads++
-		if !done {
-			d.big[k] = true
-			return (*dirEntry)(nil), nil
-		}
-		e = &dirEntry{head: head, pairs: ps}
-		d.putLocked(k, e)
-		return e, nil
+		return ps, len(ps), done, err
 	})
-	if err != nil {
-		return nil, false, err
-	}
-	if e := v.(*dirEntry); e != nil {
-		return e.pairs, true, nil
-	}
-	return nil, false, nil
-}
-
-func (d *directory) putLocked(k dirKey, e *dirEntry) {
-	if old, ok := d.cur[k]; ok {
-		d.curPairs -= len(old.pairs)
-	}
-	if d.curPairs+len(e.pairs) > d.budget/2 {
-		d.old, d.cur, d.curPairs = d.cur, map[dirKey]*dirEntry{}, 0
-	}
-	d.cur[k] = e
-	d.curPairs += len(e.pairs)
 }
 
 // pairSource hands out the pairs of a page's windows: n at a time, from

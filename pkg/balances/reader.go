@@ -39,7 +39,7 @@ type Query struct {
 	Limit int
 	// Head, when set, is the chain's indexed head as the caller saw it
 	// before the read: the holder's directory may then be remembered for
-	// the next pages read under the same head (RememberDirectories).
+	// the next pages read under the same head (Remember).
 	Head *Head
 }
 
@@ -86,7 +86,10 @@ type Reader struct {
 	progress map[uint64]cachedProgress
 	now      func() time.Time
 
-	dirs *directory // nil: none remembered
+	// What r remembers (Remember); nil: nothing.
+	dirs      *directory
+	states    *memo[summedAt, []summedPair]
+	perHolder int
 }
 
 type cachedProgress struct {
@@ -105,13 +108,16 @@ func NewReader(db DB, canonical Canonical, opener *Opener) *Reader {
 	return &Reader{db: db, canonical: canonical, opener: opener, progress: map[uint64]cachedProgress{}, now: time.Now}
 }
 
-// RememberDirectories makes r remember the directories of holders of up to
-// perHolder pairs, budget pairs in all (73 bytes each), for the reads that
-// name the head they are made under (Query.Head). Call it before the
-// first read.
-func (r *Reader) RememberDirectories(budget, perHolder int) {
+// Remember makes r remember, for the reads that name the head they are
+// made under (Query.Head), the directories of holders of up to perHolder
+// pairs and their summed states (summed.go), budget pairs of each in all
+// (a directory's pair takes 73 bytes, a state's about 120). Call it before
+// the first read.
+func (r *Reader) Remember(budget, perHolder int) {
 	if budget > 0 && perHolder > 0 {
 		r.dirs = newDirectory(budget, perHolder)
+		r.states = newMemo[summedAt, []summedPair](budget)
+		r.perHolder = perHolder
 	}
 }
 
@@ -172,22 +178,40 @@ func plan(b uint64, p Progress) (levels, error) {
 }
 
 // ranges are the key ranges of holder's rows of pairs [lo, hi] at the
-// levels l.
-func (l levels) ranges(chainID uint64, holder [20]byte, lo, hi schema.PairBytes) []keyRange {
+// levels l: the opening rows when the chain has openings, the summed ones
+// and the deltas.
+func (l levels) ranges(chainID uint64, holder [20]byte, lo, hi schema.PairBytes, openings bool) []keyRange {
 	var out []keyRange
-	add := func(level uint8, parent uint64) {
-		from, to := schema.BalanceHolderRange(chainID, level, parent, holder, lo, hi)
+	if openings {
+		from, to := schema.BalanceHolderRange(chainID, schema.BalanceLevelOpening, 0, holder, lo, hi)
 		out = append(out, keyRange{from, to})
 	}
-	add(schema.BalanceLevelOpening, 0)
+	out = append(out, l.summedRanges(chainID, holder, lo, hi)...)
+	return append(out, l.deltaRanges(chainID, holder, lo, hi)...)
+}
+
+// summedRanges are the key ranges of holder's level-2 and level-1 rows of
+// pairs [lo, hi] at the levels l.
+func (l levels) summedRanges(chainID uint64, holder [20]byte, lo, hi schema.PairBytes) []keyRange {
+	var out []keyRange
 	if l.epochs > 0 {
-		add(schema.BalanceLevelEpoch, 0)
+		from, to := schema.BalanceHolderRange(chainID, schema.BalanceLevelEpoch, 0, holder, lo, hi)
+		out = append(out, keyRange{from, to})
 	}
 	for e := l.l1Parents[0]; e <= l.l1Parents[1] && l.l1Parents[0] <= l.l1Parents[1]; e++ {
-		add(schema.BalanceLevelBucket, e)
+		from, to := schema.BalanceHolderRange(chainID, schema.BalanceLevelBucket, e, holder, lo, hi)
+		out = append(out, keyRange{from, to})
 	}
+	return out
+}
+
+// deltaRanges are the key ranges of holder's level-0 rows of pairs [lo, hi]
+// at the levels l.
+func (l levels) deltaRanges(chainID uint64, holder [20]byte, lo, hi schema.PairBytes) []keyRange {
+	var out []keyRange
 	for j := l.l0Parents[0]; j <= l.l0Parents[1]; j++ {
-		add(schema.BalanceLevelDelta, j)
+		from, to := schema.BalanceHolderRange(chainID, schema.BalanceLevelDelta, j, holder, lo, hi)
+		out = append(out, keyRange{from, to})
 	}
 	return out
 }
@@ -293,8 +317,9 @@ type row struct {
 	amount string
 }
 
-// rows reads every row of the ranges, filtered as q says.
-func (r *Reader) rows(ctx context.Context, q Query, ranges []keyRange) ([]row, error) {
+// rows reads every row of the ranges, filtered as q says, with the
+// settings (nil: none).
+func (r *Reader) rows(ctx context.Context, settings clickhouse.Settings, q Query, ranges []keyRange) ([]row, error) {
 	const name = "balance_rows"
 	var out []row
 	for len(ranges) > 0 {
@@ -305,7 +330,7 @@ func (r *Reader) rows(ctx context.Context, q Query, ranges []keyRange) ([]row, e
 		}
 		args = append(args, q.filterArgs()...)
 		ranges = ranges[n:]
-		rows, done, err := r.db.Query(ctx, name, nil, holderRowsQuery(n, q), args...)
+		rows, done, err := r.db.Query(ctx, name, settings, holderRowsQuery(n, q), args...)
 		if err != nil {
 			return nil, err
 		}
@@ -396,14 +421,29 @@ func (r *Reader) At(ctx context.Context, q Query) (Result, error) {
 		res.Holdings, res.More = Page(hs, q.After, q.Limit)
 		return res, nil
 	}
+	// A page past the summed buckets: the holder's summed state and the
+	// deltas since.
+	if r.states != nil && q.Head != nil && p.Complete() && l.buckets == p.Buckets {
+		if res, ok, err := r.pageFromSummed(ctx, q, p, l); err != nil || ok {
+			return res, err
+		}
+	}
 	// A page: the directory's pairs after the cursor, a window at a time,
-	// until the page is full or the pairs end.
+	// until the page is full or the pairs end. At a block below the summed
+	// buckets the directory also lists the pairs the holder first had
+	// after it, which have no rows there: the first window is then as
+	// large as a second one, which costs ClickHouse about as much as a
+	// smaller one (a window reads about a granule per key range and part).
 	src, err := r.pairSource(ctx, q)
 	if err != nil {
 		return Result{}, err
 	}
 	listed := 0
-	for n := q.Limit + 1 + pageSlack; ; n *= pageGrowth {
+	first := q.Limit + 1 + pageSlack
+	if l.buckets < p.Buckets {
+		first *= pageGrowth
+	}
+	for n := first; ; n *= pageGrowth {
 		ps, last, err := src.next(ctx, n)
 		if err != nil {
 			return Result{}, err
@@ -435,10 +475,6 @@ func (r *Reader) At(ctx context.Context, q Query) (Result, error) {
 func (r *Reader) pairSource(ctx context.Context, q Query) (pairSource, error) {
 	if r.dirs != nil && q.Head != nil {
 		read := func(ctx context.Context, n int) ([]schema.PairBytes, bool, error) {
-			// One read serves every waiting page: not the first one's
-			// cancellation, but a deadline of its own.
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), directoryTimeout)
-			defer cancel()
 			return r.pairs(ctx, Query{ChainID: q.ChainID, Holder: q.Holder}, nil, n)
 		}
 		all, ok, err := r.dirs.get(ctx, dirKey{q.ChainID, q.Holder}, *q.Head, read)
@@ -456,9 +492,6 @@ func (r *Reader) pairSource(ctx context.Context, q Query) (pairSource, error) {
 	}
 	return s, nil
 }
-
-// directoryTimeout bounds the read of a directory to remember.
-const directoryTimeout = 10 * time.Second
 
 // Page keeps the holdings (sorted) after after, up to limit listable ones
 // (limit <= 0: all); more says whether it cut any.
@@ -506,7 +539,7 @@ func tokenSpan(tokens []evm.Address) (lo, hi schema.PairBytes) {
 // opening what needs an opening; named (a whole answer) also opens the
 // named ERC-20 tokens that have no row.
 func (r *Reader) window(ctx context.Context, q Query, p Progress, l levels, lo, hi schema.PairBytes, named bool) ([]Holding, error) {
-	rows, err := r.rows(ctx, q, l.ranges(q.ChainID, q.Holder, lo, hi))
+	rows, err := r.rows(ctx, nil, q, l.ranges(q.ChainID, q.Holder, lo, hi, !p.Complete()))
 	if err != nil {
 		return nil, err
 	}
@@ -532,15 +565,8 @@ func (r *Reader) window(ctx context.Context, q Query, p Progress, l levels, lo, 
 		if !l.counts(k) {
 			continue
 		}
-		v, ok := new(big.Int).SetString(rows[i].amount, 10)
-		if !ok {
-			return nil, fmt.Errorf("balances: amount %q of row %x is not a decimal", rows[i].amount, k[:])
-		}
-		pair := k.PairBytes()
-		if s, ok := sums[pair]; ok {
-			s.Add(s, v)
-		} else {
-			sums[pair] = v
+		if err := addAmount(sums, k, rows[i].amount); err != nil {
+			return nil, err
 		}
 	}
 	partial := map[schema.PairBytes]bool{}

@@ -251,7 +251,7 @@ func TestBalancesAtAnyBlockIntegration(t *testing.T) {
 	reader.now = func() time.Time { clock = clock.Add(progressTTL); return clock } // progress read each time
 	remembering := NewReader(db, BlockTable{DB: db}, nil)
 	remembering.now = reader.now
-	remembering.RememberDirectories(1000, 100)
+	remembering.Remember(1000, 100)
 	// Points to read at: every holder, at the bucket boundaries, the
 	// reorged blocks, and random blocks.
 	at := []uint64{0, 1, 1023, 1024, 1025, 2047, 1<<20 - 1, 1 << 20, 1<<20 + 1, 2 << 20, head, head + 5}
@@ -276,7 +276,13 @@ func TestBalancesAtAnyBlockIntegration(t *testing.T) {
 		// listable holdings of the whole answer, for some holders and
 		// blocks: with the directory read a window at a time, and
 		// remembered (of every kind, or of one).
-		for _, b := range at[:min(len(at), 6)] {
+		pageAt := at[:min(len(at), 6)]
+		for _, b := range at[min(len(at), 6):] {
+			if b+3000 >= head { // past the summed buckets: from the holders' summed states
+				pageAt = append(pageAt, b)
+			}
+		}
+		for _, b := range pageAt {
 			for _, h := range s.holders {
 				for _, v := range []struct {
 					r     *Reader
@@ -377,6 +383,13 @@ func TestBalancesAtAnyBlockIntegration(t *testing.T) {
 		t.Fatalf("progress at the head: %+v, %v", p, err)
 	}
 	check("summed", at)
+	// Some holders' states are read and taken; one of more rows than the
+	// budget of 8 per remembered pair (800) reads windows instead.
+	st := remembering.states
+	if st.reads == 0 || st.hits == 0 {
+		t.Fatalf("summed states: %d read, %d taken: the pages at the head did not read from them", st.reads, st.hits)
+	}
+	t.Logf("summed states: %d read, %d taken, %d reads of a holder's too large", st.reads, st.hits, st.wides)
 
 	// Everything again: the same rows, the same sums (a redelivery, a
 	// second roller after a rebalance).

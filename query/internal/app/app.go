@@ -255,7 +255,7 @@ func (a *App) buildBalances() balances.Service {
 		Native: balances.NewNative(node, cfg.NodeTimeout, cfg.NativeCacheSize, a.reg, "query"),
 		NFTs:   nfts,
 	}
-	svc.Reader.RememberDirectories(cfg.DirectoryPairs, cfg.DirectoryHolderPairs)
+	svc.Reader.Remember(cfg.DirectoryPairs, cfg.DirectoryHolderPairs)
 	a.nftMeta = nftmeta.NewReader(a.cfg.Store.QueryTimeout)
 	a.verifier = balances.NewVerifier(cfg.Verify, balances.VerifierDeps{
 		DB: db, Reader: svc.Reader, Node: node, Native: svc.Native, NativeNode: node, Logger: logger,
