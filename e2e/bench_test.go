@@ -147,7 +147,7 @@ func BenchmarkPipelineGunzilla(b *testing.B) {
 		// (active parts as written: merges make them smaller).
 		var tableBytes []string
 		for _, r := range query(b, s.conn, `SELECT table, toString(sum(bytes_on_disk)) AS bytes FROM system.parts
-			WHERE active AND database = currentDatabase() AND table IN ('balances', 'nft_transfers', 'balance_progress', 'address_lists', 'transactions_by_hash')
+			WHERE active AND database = currentDatabase() AND table IN ('balances', 'balance_pairs', 'nft_transfers', 'balance_progress', 'address_lists', 'transactions_by_hash')
 			GROUP BY table ORDER BY table`) {
 			n, _ := strconv.ParseFloat(r["bytes"], 64)
 			tableBytes = append(tableBytes, fmt.Sprintf("%s %.0f", r["table"], n/float64(txs)))
