@@ -37,6 +37,11 @@ type Route struct {
 	// a hosted operation takes or returns (openapi.Operation.Properties).
 	Properties string
 	Handler    gin.HandlerFunc
+
+	// template is Template's answer, kept by the server for the routes it
+	// serves: every request's metrics, access log and usage record name
+	// their route by it.
+	template string
 }
 
 // Weight is a route's cost in compute units (CONTRACT.md section 7.1).
@@ -83,7 +88,7 @@ const routeKey = "moraine.server.route"
 // did).
 func RouteOf(c *gin.Context) Route {
 	if v, ok := c.Get(routeKey); ok {
-		return v.(Route)
+		return *v.(*Route)
 	}
 	return Unmatched
 }
@@ -117,6 +122,9 @@ func (r Route) ginPath() (path, param, suffix string) {
 // without the escape of literal colons ("/v1/chains/:chainId/blocks",
 // "/v1/webhooks:getSharedSecret").
 func (r Route) Template() string {
+	if r.template != "" {
+		return r.template
+	}
 	path, _, suffix := r.ginPath()
 	return strings.ReplaceAll(path, `\`, "") + suffix
 }

@@ -142,7 +142,7 @@ func New(routes []Route, d Deps) (*Engine, error) {
 			m.initRoute(rt.Template(), http.MethodHead)
 		}
 	}
-	r.NoRoute(chain(func(c *gin.Context) { c.Set(routeKey, Unmatched) })...)
+	r.NoRoute(chain(func(c *gin.Context) { c.Set(routeKey, &Unmatched) })...)
 	r.GET("/api-json", func(c *gin.Context) {
 		c.Data(http.StatusOK, "application/json; charset=utf-8", doc)
 	})
@@ -205,6 +205,7 @@ func groups(routes []Route) []*group {
 	var out []*group
 	byPath := map[string]*group{}
 	for _, rt := range routes {
+		rt.template = rt.Template()
 		path, param, suffix := rt.ginPath()
 		k := rt.Method + " " + path
 		g := byPath[k]
@@ -238,16 +239,16 @@ func (g *group) resolve(c *gin.Context) {
 						c.Params[j].Value = v[:len(v)-len(s)]
 					}
 				}
-				c.Set(routeKey, g.custom[i])
+				c.Set(routeKey, &g.custom[i])
 				return
 			}
 		}
 	}
 	if g.plain != nil {
-		c.Set(routeKey, *g.plain)
+		c.Set(routeKey, g.plain)
 		return
 	}
-	c.Set(routeKey, Unmatched)
+	c.Set(routeKey, &Unmatched)
 }
 
 // invoke runs the handler of the request's route, or answers 404. A query
