@@ -39,7 +39,8 @@ type Query struct {
 	Limit int
 	// Head, when set, is the chain's indexed head as the caller saw it
 	// before the read: the holder's directory may then be remembered for
-	// the next pages read under the same head (Remember).
+	// the next pages read under the same head, and a page past the summed
+	// buckets may read from the holder's summed state (Remember).
 	Head *Head
 }
 
