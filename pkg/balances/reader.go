@@ -88,9 +88,8 @@ type Reader struct {
 	now      func() time.Time
 
 	// What r remembers (Remember); nil: nothing.
-	dirs      *directory
-	states    *memo[summedAt, []summedPair]
-	perHolder int
+	dirs   *directory
+	states *memo[summedAt, []summedPair]
 }
 
 type cachedProgress struct {
@@ -118,7 +117,6 @@ func (r *Reader) Remember(budget, perHolder int) {
 	if budget > 0 && perHolder > 0 {
 		r.dirs = newDirectory(budget, perHolder)
 		r.states = newMemo[summedAt, []summedPair](budget)
-		r.perHolder = perHolder
 	}
 }
 
@@ -184,8 +182,7 @@ func plan(b uint64, p Progress) (levels, error) {
 func (l levels) ranges(chainID uint64, holder [20]byte, lo, hi schema.PairBytes, openings bool) []keyRange {
 	var out []keyRange
 	if openings {
-		from, to := schema.BalanceHolderRange(chainID, schema.BalanceLevelOpening, 0, holder, lo, hi)
-		out = append(out, keyRange{from, to})
+		out = append(out, holderRange(chainID, schema.BalanceLevelOpening, 0, holder, lo, hi))
 	}
 	out = append(out, l.summedRanges(chainID, holder, lo, hi)...)
 	return append(out, l.deltaRanges(chainID, holder, lo, hi)...)
@@ -196,12 +193,10 @@ func (l levels) ranges(chainID uint64, holder [20]byte, lo, hi schema.PairBytes,
 func (l levels) summedRanges(chainID uint64, holder [20]byte, lo, hi schema.PairBytes) []keyRange {
 	var out []keyRange
 	if l.epochs > 0 {
-		from, to := schema.BalanceHolderRange(chainID, schema.BalanceLevelEpoch, 0, holder, lo, hi)
-		out = append(out, keyRange{from, to})
+		out = append(out, holderRange(chainID, schema.BalanceLevelEpoch, 0, holder, lo, hi))
 	}
 	for e := l.l1Parents[0]; e <= l.l1Parents[1] && l.l1Parents[0] <= l.l1Parents[1]; e++ {
-		from, to := schema.BalanceHolderRange(chainID, schema.BalanceLevelBucket, e, holder, lo, hi)
-		out = append(out, keyRange{from, to})
+		out = append(out, holderRange(chainID, schema.BalanceLevelBucket, e, holder, lo, hi))
 	}
 	return out
 }
@@ -211,10 +206,16 @@ func (l levels) summedRanges(chainID uint64, holder [20]byte, lo, hi schema.Pair
 func (l levels) deltaRanges(chainID uint64, holder [20]byte, lo, hi schema.PairBytes) []keyRange {
 	var out []keyRange
 	for j := l.l0Parents[0]; j <= l.l0Parents[1]; j++ {
-		from, to := schema.BalanceHolderRange(chainID, schema.BalanceLevelDelta, j, holder, lo, hi)
-		out = append(out, keyRange{from, to})
+		out = append(out, holderRange(chainID, schema.BalanceLevelDelta, j, holder, lo, hi))
 	}
 	return out
+}
+
+// holderRange is the key range of holder's rows of pairs [lo, hi] of one
+// level and parent.
+func holderRange(chainID uint64, level uint8, parent uint64, holder [20]byte, lo, hi schema.PairBytes) keyRange {
+	from, to := schema.BalanceHolderRange(chainID, level, parent, holder, lo, hi)
+	return keyRange{from, to}
 }
 
 // counts reports whether a row of level-1 or level-2 bucket, or level-0
@@ -544,31 +545,9 @@ func (r *Reader) window(ctx context.Context, q Query, p Progress, l levels, lo, 
 	if err != nil {
 		return nil, err
 	}
-	canon, err := r.canonicalOf(ctx, q.ChainID, rows)
+	sums, opened, err := r.sum(ctx, q.ChainID, p, l, rows)
 	if err != nil {
 		return nil, err
-	}
-	sums := map[schema.PairBytes]*big.Int{}
-	opened := map[schema.PairBytes]bool{}
-	for i := range rows {
-		k := &rows[i].key
-		switch k.Level() {
-		case schema.BalanceLevelDelta:
-			if !canon[BlockRef{k.Bucket(), k.BlockHash()}] {
-				continue // an orphaned block's delta
-			}
-		case schema.BalanceLevelOpening:
-			if p.Complete() || k.Bucket() != p.OpeningBlock() {
-				continue // opened for another start of the chain
-			}
-			opened[k.PairBytes()] = true
-		}
-		if !l.counts(k) {
-			continue
-		}
-		if err := addAmount(sums, k, rows[i].amount); err != nil {
-			return nil, err
-		}
 	}
 	partial := map[schema.PairBytes]bool{}
 	if !p.Complete() {
@@ -614,6 +593,54 @@ func (r *Reader) window(ctx context.Context, q Query, p Progress, l levels, lo, 
 	return out, nil
 }
 
+// sum adds up rows per pair: the rows that make the balances at the
+// levels l, of deltas only those of canonical blocks, of openings only
+// those read at the chain's opening block (opened names their pairs).
+func (r *Reader) sum(ctx context.Context, chainID uint64, p Progress, l levels, rows []row) (sums map[schema.PairBytes]*big.Int, opened map[schema.PairBytes]bool, err error) {
+	canon, err := r.canonicalOf(ctx, chainID, rows)
+	if err != nil {
+		return nil, nil, err
+	}
+	sums = map[schema.PairBytes]*big.Int{}
+	opened = map[schema.PairBytes]bool{}
+	for i := range rows {
+		k := &rows[i].key
+		switch k.Level() {
+		case schema.BalanceLevelDelta:
+			if !canon[BlockRef{k.Bucket(), k.BlockHash()}] {
+				continue // an orphaned block's delta
+			}
+		case schema.BalanceLevelOpening:
+			if p.Complete() || k.Bucket() != p.OpeningBlock() {
+				continue // opened for another start of the chain
+			}
+			opened[k.PairBytes()] = true
+		}
+		if !l.counts(k) {
+			continue
+		}
+		if err := addAmount(sums, k, rows[i].amount); err != nil {
+			return nil, nil, err
+		}
+	}
+	return sums, opened, nil
+}
+
+// addAmount adds the decimal amount of row k to its pair's sum.
+func addAmount(sums map[schema.PairBytes]*big.Int, k *schema.BalanceKey, amount string) error {
+	v, ok := new(big.Int).SetString(amount, 10)
+	if !ok {
+		return fmt.Errorf("balances: amount %q of row %x is not a decimal", amount, k[:])
+	}
+	pair := k.PairBytes()
+	if s, ok := sums[pair]; ok {
+		s.Add(s, v)
+	} else {
+		sums[pair] = v
+	}
+	return nil
+}
+
 // ComparePairs orders pairs by token, token id, then kind: an NFT
 // collection's ids in numeric order, as the keys sort them.
 func ComparePairs(a, b schema.BalancePair) int {
@@ -633,6 +660,9 @@ func (r *Reader) canonicalOf(ctx context.Context, chainID uint64, rows []row) (m
 				blocks = append(blocks, b)
 			}
 		}
+	}
+	if len(blocks) == 0 {
+		return map[BlockRef]bool{}, nil
 	}
 	slices.SortFunc(blocks, func(a, b BlockRef) int { return cmpU64(a.Number, b.Number) })
 	return r.canonical.AreCanonical(ctx, chainID, blocks)

@@ -3,7 +3,6 @@ package balances
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"math/big"
 	"slices"
 
@@ -41,25 +40,19 @@ const summedRowsPerPair = 8
 // summed returns q.Holder's state under l's prefix, read unless
 // remembered; ok is false when r remembers none or the holder's state is
 // too large to remember.
-func (r *Reader) summed(ctx context.Context, q Query, l levels) (st []summedPair, ok bool, err error) {
+func (r *Reader) summed(ctx context.Context, q Query, p Progress, l levels) (st []summedPair, ok bool, err error) {
 	return r.states.get(ctx, dirKey{q.ChainID, q.Holder}, summedAt{l.epochs, l.buckets}, func(ctx context.Context) ([]summedPair, int, bool, error) {
 		ranges := l.summedRanges(q.ChainID, q.Holder, schema.PairBytes{}, schema.MaxPair)
-		rows, err := r.rows(ctx, rowBudget(summedRowsPerPair*r.perHolder), Query{}, ranges)
+		rows, err := r.rows(ctx, rowBudget(summedRowsPerPair*r.dirs.perHolder), Query{}, ranges)
 		if errBudget(err) {
 			return nil, 0, false, nil
 		}
 		if err != nil {
 			return nil, 0, false, err
 		}
-		sums := map[schema.PairBytes]*big.Int{}
-		for i := range rows {
-			k := &rows[i].key
-			if !l.counts(k) {
-				continue
-			}
-			if err := addAmount(sums, k, rows[i].amount); err != nil {
-				return nil, 0, false, err
-			}
+		sums, _, err := r.sum(ctx, q.ChainID, p, l, rows)
+		if err != nil {
+			return nil, 0, false, err
 		}
 		for pair, v := range sums {
 			if v.Sign() != 0 {
@@ -67,7 +60,7 @@ func (r *Reader) summed(ctx context.Context, q Query, l levels) (st []summedPair
 			}
 		}
 		slices.SortFunc(st, func(a, b summedPair) int { return bytes.Compare(a.pair[:], b.pair[:]) })
-		return st, len(st), len(st) <= r.perHolder, nil
+		return st, len(st), len(st) <= r.dirs.perHolder, nil
 	})
 }
 
@@ -77,7 +70,7 @@ func (r *Reader) summed(ctx context.Context, q Query, l levels) (st []summedPair
 // reads windows instead. Only for chains whose balances start at their
 // first block: no opening balances to add.
 func (r *Reader) pageFromSummed(ctx context.Context, q Query, p Progress, l levels) (res Result, ok bool, err error) {
-	st, ok, err := r.summed(ctx, q, l)
+	st, ok, err := r.summed(ctx, q, p, l)
 	if err != nil || !ok {
 		return Result{}, false, err
 	}
@@ -90,19 +83,9 @@ func (r *Reader) pageFromSummed(ctx context.Context, q Query, p Progress, l leve
 	if err != nil {
 		return Result{}, false, err
 	}
-	canon, err := r.canonicalOf(ctx, q.ChainID, rows)
+	deltas, _, err := r.sum(ctx, q.ChainID, p, l, rows)
 	if err != nil {
 		return Result{}, false, err
-	}
-	deltas := map[schema.PairBytes]*big.Int{}
-	for i := range rows {
-		k := &rows[i].key
-		if !canon[BlockRef{k.Bucket(), k.BlockHash()}] || !l.counts(k) {
-			continue
-		}
-		if err := addAmount(deltas, k, rows[i].amount); err != nil {
-			return Result{}, false, err
-		}
 	}
 	moved := make([]schema.PairBytes, 0, len(deltas))
 	for pair := range deltas {
@@ -153,19 +136,4 @@ func (r *Reader) pageFromSummed(ctx context.Context, q Query, p Progress, l leve
 		}
 	}
 	return res, true, nil
-}
-
-// addAmount adds the decimal amount of row k to its pair's sum.
-func addAmount(sums map[schema.PairBytes]*big.Int, k *schema.BalanceKey, amount string) error {
-	v, ok := new(big.Int).SetString(amount, 10)
-	if !ok {
-		return fmt.Errorf("balances: amount %q of row %x is not a decimal", amount, k[:])
-	}
-	pair := k.PairBytes()
-	if s, ok := sums[pair]; ok {
-		s.Add(s, v)
-	} else {
-		sums[pair] = v
-	}
-	return nil
 }
