@@ -215,8 +215,9 @@ func EnsureDatabase(ctx context.Context, conn driver.Conn, opts Options) error {
 	if !isDDLTimeout(err) {
 		return err
 	}
-	if err := conn.QueryRow(ctx, "SELECT count() FROM system.databases WHERE name = ?", opts.Database).Scan(&n); err != nil || n == 0 {
-		return fmt.Errorf("create database %s: %w", opts.Database, err)
+	if qerr := conn.QueryRow(ctx, "SELECT count() FROM system.databases WHERE name = ?", opts.Database).Scan(&n); qerr != nil || n == 0 {
+		// The timeout says why, the lookup's error (if any) why it could not tell.
+		return fmt.Errorf("this server has not created it either: %w", errors.Join(err, qerr))
 	}
 	opts.logger().Warn("a cluster server has not created the database yet; it will when it is back", "database", opts.Database, "cluster", opts.Cluster)
 	return nil
