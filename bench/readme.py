@@ -102,7 +102,7 @@ def bench_summary(path):
                      "; ".join(f"{n} transfers: p99 {p}, {r} granules" for n, p, r in curve)))
     # The API as a product (bench/usage.sh).
     for route, goal in [("/v1/chains/99999/blocks:", "`GET /blocks`"), ("/v1/chains/99999/blocks/{rand", "`GET /blocks/{number}`")]:
-        m = re.search(rf"^{re.escape(route)}.*?logging on p50 \S+ p99 (\S+); off p50 \S+ p99 (\S+); p99 (\S+) with logging; "
+        m = re.search(rf"^{re.escape(route)}.*?logging on p50 \S+ p99 (\S+)(?: \(rounds \S+\))?; off p50 \S+ p99 (\S+)(?: \(rounds \S+\))?; p99 (\S+) with logging; "
                       r"query CPU per 1,000 requests (\d+) ms on, (\d+) ms off \((\S+)\)", t, re.M)
         rows.append((f"{goal} with request logging on vs off: p99 at most 5% worse at 500 req/s",
                      f"p99 {m.group(1)} on, {m.group(2)} off ({m.group(3)}); query CPU {m.group(6)}" if m else "not measured"))

@@ -2,8 +2,8 @@
 # The API as a product, measured (make bench calls it; alone: make bench-usage). Three parts:
 #   1. Request logging's cost: GET /v1/chains/{id}/blocks and /blocks/{n} at USAGE_RATE req/s on the 10M-block
 #      chain of make bench (database moraine_bench, seeded here when missing), with request logging on (query
-#      --usage.enabled, the processor's usage sink writing the log) and off, alternating on/off/on/off in one run;
-#      p50/p99 per route and variant, and query's CPU time per 1,000 requests (from /proc, less sensitive to the
+#      --usage.enabled, the processor's usage sink writing the log) and off, alternating in one run (on first in
+#      odd rounds, off first in even ones); p50/p99 per route and variant (the median of the rounds, and their range), and query's CPU time per 1,000 requests (from /proc, less sensitive to the
 #      shared machine than latency).
 #   2. A 60-second outage of ClickHouse under load: e2e BenchmarkUsageOutage (records lost, duplicated, catch-up).
 #   3. Usage reads over USAGE_REQUESTS (10,000,000) logged requests (database moraine_bench_usage, seeded once with
@@ -19,7 +19,7 @@ trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$TMP"' EXIT
 
 RATE=${MORAINE_BENCH_USAGE_RATE:-500}
 DURATION=${MORAINE_BENCH_USAGE_DURATION:-30s}
-ROUNDS=${MORAINE_BENCH_USAGE_ROUNDS:-2}
+ROUNDS=${MORAINE_BENCH_USAGE_ROUNDS:-4}
 BLOCKS=${MORAINE_BENCH_BLOCKS:-10000000}
 REQUESTS=${MORAINE_BENCH_USAGE_REQUESTS:-10000000}
 READ_RATE=${MORAINE_BENCH_USAGE_READ_RATE:-20}
@@ -81,7 +81,10 @@ bin/querybench load --url http://127.0.0.1:18080 --rate "$RATE" --duration 60s -
 query_down
 : >"$TMP/onoff.txt"
 for round in $(seq 1 "$ROUNDS"); do
-    for logging in true false; do
+    # On first in odd rounds, off first in even ones: a drift of the machine over the run weighs on both alike.
+    order="true false"
+    [ $((round % 2)) -eq 0 ] && order="false true"
+    for logging in $order; do
         query_up "$logging"
         for p in "${paths[@]}"; do
             q0=$(cpu_ms "$QUERY_PID"); p0=$(cpu_ms "$PROC_PID")
@@ -112,10 +115,13 @@ for path in sorted({p for p, _ in rows}):
     for logging in ("true", "false"):
         r = rows[(path, logging)]
         n = sum(int(x["n"]) for x in r) or 1
-        out[logging] = (statistics.median(ms(x["p50"]) for x in r), statistics.median(ms(x["p99"]) for x in r),
-                        1000 * sum(int(x["cpu_query_ms"]) for x in r) / n, 1000 * sum(int(x["cpu_processor_ms"]) for x in r) / n)
+        p99s = [ms(x["p99"]) for x in r]
+        out[logging] = (statistics.median(ms(x["p50"]) for x in r), statistics.median(p99s),
+                        1000 * sum(int(x["cpu_query_ms"]) for x in r) / n, 1000 * sum(int(x["cpu_processor_ms"]) for x in r) / n,
+                        min(p99s), max(p99s))
     on, off = out["true"], out["false"]
-    print(f"{path}: logging on p50 {on[0]:.2f}ms p99 {on[1]:.2f}ms; off p50 {off[0]:.2f}ms p99 {off[1]:.2f}ms; p99 {100*(on[1]/off[1]-1):+.1f}% with logging; "
+    print(f"{path}: logging on p50 {on[0]:.2f}ms p99 {on[1]:.2f}ms (rounds {on[4]:.2f}-{on[5]:.2f}); off p50 {off[0]:.2f}ms p99 {off[1]:.2f}ms (rounds {off[4]:.2f}-{off[5]:.2f}); "
+          f"p99 {100*(on[1]/off[1]-1):+.1f}% with logging; "
           f"query CPU per 1,000 requests {on[2]:.0f} ms on, {off[2]:.0f} ms off ({100*(on[2]/off[2]-1):+.1f}%), the usage sink {on[3]:.0f} ms")
 PY
 )
@@ -195,7 +201,8 @@ fi
     echo
     echo "Request logging's cost: the 10M-block chain of the query-latency runs, open-loop $RATE req/s for $DURATION per"
     echo "route, query with request logging on (records to Kafka; the processor's usage sink writing them to ClickHouse on"
-    echo "the same machine) and off, alternating on/off $ROUNDS times; the medians of the rounds, and CPU time from /proc"
+    echo "the same machine) and off, $ROUNDS rounds of each alternating (on first in odd rounds); the medians of the rounds"
+    echo "and their range, and CPU time from /proc"
     echo "($(commas "$written") requests logged by the runs):"
     echo
     echo '```'

@@ -153,13 +153,64 @@ func TestApplyRecreatesMissingTables(t *testing.T) {
 	checkSchemaWhole(ctx, t, conn)
 }
 
+// TestApplyDropsReplacedViews: views that a migration replaced (15
+// replaces migration 13's per-key rollup views) and that are there again
+// (an instance of an older version, started during a rolling upgrade,
+// creates what it misses) are dropped by Apply; a server migrated before
+// the migration gets the new ones.
+func TestApplyDropsReplacedViews(t *testing.T) {
+	_, conn := testenv.ClickHouse(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	ms, err := schema.Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The views as migration 13 left them.
+	for _, s := range ms[12].Statements {
+		switch schema.ObjectName(s) {
+		case "api_usage_key_hours_mv", "api_usage_key_days_mv":
+			if err := conn.Exec(ctx, s); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	apply := func() {
+		t.Helper()
+		applied, err := schema.Apply(ctx, conn, schema.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(applied) != 0 {
+			t.Errorf("Apply recorded %v again", applied)
+		}
+		checkSchemaWhole(ctx, t, conn)
+	}
+	apply()
+	for _, v := range []string{"api_usage_key_hours_dense_mv", "api_usage_key_days_dense_mv"} {
+		if err := conn.Exec(ctx, "DROP TABLE "+v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apply()
+}
+
 // checkSchemaWhole checks that every table and view of the migrations
-// exists once and every migration is recorded once.
+// exists once (none that a later migration drops) and every migration is
+// recorded once.
 func checkSchemaWhole(ctx context.Context, t *testing.T, conn driver.Conn) {
 	t.Helper()
 	ms, err := schema.Migrations()
 	if err != nil {
 		t.Fatal(err)
+	}
+	dropped := map[string]bool{}
+	for _, m := range ms {
+		for _, s := range m.Statements {
+			if name := schema.DroppedObject(s); name != "" {
+				dropped[name] = true
+			}
+		}
 	}
 	for _, m := range ms {
 		var n uint64
@@ -171,10 +222,16 @@ func checkSchemaWhole(ctx context.Context, t *testing.T, conn driver.Conn) {
 		}
 		for _, s := range m.Statements {
 			name := schema.ObjectName(s)
+			if name == "" {
+				name = schema.DroppedObject(s)
+			}
 			if err := conn.QueryRow(ctx, "SELECT count() FROM system.tables WHERE database = currentDatabase() AND name = ?", name).Scan(&n); err != nil {
 				t.Fatal(err)
 			}
-			if n != 1 {
+			switch {
+			case dropped[name] && n != 0:
+				t.Errorf("%s (migration %d) is there; a later migration drops it", name, m.Version)
+			case !dropped[name] && n != 1:
 				t.Errorf("%s (migration %d) missing", name, m.Version)
 			}
 		}

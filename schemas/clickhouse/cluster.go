@@ -19,6 +19,7 @@ var (
 	createTable = regexp.MustCompile(`(?is)^(CREATE\s+TABLE\s+IF\s+NOT\s+EXISTS\s+([A-Za-z_][A-Za-z0-9_]*))\s*\(`)
 	createView  = regexp.MustCompile(`(?is)^(CREATE\s+MATERIALIZED\s+VIEW\s+IF\s+NOT\s+EXISTS\s+([A-Za-z_][A-Za-z0-9_]*))\s+TO\s`)
 	alterTable  = regexp.MustCompile(`(?is)^(ALTER\s+TABLE\s+([A-Za-z_][A-Za-z0-9_]*))\s`)
+	dropTable   = regexp.MustCompile(`(?is)^(DROP\s+TABLE\s+IF\s+EXISTS\s+([A-Za-z_][A-Za-z0-9_]*))\s*$`)
 	// viewTarget is the TO table of a view, after its name.
 	viewTarget = regexp.MustCompile(`(?i)^(\s+TO\s+)([A-Za-z_][A-Za-z0-9_]*)\b`)
 	// tableRef is a table a view's SELECT reads.
@@ -40,9 +41,9 @@ var (
 // Migrations are written for a single server; the statement shapes this
 // understands are the ones migrations may use (TestMigrationsRewriteForCluster
 // keeps it so): CREATE TABLE IF NOT EXISTS t (...) ENGINE = <X>MergeTree...,
-// CREATE MATERIALIZED VIEW IF NOT EXISTS v TO t AS SELECT ..., and
-// ALTER TABLE t .... Anything else is an error rather than a statement that
-// silently reaches one server only.
+// CREATE MATERIALIZED VIEW IF NOT EXISTS v TO t AS SELECT ..., ALTER TABLE
+// t ... and DROP TABLE IF EXISTS t. Anything else is an error rather than a
+// statement that silently reaches one server only.
 //
 // Every table name is qualified with the database: each server runs the
 // statement from the DDL queue in its default database, not the one the
@@ -78,7 +79,10 @@ func OnCluster(stmt, cluster, database string) (string, error) {
 	if m := alterTable.FindStringSubmatchIndex(stmt); m != nil {
 		return qualified(m) + onCluster + stmt[m[3]:], nil
 	}
-	return "", fmt.Errorf("statement cannot run on a cluster (want CREATE TABLE/MATERIALIZED VIEW IF NOT EXISTS or ALTER TABLE): %.60s", stmt)
+	if m := dropTable.FindStringSubmatchIndex(stmt); m != nil {
+		return qualified(m) + onCluster, nil
+	}
+	return "", fmt.Errorf("statement cannot run on a cluster (want CREATE TABLE/MATERIALIZED VIEW IF NOT EXISTS, ALTER TABLE or DROP TABLE IF EXISTS): %.60s", stmt)
 }
 
 // ObjectName is the table or view a migration statement creates or

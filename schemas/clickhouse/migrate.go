@@ -3,7 +3,7 @@
 //
 // Each migration file is NNNNNN_name.up.sql and may hold several statements
 // separated by ";" at the end of a line. Statements must be idempotent
-// (CREATE ... IF NOT EXISTS) and must run on ClickHouse 18.16 and current
+// (CREATE ... IF NOT EXISTS, DROP TABLE IF EXISTS) and must run on ClickHouse 18.16 and current
 // releases alike: no Map, JSON, Bool, DateTime64, UInt256, skipping indices.
 // Several services may migrate at once; idempotent statements make that safe.
 //
@@ -109,9 +109,11 @@ type Options struct {
 // and returns the versions it ran. conn must already use moraine's
 // database.
 //
-// A migration runs when schema_migrations does not record it, or when a
+// A migration runs when schema_migrations does not record it, when a
 // table or view it creates is missing on this server (a replica added to
-// the cluster after the migration ran). When nothing is pending it sends no
+// the cluster after the migration ran), or when one it drops is there. An
+// object that a later migration drops is neither missing nor created
+// again. When nothing is pending it sends no
 // DDL at all: on a cluster, ON CLUSTER statements wait for every server,
 // and a service must start while a replica is down.
 //
@@ -137,11 +139,18 @@ func Apply(ctx context.Context, conn driver.Conn, opts Options) ([]uint32, error
 			return nil, err
 		}
 	}
+	droppedBy := droppedObjects(ms)
+	// gone reports whether a later migration than v drops name: such an
+	// object is not missing where it is absent, and not created again.
+	gone := func(name string, v uint32) bool { return droppedBy[name] > v }
 	var applied []uint32
 	for _, m := range ms {
 		pending := !done[m.Version]
 		for _, s := range m.Statements {
-			if name := ObjectName(s); name != "" && !existing[name] {
+			if name := ObjectName(s); name != "" && !existing[name] && !gone(name, m.Version) {
+				pending = true
+			}
+			if name := DroppedObject(s); name != "" && existing[name] {
 				pending = true
 			}
 			if table, column, ok := AddedColumn(s); ok {
@@ -156,11 +165,17 @@ func Apply(ctx context.Context, conn driver.Conn, opts Options) ([]uint32, error
 			continue
 		}
 		for i, s := range m.Statements {
+			if name := ObjectName(s); name != "" && gone(name, m.Version) && !existing[name] {
+				continue
+			}
 			if err := execAddColumn(ctx, conn, opts, s); err != nil {
 				return applied, fmt.Errorf("migration %d_%s statement %d: %w", m.Version, m.Name, i+1, err)
 			}
 			if name := ObjectName(s); name != "" {
 				existing[name] = true
+			}
+			if name := DroppedObject(s); name != "" {
+				delete(existing, name)
 			}
 		}
 		if done[m.Version] {
@@ -223,6 +238,31 @@ func EnsureDatabase(ctx context.Context, conn driver.Conn, opts Options) error {
 	return nil
 }
 
+// DroppedObject is the table or view a DROP TABLE IF EXISTS statement
+// drops ("" for other statements). A migration drops what an earlier one
+// created when it replaces it (a view whose query changes: 18.16 cannot
+// alter one).
+func DroppedObject(stmt string) string {
+	if m := dropTable.FindStringSubmatch(strings.TrimSpace(stmt)); m != nil {
+		return m[2]
+	}
+	return ""
+}
+
+// droppedObjects maps each object a migration drops to the newest
+// migration that drops it.
+func droppedObjects(ms []Migration) map[string]uint32 {
+	out := map[string]uint32{}
+	for _, m := range ms {
+		for _, s := range m.Statements {
+			if name := DroppedObject(s); name != "" {
+				out[name] = m.Version
+			}
+		}
+	}
+	return out
+}
+
 // clickHouseTimeoutExceeded is TIMEOUT_EXCEEDED: an ON CLUSTER statement
 // that some server has not executed within distributed_ddl_task_timeout.
 const clickHouseTimeoutExceeded = 159
@@ -242,9 +282,17 @@ func execDDL(ctx context.Context, conn driver.Conn, opts Options, stmt string) e
 	}
 	// Some server has not run it yet (down, or slow): it will from the DDL
 	// queue. What matters here is that this server has the object.
-	name := ObjectName(stmt)
 	objects, lerr := localObjects(ctx, conn)
-	if lerr != nil || name == "" || !objects[name] {
+	if lerr != nil {
+		return err
+	}
+	name := ObjectName(stmt)
+	if dropped := DroppedObject(stmt); dropped != "" {
+		if objects[dropped] {
+			return err
+		}
+		name = dropped
+	} else if name == "" || !objects[name] {
 		return err
 	}
 	opts.logger().Warn("a cluster server has not applied a migration statement yet; it will when it is back",

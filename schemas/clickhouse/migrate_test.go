@@ -21,7 +21,7 @@ func TestMigrationsAreOrderedAndPortable(t *testing.T) {
 			t.Errorf("migration %d has no statements", m.Version)
 		}
 		for _, s := range m.Statements {
-			if _, _, addCol := AddedColumn(s); !addCol && !strings.Contains(s, "IF NOT EXISTS") && !strings.HasPrefix(strings.ToUpper(s), "INSERT") {
+			if _, _, addCol := AddedColumn(s); !addCol && DroppedObject(s) == "" && !strings.Contains(s, "IF NOT EXISTS") && !strings.HasPrefix(strings.ToUpper(s), "INSERT") {
 				t.Errorf("migration %d: statement is not idempotent (no IF NOT EXISTS): %.80s", m.Version, s)
 			}
 			for _, b := range banned {
@@ -56,6 +56,9 @@ func TestMigrationsRewriteForCluster(t *testing.T) {
 				continue
 			}
 			name := ObjectName(s)
+			if name == "" {
+				name = DroppedObject(s)
+			}
 			if name == "" || !strings.Contains(out, "db1."+name+" ON CLUSTER moraine") {
 				t.Errorf("migration %d: no ON CLUSTER after %q in %.120s", m.Version, name, out)
 			}
@@ -98,6 +101,12 @@ func TestOnCluster(t *testing.T) {
 			in:   "ALTER TABLE t ADD COLUMN IF NOT EXISTS b String",
 			want: "ALTER TABLE d.t ON CLUSTER c ADD COLUMN IF NOT EXISTS b String",
 		},
+		{
+			name: "drop",
+			in:   "DROP TABLE IF EXISTS v_mv",
+			want: "DROP TABLE IF EXISTS d.v_mv ON CLUSTER c",
+		},
+		{name: "drop without IF EXISTS", in: "DROP TABLE v_mv", err: "cannot run on a cluster"},
 		{name: "engine that cannot replicate", in: "CREATE TABLE IF NOT EXISTS t (a String) ENGINE = Memory", err: "MergeTree-family"},
 		{name: "already replicated", in: "CREATE TABLE IF NOT EXISTS t (a String) ENGINE = ReplicatedMergeTree('/x', 'r') ORDER BY a", err: "plain engine"},
 		{name: "other statement", in: "INSERT INTO t (a) VALUES ('x')", err: "cannot run on a cluster"},
@@ -117,5 +126,23 @@ func TestOnCluster(t *testing.T) {
 				t.Fatalf("got\n%s\nwant\n%s", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestDroppedObjects: a view a later migration drops is known as dropped
+// by that migration, so Apply neither misses nor recreates it.
+func TestDroppedObjects(t *testing.T) {
+	ms, err := Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dropped := droppedObjects(ms)
+	for _, v := range []string{"api_usage_key_hours_mv", "api_usage_key_days_mv"} {
+		if dropped[v] != 15 {
+			t.Errorf("%s dropped by migration %d, want 15", v, dropped[v])
+		}
+	}
+	if DroppedObject("DROP TABLE IF EXISTS x") != "x" || DroppedObject("DROP TABLE x") != "" || DroppedObject("CREATE TABLE IF NOT EXISTS x (a UInt8) ENGINE = Memory") != "" {
+		t.Error("DroppedObject recognises only DROP TABLE IF EXISTS")
 	}
 }

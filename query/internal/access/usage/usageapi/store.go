@@ -101,16 +101,21 @@ var groupColumns = map[string]string{
 	"requestType":  "'data'",
 }
 
-// metricsQuery is the SELECT of one metrics read of tbl.
+// metricsQuery is the SELECT of one metrics read of tbl. The per-key
+// rollups hold their durations histogram in two columns (migration
+// *_usage_key_duration_counts): a dense one and, for rows written before
+// it, the sparse one; the read sums both.
 func metricsQuery(tbl, interval, groupBy, cond string) string {
 	classes := `countMergeIf(requests, status < 400), countMergeIf(requests, status >= 400 AND status < 500),
     sumMerge(compute_units), sumMergeIf(compute_units, status >= 400 AND status < 500)`
+	dense := `emptyArrayUInt64()`
 	if perKey(tbl) {
 		classes = `sumMerge(succeeded), sumMerge(invalid), sumMerge(units), sumMerge(wasted_units)`
+		dense = `sumForEachMerge(duration_counts)`
 	}
 	return `SELECT ` + rollups[interval].bucket + ` AS b, ` + groupColumns[groupBy] + ` AS g, countMerge(requests),
     ` + classes + `,
-    tupleElement(sumMapMerge(durations) AS d, 1), tupleElement(d, 2)
+    tupleElement(sumMapMerge(durations) AS d, 1), tupleElement(d, 2), ` + dense + `
 FROM ` + tbl + `
 WHERE ` + cond + `
 GROUP BY b, g ORDER BY b, g`
@@ -134,39 +139,54 @@ func (s *Store) Metrics(ctx context.Context, sc scope, f filters, interval, grou
 	err := s.read(ctx, "metrics_"+strings.TrimPrefix(tbl, "api_usage_"), metricsQuery(tbl, interval, groupBy, cond), args, func(r driver.Rows) error {
 		var m metricRow
 		var buckets []uint8
-		var counts []uint64
-		if err := r.Scan(&m.bucket, &m.group, &m.total, &m.ok, &m.bad, &m.units, &m.wasted, &buckets, &counts); err != nil {
+		var counts, dense []uint64
+		if err := r.Scan(&m.bucket, &m.group, &m.total, &m.ok, &m.bad, &m.units, &m.wasted, &buckets, &counts, &dense); err != nil {
 			return err
 		}
-		m.median = medianMs(buckets, counts)
+		m.median = medianMs(histogram(dense, buckets, counts))
 		out = append(out, m)
 		return nil
 	})
 	return out, err
 }
 
-// medianMs reads the median duration, in milliseconds, from a durations
-// histogram (buckets in ascending order, as sumMap returns them): bucket b
-// holds durations from 0.1 ms x 2^(b/4) to the next bucket's start, and the
-// median is interpolated geometrically within its bucket.
-func medianMs(buckets []uint8, counts []uint64) float64 {
+// histogram is a durations histogram, dense (counts by bucket): dense
+// plus the sparse (buckets, counts), as sumMap returns them.
+func histogram(dense []uint64, buckets []uint8, counts []uint64) []uint64 {
+	if len(buckets) != len(counts) {
+		return dense
+	}
+	for i, b := range buckets {
+		if int(b) >= len(dense) {
+			dense = append(dense, make([]uint64, int(b)+1-len(dense))...)
+		}
+		dense[b] += counts[i]
+	}
+	return dense
+}
+
+// medianMs reads the median duration, in milliseconds, from a dense
+// durations histogram: bucket b holds durations from 0.1 ms x 2^(b/4) to
+// the next bucket's start, and the median is interpolated geometrically
+// within its bucket.
+func medianMs(hist []uint64) float64 {
 	var total uint64
-	for _, c := range counts {
+	for _, c := range hist {
 		total += c
 	}
-	if total == 0 || len(buckets) != len(counts) {
+	if total == 0 {
 		return 0
 	}
 	half := float64(total) / 2
 	var seen float64
-	for i, c := range counts {
-		if seen+float64(c) >= half {
+	for b, c := range hist {
+		if c > 0 && seen+float64(c) >= half {
 			f := (half - seen) / float64(c)
-			return 0.1 * math.Pow(2, (float64(buckets[i])+f)/4)
+			return 0.1 * math.Pow(2, (float64(b)+f)/4)
 		}
 		seen += float64(c)
 	}
-	return 0.1 * math.Pow(2, float64(buckets[len(buckets)-1]+1)/4)
+	return 0.1 * math.Pow(2, float64(len(hist))/4)
 }
 
 // logTable is the log a read of sc uses: one account's rows are together

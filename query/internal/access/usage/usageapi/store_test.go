@@ -23,20 +23,29 @@ func TestMedianFromHistogram(t *testing.T) {
 			hist[b]++
 		}
 		sort.Float64s(us)
+		// Half of the histogram sparse (sumMap), half dense (sumForEach), as
+		// the per-key rollups hold rows from before and after migration 15.
 		var buckets []uint8
 		for b := range hist {
 			buckets = append(buckets, b)
 		}
 		sort.Slice(buckets, func(i, j int) bool { return buckets[i] < buckets[j] })
-		counts := make([]uint64, len(buckets))
-		for i, b := range buckets {
-			counts[i] = hist[b]
+		var sparse []uint8
+		var counts, dense []uint64
+		for _, b := range buckets {
+			sparse = append(sparse, b)
+			counts = append(counts, hist[b]/2)
+			for len(dense) <= int(b) {
+				dense = append(dense, 0)
+			}
+			dense[b] = hist[b] - hist[b]/2
 		}
 		want := us[(n-1)/2] / 1000
-		got := medianMs(buckets, counts)
+		got := medianMs(histogram(dense, sparse, counts))
 		if us[(n-1)/2] >= 100 { // below 0.1 ms everything is bucket 0
 			require.InEpsilon(t, want, got, 0.09, "n=%d", n)
 		}
 	}
-	require.Zero(t, medianMs(nil, nil))
+	require.Zero(t, medianMs(histogram(nil, nil, nil)))
+	require.Equal(t, []uint64{1, 0, 5}, histogram([]uint64{1}, []uint8{2}, []uint64{5}))
 }
