@@ -1,9 +1,11 @@
 package usageapi
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -30,22 +32,32 @@ func TestMedianFromHistogram(t *testing.T) {
 			buckets = append(buckets, b)
 		}
 		sort.Slice(buckets, func(i, j int) bool { return buckets[i] < buckets[j] })
-		var sparse []uint8
-		var counts, dense []uint64
+		var sparse, counts []string
+		var dense []uint64
 		for _, b := range buckets {
-			sparse = append(sparse, b)
-			counts = append(counts, hist[b]/2)
+			sparse = append(sparse, fmt.Sprint(b))
+			counts = append(counts, fmt.Sprint(hist[b]/2))
 			for len(dense) <= int(b) {
 				dense = append(dense, 0)
 			}
 			dense[b] = hist[b] - hist[b]/2
 		}
+		h, err := histogram(strings.ReplaceAll(fmt.Sprint(dense), " ", ","), "["+strings.Join(sparse, ",")+"]", "["+strings.Join(counts, ",")+"]")
+		require.NoError(t, err)
 		want := us[(n-1)/2] / 1000
-		got := medianMs(histogram(dense, sparse, counts))
+		got := medianMs(h)
 		if us[(n-1)/2] >= 100 { // below 0.1 ms everything is bucket 0
 			require.InEpsilon(t, want, got, 0.09, "n=%d", n)
 		}
 	}
-	require.Zero(t, medianMs(histogram(nil, nil, nil)))
-	require.Equal(t, []uint64{1, 0, 5}, histogram([]uint64{1}, []uint8{2}, []uint64{5}))
+	h, err := histogram("[]", "[]", "[]")
+	require.NoError(t, err)
+	require.Zero(t, medianMs(h))
+	h, err = histogram("[1]", "[2]", "[5]")
+	require.NoError(t, err)
+	require.Equal(t, []uint64{1, 0, 5}, h)
+	for _, bad := range [][3]string{{"1,2", "[]", "[]"}, {"[]", "[1,2]", "[3]"}, {"[]", "[300]", "[1]"}, {"[x]", "[]", "[]"}} {
+		_, err := histogram(bad[0], bad[1], bad[2])
+		require.Error(t, err, "%q", bad)
+	}
 }
