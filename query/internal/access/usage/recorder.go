@@ -137,7 +137,7 @@ func New(cfg Config, d Deps) (*Recorder, error) {
 		kgo.MaxBufferedRecords(cfg.BufferRecords),
 		kgo.MaxBufferedBytes(cfg.BufferBytes),
 		// Records are small and nobody waits for them: batch more.
-		kgo.ProducerLinger(50*time.Millisecond),
+		kgo.ProducerLinger(500*time.Millisecond),
 		// The topic may be created by another service a moment after the
 		// first record: wait for it rather than fail the records.
 		kgo.UnknownTopicRetries(-1),
