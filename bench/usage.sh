@@ -3,8 +3,9 @@
 #   1. Request logging's cost: GET /v1/chains/{id}/blocks and /blocks/{n} at USAGE_RATE req/s on the 10M-block
 #      chain of make bench (database moraine_bench, seeded here when missing), with request logging on (query
 #      --usage.enabled, the processor's usage sink writing the log) and off, alternating in one run (on first in
-#      odd rounds, off first in even ones); p50/p99 per route and variant (the median of the rounds, and their range), and query's CPU time per 1,000 requests (from /proc, less sensitive to the
-#      shared machine than latency).
+#      odd rounds, off first in even ones); p50/p99 per route and variant (the median of the rounds, and their
+#      range), and query's CPU time per 1,000 requests (from /proc, less sensitive to the shared machine than
+#      latency).
 #   2. A 60-second outage of ClickHouse under load: e2e BenchmarkUsageOutage (records lost, duplicated, catch-up).
 #   3. Usage reads over USAGE_REQUESTS (10,000,000) logged requests (database moraine_bench_usage, seeded once with
 #      querybench seed-usage, reseeded when it is more than a day old): getApiUsageMetrics at each interval and

@@ -3,8 +3,9 @@
 //
 // Each migration file is NNNNNN_name.up.sql and may hold several statements
 // separated by ";" at the end of a line. Statements must be idempotent
-// (CREATE ... IF NOT EXISTS, DROP TABLE IF EXISTS) and must run on ClickHouse 18.16 and current
-// releases alike: no Map, JSON, Bool, DateTime64, UInt256, skipping indices.
+// (CREATE ... IF NOT EXISTS, DROP TABLE IF EXISTS) and must run on
+// ClickHouse 18.16 and current releases alike: no Map, JSON, Bool,
+// DateTime64, UInt256, skipping indices.
 // Several services may migrate at once; idempotent statements make that safe.
 //
 // On a cluster (Options.Cluster) each statement is rewritten to run ON
@@ -113,9 +114,9 @@ type Options struct {
 // table or view it creates is missing on this server (a replica added to
 // the cluster after the migration ran), or when one it drops is there. An
 // object that a later migration drops is neither missing nor created
-// again. When nothing is pending it sends no
-// DDL at all: on a cluster, ON CLUSTER statements wait for every server,
-// and a service must start while a replica is down.
+// again. When nothing is pending it sends no DDL at all: on a cluster, ON
+// CLUSTER statements wait for every server, and a service must start while
+// a replica is down.
 //
 // Every statement is idempotent (IF NOT EXISTS, or an ADD COLUMN that Apply
 // skips when the column exists: AddedColumn), so several services

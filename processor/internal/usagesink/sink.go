@@ -144,9 +144,9 @@ func (s *Sink) Run(ctx context.Context) error {
 		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { c.forget(m[topic]) }),
 		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, m map[string][]int32) { c.forget(m[topic]) }),
 		// The sink writes every --usage.flush-interval: it need not hear of
-		// each produce of the query instances (20 a second at 500 req/s).
+		// each produce of the query instances (every 500 ms from each).
 		// Fetches that wait for a megabyte or a second wake the broker and
-		// this process once a second instead, beside the API they share the
+		// this process about once a second, beside the API they share the
 		// machine with.
 		kgo.FetchMinBytes(1<<20),
 		kgo.FetchMaxWait(time.Second),
