@@ -204,14 +204,7 @@ func checkSchemaWhole(ctx context.Context, t *testing.T, conn driver.Conn) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dropped := map[string]bool{}
-	for _, m := range ms {
-		for _, s := range m.Statements {
-			if name := schema.DroppedObject(s); name != "" {
-				dropped[name] = true
-			}
-		}
-	}
+	droppedBy := schema.DroppedBy(ms)
 	for _, m := range ms {
 		var n uint64
 		if err := conn.QueryRow(ctx, "SELECT count() FROM schema_migrations FINAL WHERE version = ?", m.Version).Scan(&n); err != nil {
@@ -228,10 +221,11 @@ func checkSchemaWhole(ctx context.Context, t *testing.T, conn driver.Conn) {
 			if err := conn.QueryRow(ctx, "SELECT count() FROM system.tables WHERE database = currentDatabase() AND name = ?", name).Scan(&n); err != nil {
 				t.Fatal(err)
 			}
+			dropped := droppedBy[name] >= m.Version // by this migration or a later one
 			switch {
-			case dropped[name] && n != 0:
+			case dropped && n != 0:
 				t.Errorf("%s (migration %d) is there; a later migration drops it", name, m.Version)
-			case !dropped[name] && n != 1:
+			case !dropped && n != 1:
 				t.Errorf("%s (migration %d) missing", name, m.Version)
 			}
 		}

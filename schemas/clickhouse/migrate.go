@@ -140,7 +140,7 @@ func Apply(ctx context.Context, conn driver.Conn, opts Options) ([]uint32, error
 			return nil, err
 		}
 	}
-	droppedBy := droppedObjects(ms)
+	droppedBy := DroppedBy(ms)
 	// gone reports whether a later migration than v drops name: such an
 	// object is not missing where it is absent, and not created again.
 	gone := func(name string, v uint32) bool { return droppedBy[name] > v }
@@ -166,13 +166,14 @@ func Apply(ctx context.Context, conn driver.Conn, opts Options) ([]uint32, error
 			continue
 		}
 		for i, s := range m.Statements {
-			if name := ObjectName(s); name != "" && gone(name, m.Version) && !existing[name] {
+			name := ObjectName(s)
+			if name != "" && gone(name, m.Version) && !existing[name] {
 				continue
 			}
 			if err := execAddColumn(ctx, conn, opts, s); err != nil {
 				return applied, fmt.Errorf("migration %d_%s statement %d: %w", m.Version, m.Name, i+1, err)
 			}
-			if name := ObjectName(s); name != "" {
+			if name != "" {
 				existing[name] = true
 			}
 			if name := DroppedObject(s); name != "" {
@@ -250,9 +251,9 @@ func DroppedObject(stmt string) string {
 	return ""
 }
 
-// droppedObjects maps each object a migration drops to the newest
-// migration that drops it.
-func droppedObjects(ms []Migration) map[string]uint32 {
+// DroppedBy maps each object a migration drops to the newest migration
+// that drops it.
+func DroppedBy(ms []Migration) map[string]uint32 {
 	out := map[string]uint32{}
 	for _, m := range ms {
 		for _, s := range m.Statements {

@@ -136,7 +136,7 @@ func TestDroppedObjects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dropped := droppedObjects(ms)
+	dropped := DroppedBy(ms)
 	for _, v := range []string{"api_usage_key_hours_mv", "api_usage_key_days_mv"} {
 		if dropped[v] != 15 {
 			t.Errorf("%s dropped by migration %d, want 15", v, dropped[v])
