@@ -83,7 +83,7 @@ func New(d Deps) (*API, error) {
 	}
 	f := obs.NewMetrics(d.Registerer, "query")
 	return &API{d: d, tokens: env, operators: map[string]operatorEntry{},
-		store: &Store{conn: d.Conn, timeout: d.Timeout, duration: f.HistogramVec("usage_read_duration_seconds",
+		store: &Store{conn: d.Conn, timeout: d.Timeout, maxValues: MaxValues, duration: f.HistogramVec("usage_read_duration_seconds",
 			"Time of the usage routes' ClickHouse reads: metrics by rollup, and logs.",
 			[]float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}, "read")},
 	}, nil
@@ -189,6 +189,11 @@ func (a *API) metrics(c *gin.Context) {
 		}
 	}
 	rows, err := a.store.Metrics(c.Request.Context(), sc, f, interval, groupBy)
+	if errors.Is(err, ErrTooManyValues) {
+		apierr.Write(c, apierr.Validation("the answer would hold more than "+strconv.Itoa(a.store.maxValues)+
+			" values (one per time bucket and group); a coarser timeInterval, a shorter range, a filter or another groupBy"))
+		return
+	}
 	if err != nil {
 		apierr.Write(c, storeError(err))
 		return

@@ -70,6 +70,7 @@ func insert(t *testing.T, conn driver.Conn, rs []req) {
 
 type env struct {
 	t       *testing.T
+	api     *API
 	h       http.Handler
 	keys    map[string]string // name -> key
 	ids     map[string]string // name -> key id
@@ -110,6 +111,7 @@ func newEnv(t *testing.T) *env {
 		},
 		PageTokenKey: []byte(strings.Repeat("k", 32)), Now: func() time.Time { return d0.AddDate(0, 0, 8) }})
 	require.NoError(t, err)
+	e.api = api
 	acc, err := access.New(access.DefaultConfig(), access.Deps{Logger: testenv.Logger(t), Registerer: reg, Keys: db, Plans: plan.Defaults()})
 	require.NoError(t, err)
 	e.h, err = server.New(api.Routes(), server.Deps{Logger: testenv.Logger(t), Registerer: reg, Middleware: acc.Middleware()})
@@ -351,6 +353,36 @@ func TestUsageValidation(t *testing.T) {
 		require.Equal(t, tc.msg, body.Message, tc.path)
 		require.Equal(t, "Bad Request", body.Error)
 	}
+}
+
+// TestUsageTooManyValues: an answer of more (bucket, group) values than
+// the bound is a 400 that says why, from the per-key rollup (an operator by
+// apiKeyId) and from the per-account one alike; at the bound it is served.
+func TestUsageTooManyValues(t *testing.T) {
+	e := newEnv(t)
+	var body struct {
+		Message    []string `json:"message"`
+		StatusCode int      `json:"statusCode"`
+	}
+	// The fixture's week by hour: six (hour, key) values over every
+	// account, four (hour, route) values of account a.
+	byKey := "/v1/apiUsageMetrics?timeInterval=hourly&groupBy=apiKeyId&" + week
+	byRoute := "/v1/apiUsageMetrics?timeInterval=hourly&groupBy=requestPath&" + week
+	e.api.store.maxValues = 5
+	require.Equal(t, 400, e.get("op", byKey, &body))
+	require.Equal(t, []string{"the answer would hold more than 5 values (one per time bucket and group); a coarser timeInterval, a shorter range, a filter or another groupBy"}, body.Message)
+	require.Equal(t, 400, body.StatusCode)
+	e.api.store.maxValues = 3
+	require.Equal(t, 400, e.get("ka", byRoute, &body))
+	require.Len(t, body.Message, 1)
+	require.Contains(t, body.Message[0], "more than 3 values")
+	var r usageResponse
+	e.api.store.maxValues = 6
+	require.Equal(t, 200, e.get("op", byKey, &r))
+	require.Len(t, totals(t, r), 6)
+	e.api.store.maxValues = 4
+	require.Equal(t, 200, e.get("ka", byRoute, &r))
+	require.Len(t, totals(t, r), 4)
 }
 
 func TestUsageLogs(t *testing.T) {

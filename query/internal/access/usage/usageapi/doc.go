@@ -25,7 +25,10 @@
 // the range is [startDay, endDay + 1 day). Without them the range is the 7
 // days ending today. A response holds at most MaxBuckets time buckets
 // (10,080: a week of minutes); a longer range at that interval is a 400
-// saying so. Buckets without requests are left out.
+// saying so. Buckets without requests are left out. With a groupBy, an
+// answer holds at most MaxValues (100,000) values, one per bucket and group
+// (an operator's week of hours by apiKeyId over thousands of keys holds
+// more); ClickHouse stops such a read early, and it is a 400 saying so.
 //
 // # The numbers
 //

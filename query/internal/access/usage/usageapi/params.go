@@ -25,6 +25,12 @@ var (
 // MaxBuckets bounds the time buckets of one answer: a week of minutes.
 const MaxBuckets = 7 * 24 * 60
 
+// MaxValues bounds the (time bucket, group) values of one metrics answer,
+// which MaxBuckets alone does not: an operator's week of hours grouped by
+// apiKeyId over every account holds a value per hour and key (hundreds of
+// thousands), tens of megabytes that no dashboard draws.
+const MaxValues = 100_000
+
 // defaultDays is the range without timestamps: the 7 days ending today.
 const defaultDays = 7
 

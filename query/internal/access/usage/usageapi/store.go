@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -18,11 +19,17 @@ import (
 // ErrUnavailable means ClickHouse cannot answer right now.
 var ErrUnavailable = errors.New("usageapi: clickhouse unavailable")
 
+// ErrTooManyValues means a metrics answer would hold more than the store's
+// maxValues (time bucket, group) values.
+var ErrTooManyValues = errors.New("usageapi: too many values")
+
 // Store reads the request log and its rollups.
 type Store struct {
 	conn     *chclient.Lazy
 	timeout  time.Duration
 	duration *prometheus.HistogramVec
+	// maxValues bounds a metrics answer (MaxValues; tests set fewer).
+	maxValues int
 }
 
 // scope is the accounts a read covers.
@@ -141,7 +148,14 @@ func (s *Store) Metrics(ctx context.Context, sc scope, f filters, interval, grou
 	tbl := table(rollups[interval].table, sc, f, groupBy)
 	cond, args := where("bucket", uint64(f.from.Unix()), uint64(f.to.Unix()), sc, f)
 	var out []metricRow
-	err := s.read(ctx, "metrics_"+strings.TrimPrefix(tbl, "api_usage_"), metricsQuery(tbl, interval, groupBy, cond), args, func(r driver.Rows) error {
+	// ClickHouse stops the aggregation once it holds more groups than the
+	// answer may (TOO_MANY_ROWS, checked after each block read), so a read
+	// that would be refused costs little instead of running into the
+	// timeout. That is group_by_overflow_mode's default, "throw"; the driver
+	// cannot send a text setting to 18.16 (its protocol revision sends
+	// settings as numbers), so the default is relied on.
+	limit := clickhouse.Settings{"max_rows_to_group_by": s.maxValues}
+	err := s.read(ctx, "metrics_"+strings.TrimPrefix(tbl, "api_usage_"), metricsQuery(tbl, interval, groupBy, cond), args, limit, func(r driver.Rows) error {
 		var m metricRow
 		var buckets, counts, dense string
 		if err := r.Scan(&m.bucket, &m.group, &m.total, &m.ok, &m.bad, &m.units, &m.wasted, &buckets, &counts, &dense); err != nil {
@@ -155,6 +169,10 @@ func (s *Store) Metrics(ctx context.Context, sc scope, f filters, interval, grou
 		out = append(out, m)
 		return nil
 	})
+	var ex *clickhouse.Exception
+	if errors.As(err, &ex) && ex.Code == 158 { // TOO_MANY_ROWS
+		return nil, ErrTooManyValues
+	}
 	return out, err
 }
 
@@ -303,7 +321,7 @@ func (s *Store) Logs(ctx context.Context, sc scope, f filters, after *logCursor,
 		}
 		q := `SELECT ` + logColumns + ` FROM ` + logTable(sc) + ` WHERE ` + cond + ` ORDER BY at DESC, request_id DESC LIMIT ?`
 		out = out[:0]
-		err := s.read(ctx, "logs", q, append(args, uint64(limit)), func(r driver.Rows) error {
+		err := s.read(ctx, "logs", q, append(args, uint64(limit)), nil, func(r driver.Rows) error {
 			var l logRow
 			if err := r.Scan(&l.account, &l.at, &l.id, &l.keyID, &l.keyAlias, &l.route, &l.status, &l.durationUS, &l.units,
 				&l.chain, &l.ip, &l.host, &l.agent, &l.region); err != nil {
@@ -327,19 +345,20 @@ func (s *Store) count(ctx context.Context, sc scope, f filters) (uint64, error) 
 	tbl := table("hours", sc, f, "")
 	cond, args := where("bucket", uint64(f.from.Truncate(time.Hour).Unix()), uint64(f.to.Unix()), sc, f)
 	var n uint64
-	err := s.read(ctx, "logs_count", `SELECT countMerge(requests) FROM `+tbl+` WHERE `+cond, args, func(r driver.Rows) error {
+	err := s.read(ctx, "logs_count", `SELECT countMerge(requests) FROM `+tbl+` WHERE `+cond, args, nil, func(r driver.Rows) error {
 		return r.Scan(&n)
 	})
 	return n, err
 }
 
-// read runs q under the read timeout and calls row for every row.
-func (s *Store) read(ctx context.Context, name, q string, args []any, row func(driver.Rows) error) error {
+// read runs q under the read timeout, with settings (nil for none), and
+// calls row for every row.
+func (s *Store) read(ctx context.Context, name, q string, args []any, settings clickhouse.Settings, row func(driver.Rows) error) error {
 	conn, err := s.conn.Get(ErrUnavailable)
 	if err != nil {
 		return err
 	}
-	ctx, cancel := chclient.WithTimeout(ctx, s.timeout, nil)
+	ctx, cancel := chclient.WithTimeout(ctx, s.timeout, settings)
 	defer cancel()
 	defer func(start time.Time) { s.duration.WithLabelValues(name).Observe(time.Since(start).Seconds()) }(time.Now())
 	rows, err := conn.Query(ctx, q, args...)
@@ -385,7 +404,7 @@ func ReadMetrics(ctx context.Context, conn driver.Conn, timeout time.Duration, a
 	}
 	var lazy chclient.Lazy
 	lazy.Set(conn)
-	s := &Store{conn: &lazy, timeout: timeout, duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "unused"}, []string{"read"})}
+	s := &Store{conn: &lazy, timeout: timeout, maxValues: MaxValues, duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "unused"}, []string{"read"})}
 	rows, err := s.Metrics(ctx, scope{all: all, account: account}, filters{from: from, to: to}, interval, groupBy)
 	if err != nil {
 		return nil, err
