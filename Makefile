@@ -109,7 +109,7 @@ bench-balances: build stack-up ## The balance routes alone: the balances of 50M 
 	@eval "$$(bash $(STACK) env)"; bash bench/balances.sh
 
 .PHONY: bench-usage
-bench-usage: build stack-up ## Request logging on vs off at 500 req/s, a 60 s ClickHouse outage under load, usage reads over 10M logged requests (~20 min).
+bench-usage: build stack-up ## Request logging on vs off at 500 req/s, a 60 s ClickHouse outage under load, usage reads over 10M logged requests (~30 min).
 	@eval "$$(bash $(STACK) env)"; bash bench/usage.sh
 
 # The benchmark corpus (make corpus, make bench-backfill): where it is written and how large.

@@ -5,7 +5,9 @@
 #      --usage.enabled, the processor's usage sink writing the log) and off, alternating in one run (on first in
 #      odd rounds, off first in even ones); p50/p99 per route and variant (the median of the rounds, and their
 #      range), and query's CPU time per 1,000 requests (from /proc, less sensitive to the shared machine than
-#      latency).
+#      latency). The sink writes every 30 s (--usage.flush-interval): a variant runs 60 s per route, so an "on"
+#      one holds three or four of its writes, and the next variant starts once the sink has written the last
+#      one's records (else an "off" one would carry writes of the "on" one before it).
 #   2. A 60-second outage of ClickHouse under load: e2e BenchmarkUsageOutage (records lost, duplicated, catch-up).
 #   3. Usage reads over USAGE_REQUESTS (10,000,000) logged requests (database moraine_bench_usage, seeded once with
 #      querybench seed-usage, reseeded when it is more than a day old): getApiUsageMetrics at each interval and
@@ -19,7 +21,7 @@ TMP=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$TMP"' EXIT
 
 RATE=${MORAINE_BENCH_USAGE_RATE:-500}
-DURATION=${MORAINE_BENCH_USAGE_DURATION:-30s}
+DURATION=${MORAINE_BENCH_USAGE_DURATION:-60s}
 ROUNDS=${MORAINE_BENCH_USAGE_ROUNDS:-4}
 BLOCKS=${MORAINE_BENCH_BLOCKS:-10000000}
 REQUESTS=${MORAINE_BENCH_USAGE_REQUESTS:-10000000}
@@ -74,18 +76,29 @@ query_up() {
     wait_ready http://127.0.0.1:18103/readyz
 }
 query_down() { kill "$QUERY_PID" 2>/dev/null || true; wait "$QUERY_PID" 2>/dev/null || true; }
+# logged: the requests in the log so far; drain N: wait (at most 2 min) until the log holds N, what query
+# produced before it stopped.
+logged() { chq "SELECT count() FROM moraine_bench.api_requests"; }
+produced() { awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^n=/) { sub("n=", "", $i); n += $i } } END { print n + 0 }'; }
+drain() {
+    for _ in $(seq 1 120); do [ "$(logged)" -ge "$1" ] && return 0; sleep 1; done
+    echo "usage: the log holds $(logged) of $1 requests after 2 min" >&2
+}
 # Warm ClickHouse's caches with the random lookups first (bench/run.sh says why).
 chq "SELECT count(), sum(length(header)) FROM moraine_bench.block_lookup FORMAT Null" >/dev/null
 query_up true
 echo "usage: warm-up, $RATE req/s for 60s"
-bin/querybench load --url http://127.0.0.1:18080 --rate "$RATE" --duration 60s --path "${paths[1]}" >/dev/null || true
+before=$(logged)
+n=$(bin/querybench load --url http://127.0.0.1:18080 --rate "$RATE" --duration 60s --path "${paths[1]}" | grep '^all' | produced || true)
 query_down
+drain $((before + n))
 : >"$TMP/onoff.txt"
 for round in $(seq 1 "$ROUNDS"); do
     # On first in odd rounds, off first in even ones: a drift of the machine over the run weighs on both alike.
     order="true false"
     [ $((round % 2)) -eq 0 ] && order="false true"
     for logging in $order; do
+        before=$(logged)
         query_up "$logging"
         for p in "${paths[@]}"; do
             q0=$(cpu_ms "$QUERY_PID"); p0=$(cpu_ms "$PROC_PID")
@@ -95,6 +108,7 @@ for round in $(seq 1 "$ROUNDS"); do
             echo "$logging $p $res cpu_query_ms=$((q1 - q0)) cpu_processor_ms=$((p1 - p0))" | tee -a "$TMP/onoff.txt"
         done
         query_down
+        [ "$logging" = true ] && drain $((before + $(grep "^true " "$TMP/onoff.txt" | tail -n ${#paths[@]} | produced)))
     done
 done
 kill "$PROC_PID" 2>/dev/null || true
@@ -202,8 +216,8 @@ fi
     echo
     echo "Request logging's cost: the 10M-block chain of the query-latency runs, open-loop $RATE req/s for $DURATION per"
     echo "route, query with request logging on (records to Kafka; the processor's usage sink writing them to ClickHouse on"
-    echo "the same machine) and off, $ROUNDS rounds of each alternating (on first in odd rounds); the medians of the rounds"
-    echo "and their range, and CPU time from /proc"
+    echo "the same machine every 30 s) and off, $ROUNDS rounds of each alternating (on first in odd rounds; the next variant"
+    echo "starts once the log holds the last one's requests); the medians of the rounds and their range, and CPU time from /proc"
     echo "($(commas "$written") requests logged by the runs):"
     echo
     echo '```'

@@ -39,7 +39,7 @@ type Config struct {
 
 // DefaultConfig mirrors the flag defaults.
 func DefaultConfig() Config {
-	return Config{Enabled: true, Group: "moraine-usage", BatchRows: 50_000, FlushInterval: 5 * time.Second,
+	return Config{Enabled: true, Group: "moraine-usage", BatchRows: 50_000, FlushInterval: 30 * time.Second,
 		InsertTimeout: 30 * time.Second, LogRetention: 30 * 24 * time.Hour, MetricsRetention: 400 * 24 * time.Hour,
 		RetentionInterval: time.Hour, TopInterval: time.Minute}
 }
@@ -51,9 +51,13 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.Enabled, "usage.enabled", d.Enabled, "write the query service's request records (API-requests topic) to ClickHouse's request log and usage rollups")
 	fs.StringVar(&c.Group, "usage.group", d.Group, "Kafka consumer group of the usage sink (--kafka.topic-prefix is prepended)")
 	fs.IntVar(&c.BatchRows, "usage.batch-rows", d.BatchRows, "write a batch of request records once it holds this many")
-	// Every insert makes a part in the log and in each rollup (9 tables):
-	// seconds between them keep ClickHouse's merges, which share its CPU
-	// with the reads of the API, small; the log is that much behind.
+	// Every insert makes a part in the log and in each rollup (10 tables),
+	// and ClickHouse writes them (and merges them later) on the cores that
+	// answer the API's reads: each insert delays the reads that arrive
+	// while it runs. Every 30 s instead of every 5 s, as many rows cost
+	// fewer parts and fewer merges, and the delayed reads stay well under
+	// 1% of them (bench/results.md, "The API as a product"); the log is
+	// that much behind.
 	fs.DurationVar(&c.FlushInterval, "usage.flush-interval", d.FlushInterval, "write a batch of request records at most this long after its first record")
 	fs.DurationVar(&c.InsertTimeout, "usage.insert-timeout", d.InsertTimeout, "deadline of one insert of request records (a failed insert is retried until ClickHouse answers)")
 	fs.DurationVar(&c.LogRetention, "usage.log-retention", d.LogRetention, "how long request logs (getApiLogs) and minute usage buckets are kept; whole months are dropped (0: forever)")
