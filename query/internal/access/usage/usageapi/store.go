@@ -171,7 +171,7 @@ func (s *Store) Metrics(ctx context.Context, sc scope, f filters, interval, grou
 	})
 	var ex *clickhouse.Exception
 	if errors.As(err, &ex) && ex.Code == 158 { // TOO_MANY_ROWS
-		return nil, ErrTooManyValues
+		return nil, fmt.Errorf("%w: the answer would hold more than %d (time bucket, group) values", ErrTooManyValues, s.maxValues)
 	}
 	return out, err
 }
