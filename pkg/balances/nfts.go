@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"math/big"
 	"slices"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 
+	"github.com/moraine-data/moraine/pkg/chclient"
 	"github.com/moraine-data/moraine/pkg/evm"
 	schema "github.com/moraine-data/moraine/schemas/clickhouse"
 )
@@ -237,12 +237,6 @@ func cmpU64(a, b uint64) int {
 	return 0
 }
 
-// errBudget reports ClickHouse's refusal of a read over its row budget.
-func errBudget(err error) bool {
-	var ex *clickhouse.Exception
-	return errors.As(err, &ex) && ex.Code == errTooManyRows
-}
-
 // maxID is the greatest token id.
 var maxID = func() (id [32]byte) {
 	for i := range id {
@@ -284,7 +278,7 @@ func (n *NFTs) Tokens(ctx context.Context, chainID uint64, token evm.Address, af
 			return nfts[:limit], true, nil
 		}
 		return nfts, false, nil
-	case !errBudget(err):
+	case !chclient.TooManyRows(err):
 		return nil, false, err
 	}
 	width := big.NewInt(firstWindow)

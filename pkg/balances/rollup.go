@@ -3,7 +3,6 @@ package balances
 import (
 	"context"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"log/slog"
 	"math/big"
@@ -14,6 +13,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/moraine-data/moraine/pkg/chclient"
 	"github.com/moraine-data/moraine/pkg/obs"
 	schema "github.com/moraine-data/moraine/schemas/clickhouse"
 )
@@ -243,10 +243,6 @@ FROM balances
 WHERE bal_key >= unhex(?) AND bal_key <= unhex(?)
 LIMIT 1 BY bal_key`
 
-// errTooManyRows is ClickHouse's TOO_MANY_ROWS: a read over its row budget,
-// refused from the index before any data is read.
-const errTooManyRows = 158
-
 // sumRange sums the rows of [from, to] into the keys sumKey gives (rows it
 // refuses are skipped) and writes the non-zero sums. A range of more than
 // ScanRows rows is cut in two at the middle of its parents (level-1 or
@@ -256,8 +252,7 @@ const errTooManyRows = 158
 // bounded by ScanRows rows.
 func (r *Roller) sumRange(ctx context.Context, from, to schema.BalanceKey, sumKey func(*schema.BalanceKey) (schema.BalanceKey, bool)) error {
 	err := r.sumOnce(ctx, from, to, r.cfg.ScanRows, sumKey)
-	var ex *clickhouse.Exception
-	if !errors.As(err, &ex) || ex.Code != errTooManyRows {
+	if !chclient.TooManyRows(err) {
 		return err
 	}
 	if lo, hi := from.Parent(), to.Parent(); lo < hi {

@@ -6,6 +6,7 @@ import (
 	"math/big"
 	"slices"
 
+	"github.com/moraine-data/moraine/pkg/chclient"
 	schema "github.com/moraine-data/moraine/schemas/clickhouse"
 )
 
@@ -44,7 +45,7 @@ func (r *Reader) summed(ctx context.Context, q Query, p Progress, l levels) (st 
 	return r.states.get(ctx, dirKey{q.ChainID, q.Holder}, summedAt{l.epochs, l.buckets}, func(ctx context.Context) ([]summedPair, int, bool, error) {
 		ranges := l.summedRanges(q.ChainID, q.Holder, schema.PairBytes{}, schema.MaxPair)
 		rows, err := r.rows(ctx, rowBudget(summedRowsPerPair*r.dirs.perHolder), Query{}, ranges)
-		if errBudget(err) {
+		if chclient.TooManyRows(err) {
 			return nil, 0, false, nil
 		}
 		if err != nil {

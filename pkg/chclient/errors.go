@@ -46,6 +46,16 @@ func Classify(err, unavailable error, pkg, name string) error {
 	return fmt.Errorf("%s: %s: %w", pkg, name, err)
 }
 
+// TooManyRows reports ClickHouse's refusal of a read over one of its row
+// bounds (TOO_MANY_ROWS): max_rows_to_read, refused from the index before
+// any data is read, or max_rows_to_group_by, refused once the aggregation
+// holds more groups. Callers set such a bound to have a read too large for
+// them answered at once instead of running to the timeout.
+func TooManyRows(err error) bool {
+	var ex *clickhouse.Exception
+	return errors.As(err, &ex) && ex.Code == 158
+}
+
 // ConnectionFailed reports whether err is a failure of the connection
 // itself (no answer from the server at all), which a read may retry at once
 // on a new connection: the pool dials the replicas again in order, so a

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -14,6 +13,7 @@ import (
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 
+	"github.com/moraine-data/moraine/pkg/chclient"
 	schema "github.com/moraine-data/moraine/schemas/clickhouse"
 	"github.com/moraine-data/moraine/schemas/codec"
 	"github.com/moraine-data/moraine/schemas/record"
@@ -43,13 +43,6 @@ const (
 	listWindowGrowth      = 16
 	maxListReads          = 64
 )
-
-// tooManyRows reports ClickHouse's refusal of a read over max_rows_to_read
-// (TOO_MANY_ROWS).
-func tooManyRows(err error) bool {
-	var ex *clickhouse.Exception
-	return errors.As(err, &ex) && ex.Code == 158
-}
 
 // listBound is where an address list read starts: a row position and block
 // hash, inclusive or not, in the list's order.
@@ -110,7 +103,7 @@ func (s *ClickHouse) AddressList(ctx context.Context, r ListRequest) (ListPage, 
 		}
 		want := r.Limit - len(page)
 		rows, err := s.listRead(ctx, r, lo, hi, bound, want, window == 0)
-		if window == 0 && tooManyRows(err) {
+		if window == 0 && chclient.TooManyRows(err) {
 			window = uint64(listFirstWindowPerRow * r.Limit)
 			continue
 		}

@@ -169,8 +169,7 @@ func (s *Store) Metrics(ctx context.Context, sc scope, f filters, interval, grou
 		out = append(out, m)
 		return nil
 	})
-	var ex *clickhouse.Exception
-	if errors.As(err, &ex) && ex.Code == 158 { // TOO_MANY_ROWS
+	if chclient.TooManyRows(err) {
 		return nil, fmt.Errorf("%w: the answer would hold more than %d (time bucket, group) values", ErrTooManyValues, s.maxValues)
 	}
 	return out, err
