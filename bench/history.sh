@@ -28,7 +28,9 @@ CH="http://127.0.0.1:${MORAINE_CLICKHOUSE_HTTP_PORT:-8123}/"
 chq() { curl -fsS "$CH" --data-binary "$1"; }
 commas() { echo "$1" | sed ':a;s/\B[0-9]\{3\}\>/,&/;ta'; }
 
-have=$(chq "SELECT count() FROM $DB.transactions WHERE chain_id = $CHAIN" 2>/dev/null || echo 0)
+# A database seeded before migration 16 has its transactions in transactions (copied below).
+have=$(chq "SELECT count() FROM $DB.transactions_by_block WHERE chain_id = $CHAIN" 2>/dev/null || echo 0)
+[ "${have:-0}" != 0 ] || have=$(chq "SELECT count() FROM $DB.transactions WHERE chain_id = $CHAIN" 2>/dev/null || echo 0)
 if [ "${have:-0}" -lt "$TXS" ]; then
     echo "history: seeding $TXS transactions over $BLOCKS blocks (database $DB, chain $CHAIN)..."
     chq "DROP DATABASE IF EXISTS $DB" >/dev/null
@@ -72,6 +74,20 @@ if [ "$(chq "SELECT count() FROM $DB.transactions_by_hash")" = 0 ]; then
         --addresses "$ADDRESSES" --history-tables transactions_by_hash | tee -a "$TMP/seed.txt"
     chq "OPTIMIZE TABLE $DB.transactions_by_hash FINAL"
     chq "DROP TABLE IF EXISTS $DB.transaction_lookup"
+fi
+# Likewise transactions (migration 16), by block range, each range one part.
+if [ "$(chq "SELECT count() FROM $DB.transactions_by_block")" = 0 ] && [ "$(chq "SELECT count() FROM $DB.transactions" 2>/dev/null || echo 0)" != 0 ]; then
+    echo "history: copying transactions into transactions_by_block (the migration-16 upgrade), in 10 block ranges..."
+    t0=$(date +%s)
+    copy=$(grep -v '^--' schemas/clickhouse/upgrades/000016_copy_transactions.sql)
+    step=$(((BLOCKS + 9) / 10))
+    for lo in $(seq 0 "$step" $((BLOCKS - 1))); do
+        curl -fsS "$CH?database=$DB&min_insert_block_size_rows=100000000&min_insert_block_size_bytes=8589934592" \
+            --data-binary "$copy WHERE block_number >= $lo AND block_number < $((lo + step))"
+    done
+    echo "history: copied in $(($(date +%s) - t0)) s; emptying transactions"
+    chq "TRUNCATE TABLE $DB.transactions"
+    chq "OPTIMIZE TABLE $DB.transactions_by_block FINAL"
 fi
 size=$(chq "SELECT table, sum(rows), formatReadableSize(sum(bytes_on_disk)) FROM system.parts
     WHERE database = '$DB' AND active GROUP BY table ORDER BY sum(bytes_on_disk) DESC FORMAT TSV" |

@@ -298,7 +298,7 @@ func sampleBackfill(b *testing.B, s *stackUp, adm *kadm.Client, chain string) ba
 		switch t.name {
 		case "blocks":
 			cur.blocks = t.rows
-		case "transactions":
+		case "transactions_by_block":
 			cur.txs = t.rows
 		case "internal_transactions":
 			cur.frames = t.rows

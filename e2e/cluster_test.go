@@ -968,7 +968,7 @@ func checkBlocks(t *testing.T, conn driver.Conn, rpcURL string, head uint64, orp
 		sql string
 		set func(*counts, int)
 	}{
-		{"SELECT toString(block_number) AS n, lower(hex(block_hash)) AS h, toString(count()) AS rows, toString(uniqExact(hash)) AS keys FROM transactions FINAL WHERE chain_id = 43112 AND block_number <= ? GROUP BY block_number, block_hash",
+		{"SELECT toString(block_number) AS n, lower(hex(block_hash)) AS h, toString(count()) AS rows, toString(uniqExact(hash)) AS keys FROM transactions_by_block FINAL WHERE chain_id = 43112 AND block_number <= ? GROUP BY block_number, block_hash",
 			func(c *counts, v int) { c.txs = v }},
 		{"SELECT toString(block_number) AS n, lower(hex(block_hash)) AS h, toString(count()) AS rows, toString(uniqExact(log_index)) AS keys FROM logs FINAL WHERE chain_id = 43112 AND block_number <= ? GROUP BY block_number, block_hash",
 			func(c *counts, v int) { c.logs = v }},

@@ -26,11 +26,11 @@ import (
 var columnStudyScript string
 
 // studyTables are the tables the column study looks at (those that hold
-// nearly all the bytes) with their sort keys (migration 000002).
+// nearly all the bytes) with their sort keys (migrations 2 and 16).
 var studyTables = []struct{ name, orderBy string }{
 	{"internal_transactions", "chain_id, block_number, block_hash, tx_index, trace_position"},
 	{"logs", "chain_id, block_number, block_hash, log_index"},
-	{"transactions", "chain_id, block_number, block_hash, tx_index"},
+	{"transactions_by_block", "chain_id, block_number, block_hash, tx_index"},
 }
 
 // studyColumn is one column of a table and what it stores.

@@ -273,7 +273,7 @@ func TestNodeFaults(t *testing.T) {
 		n, _ := strconv.ParseUint(r["n"], 10, 64)
 		got[n] = &counts{hash: "0x" + r["h"]}
 	}
-	for _, tbl := range []string{"transactions", "logs", "internal_transactions"} {
+	for _, tbl := range []string{"transactions_by_block", "logs", "internal_transactions"} {
 		for _, r := range query(t, s.conn, `SELECT toString(block_number) AS n, lower(hex(block_hash)) AS h, toString(count()) AS c
 			FROM `+tbl+` FINAL WHERE chain_id = ? GROUP BY block_number, block_hash`, nodeChainID) {
 			n, _ := strconv.ParseUint(r["n"], 10, 64)
@@ -283,7 +283,7 @@ func TestNodeFaults(t *testing.T) {
 			}
 			v, _ := strconv.Atoi(r["c"])
 			switch tbl {
-			case "transactions":
+			case "transactions_by_block":
 				g.txs = v
 			case "logs":
 				g.logs = v

@@ -265,7 +265,7 @@ func compareTransactions(t *testing.T, d dataset, s *stackUp) {
 		max_priority_fee_per_gas, lower(hex(input)) AS input, toString(nonce) AS nonce, value, toString(type) AS type,
 		toString(status) AS status, toString(gas_used) AS gas_used, toString(cumulative_gas_used) AS cum, effective_gas_price,
 		lower(hex(contract_address)) AS contract
-		FROM transactions FINAL WHERE chain_id = ?`, d.chainID) {
+		FROM transactions_by_block FINAL WHERE chain_id = ?`, d.chainID) {
 		got["0x"+r["hash"]] = r
 	}
 	if len(got) != len(txs) {
@@ -352,7 +352,7 @@ func compareInternal(t *testing.T, d dataset, s *stackUp) {
 	// Intrinsic gas of every transaction, for the root-frame quirk below.
 	intrinsic := map[string]uint64{}
 	for _, r := range query(t, s.conn, `SELECT lower(hex(hash)) AS hash, lower(hex(input)) AS input, toString(length(to_address)) AS to_len
-		FROM transactions FINAL WHERE chain_id = ?`, d.chainID) {
+		FROM transactions_by_block FINAL WHERE chain_id = ?`, d.chainID) {
 		intrinsic["0x"+r["hash"]] = intrinsicGas(r["input"], r["to_len"] == "0")
 	}
 	got := map[string]map[string]string{}

@@ -168,8 +168,8 @@ func BenchmarkWebhookReplay(b *testing.B) {
 		var busiest string
 		var busiestTxs uint64
 		if err := s.conn.QueryRow(context.Background(), `SELECT lower(hex(a)), count() AS c FROM (
-			SELECT from_address AS a FROM transactions WHERE chain_id = ? UNION ALL
-			SELECT to_address AS a FROM transactions WHERE chain_id = ? AND to_address != '')
+			SELECT from_address AS a FROM transactions_by_block WHERE chain_id = ? UNION ALL
+			SELECT to_address AS a FROM transactions_by_block WHERE chain_id = ? AND to_address != '')
 			GROUP BY a ORDER BY c DESC LIMIT 1`, uint64(corpusChain), uint64(corpusChain)).Scan(&busiest, &busiestTxs); err != nil {
 			b.Fatal(err)
 		}

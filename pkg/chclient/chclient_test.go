@@ -41,7 +41,7 @@ func TestMigrationsApplyOnRealClickHouse(t *testing.T) {
 	if len(again) != 0 {
 		t.Fatalf("second apply re-ran %v", again)
 	}
-	for _, table := range []string{"blocks", "block_hashes", "chain_heads", "transactions", "logs", "internal_transactions"} {
+	for _, table := range []string{"blocks", "block_hashes", "chain_heads", "transactions_by_block", "logs", "internal_transactions"} {
 		var n uint64
 		if err := conn.QueryRow(ctx, "SELECT count() FROM system.tables WHERE database = currentDatabase() AND name = ?", table).Scan(&n); err != nil {
 			t.Fatal(err)

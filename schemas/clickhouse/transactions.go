@@ -14,6 +14,13 @@ import (
 //go:embed upgrades/000009_copy_transaction_lookup.sql
 var CopyTransactionLookup string
 
+// CopyTransactions is the statement that copies the rows of migration 2's
+// transactions table into transactions_by_block, for deployments upgrading
+// past migration 16 (the file says how to run it).
+//
+//go:embed upgrades/000016_copy_transactions.sql
+var CopyTransactions string
+
 // The tx_key and entry of transactions_by_hash (migration 9).
 const (
 	// TxPrefixLen is the length of a lookup's prefix: chain id and hash.

@@ -151,7 +151,7 @@ func TestSinkIntegration(t *testing.T) {
 		return count(t, conn, "SELECT count() FROM chain_heads FINAL WHERE number = 20") == 1
 	})
 	time.Sleep(500 * time.Millisecond)
-	for table, want := range map[string]uint64{"blocks": 20, "block_hashes": 20, "transactions": 60, "logs": 60, "internal_transactions": 120} {
+	for table, want := range map[string]uint64{"blocks": 20, "block_hashes": 20, "transactions_by_block": 60, "logs": 60, "internal_transactions": 120} {
 		if got := count(t, conn, fmt.Sprintf("SELECT count() FROM %s FINAL", table)); got != want {
 			t.Errorf("%s: %d rows after redelivery, want %d", table, got, want)
 		}
@@ -181,7 +181,7 @@ func TestSinkIntegration(t *testing.T) {
 		}
 	}
 	// Transactions are read through the canonical hash: block 18 has 1 tx now.
-	if got := count(t, conn, "SELECT count() FROM transactions FINAL WHERE block_number = 18 AND block_hash = ?", string(hashOf("b", 18))); got != 1 {
+	if got := count(t, conn, "SELECT count() FROM transactions_by_block FINAL WHERE block_number = 18 AND block_hash = ?", string(hashOf("b", 18))); got != 1 {
 		t.Errorf("block 18 canonical txs = %d, want 1", got)
 	}
 }

@@ -92,7 +92,7 @@ func testSinkCrash(t *testing.T, throttled bool) {
 		// but only above that number, since a chain's blocks arrive in order.
 		top := count(t, conn, "SELECT max(number) FROM blocks FINAL WHERE chain_id = 43112 AND removed = 0")
 		nBlocks := count(t, conn, "SELECT count() FROM blocks FINAL WHERE chain_id = 43112 AND removed = 0 AND number <= ?", top)
-		for table, perTx := range map[string]uint64{"transactions": 1, "logs": 1, "internal_transactions": 2} {
+		for table, perTx := range map[string]uint64{"transactions_by_block": 1, "logs": 1, "internal_transactions": 2} {
 			q := fmt.Sprintf("SELECT count() FROM %s FINAL WHERE chain_id = 43112 AND (block_number, block_hash) IN (SELECT number, hash FROM blocks FINAL WHERE chain_id = 43112 AND removed = 0 AND number <= %d)", table, top)
 			if got, want := count(t, conn, q), nBlocks*txsPerBlock*perTx; got != want {
 				t.Errorf("%s: %d rows for the %d blocks in ClickHouse, want %d", table, got, nBlocks, want)
@@ -130,7 +130,7 @@ kill:
 	if kills < 3 {
 		t.Errorf("only %d kills during traffic; the test did not exercise crashes", kills)
 	}
-	for table, want := range map[string]uint64{"blocks": blocks, "block_hashes": blocks, "transactions": blocks * txsPerBlock,
+	for table, want := range map[string]uint64{"blocks": blocks, "block_hashes": blocks, "transactions_by_block": blocks * txsPerBlock,
 		"logs": blocks * txsPerBlock, "internal_transactions": 2 * blocks * txsPerBlock} {
 		if got := count(t, conn, fmt.Sprintf("SELECT count() FROM %s FINAL", table)); got != want {
 			t.Errorf("%s: %d rows, want %d", table, got, want)

@@ -53,7 +53,7 @@ WHERE removed = 0`
 	// superset (any indexed topic of a log counts, not only a transfer's
 	// parties), which the matcher then decides on. Rows of orphaned blocks
 	// come too; the caller keeps the canonical ones.
-	qCandidates = `SELECT block_number, block_hash, hash FROM transactions
+	qCandidates = `SELECT block_number, block_hash, hash FROM transactions_by_block
 WHERE chain_id = ? AND block_number >= ? AND block_number <= ?
   AND (from_address IN (SELECT a FROM ` + watchedTable + `) OR to_address IN (SELECT a FROM ` + watchedTable + `)
     OR contract_address IN (SELECT a FROM ` + watchedTable + `))
@@ -75,7 +75,7 @@ WHERE chain_id = ? AND block_number >= ? AND block_number <= ?
 	qTxs = `SELECT block_number, block_hash, block_timestamp, tx_index, hash, type, from_address, to_address, value, gas,
   gas_price, max_fee_per_gas, max_priority_fee_per_gas, nonce, input, status, gas_used, cumulative_gas_used,
   effective_gas_price, contract_address, access_list
-FROM transactions WHERE chain_id = ? AND block_number >= ? AND block_number <= ?
+FROM transactions_by_block WHERE chain_id = ? AND block_number >= ? AND block_number <= ?
   AND (block_hash, hash) IN (SELECT h, t FROM ` + wantedTable + `)`
 	qLogs = `SELECT block_hash, tx_hash, log_index, address, topic0, topic1, topic2, topic3, data
 FROM logs WHERE chain_id = ? AND block_number >= ? AND block_number <= ?

@@ -431,7 +431,7 @@ func (w *Writer) insertTxs(ctx context.Context, rows []*txRow) error {
 		blockHash, hash, from, to, value, gasPrice, maxFee, maxPriorityFee, input             = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		effectiveGasPrice, contractAddress, accessList                                        = make([]string, n), make([]string, n), make([]string, n)
 	)
-	return w.sendBlocks(ctx, "transactions", txColumns, len(rows), func(batch driver.Batch, lo, hi int) error {
+	return w.sendBlocks(ctx, "transactions_by_block", txColumns, len(rows), func(batch driver.Batch, lo, hi int) error {
 		for i, r := range rows[lo:hi] {
 			b, tx := r.b, r.tx
 			chainID[i], blockNumber[i], blockHash[i], blockTimestamp[i] = b.ChainId, b.Number, fixed32(b.Hash), b.Timestamp
@@ -440,7 +440,7 @@ func (w *Writer) insertTxs(ctx context.Context, rows []*txRow) error {
 			input[i], status[i], gasUsed[i], cumulativeGasUsed[i] = view(tx.Input), uint8(tx.Status), tx.GasUsed, tx.CumulativeGasUsed
 			effectiveGasPrice[i], contractAddress[i], version[i] = tx.EffectiveGasPrice, view(tx.ContractAddress), r.version
 			// Only the webhook payload shows the access list, which a
-			// replay rebuilds from this column (migration 12); most
+			// replay rebuilds from this column (migration 14); most
 			// transactions have none.
 			al, err := codec.EncodeAccessList(tx.AccessList)
 			if err != nil {

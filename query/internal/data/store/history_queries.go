@@ -78,7 +78,7 @@ LIMIT 64`
 	// optionally of one receipt status (? = 2: any).
 	qLatestTxs = `SELECT block_number, block_hash, tx_index, hash, type, from_address, to_address, contract_address, value,
 	gas, gas_price, effective_gas_price, nonce, substring(input, 1, 4), length(input), status, gas_used
-FROM transactions
+FROM transactions_by_block
 WHERE chain_id = ? AND block_number >= ? AND block_number <= ? AND (? = 2 OR status = ?)
 ORDER BY block_number DESC, tx_index DESC
 LIMIT 1 BY block_number, block_hash, tx_index

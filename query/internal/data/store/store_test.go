@@ -14,6 +14,7 @@ import (
 	"github.com/moraine-data/moraine/pkg/testenv"
 	"github.com/moraine-data/moraine/query/internal/data/store"
 	"github.com/moraine-data/moraine/query/internal/data/storetest"
+	schema "github.com/moraine-data/moraine/schemas/clickhouse"
 )
 
 const chain = 43112
@@ -188,41 +189,60 @@ func TestReorgRowsAreNotServed(t *testing.T) {
 	require.Equal(t, storetest.HashOf(chain, 19, "old"), b.Hash)
 }
 
+// TestBlockTransactions reads a block's transactions as the processor
+// writes them, and as a deployment upgrading past migration 16 has them:
+// written to transactions before, then copied by the upgrade statement (run
+// twice, as an operator may).
 func TestBlockTransactions(t *testing.T) {
-	_, conn := testenv.ClickHouse(t)
-	s := newStore(t, conn, nil)
-	c := ctx(t)
-	blocks := storetest.Chain(chain, 1, 2, 1, "a")
-	require.NoError(t, storetest.InsertBlocks(c, conn, blocks))
-	b := blocks[1]
-	var txs []storetest.Tx
-	for i := range 5 {
-		txs = append(txs, storetest.Tx{
-			ChainID: chain, BlockNumber: b.Number, BlockHash: b.Hash, BlockTimestamp: b.Timestamp,
-			Index: uint32(4 - i), Hash: storetest.HashOf(chain, uint64(100+i), "tx"), Type: 2,
-			From: storetest.Address(1), To: storetest.Address(2), Value: "1", Gas: 21000,
-			GasPrice: "25000000000", Nonce: uint64(i), Input: []byte{0xa9, 0x05, 0x9c, 0xbb, 1, 2, 3},
-			Status: 1, GasUsed: 21000, Version: 1,
+	for name, insert := range map[string]func(context.Context, driver.Conn, []storetest.Tx) error{
+		"written": storetest.InsertTxs,
+		"copied": func(c context.Context, conn driver.Conn, txs []storetest.Tx) error {
+			if err := storetest.InsertTransactions(c, conn, txs); err != nil {
+				return err
+			}
+			if err := conn.Exec(c, schema.CopyTransactions); err != nil {
+				return err
+			}
+			return conn.Exec(c, schema.CopyTransactions)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, conn := testenv.ClickHouse(t)
+			s := newStore(t, conn, nil)
+			c := ctx(t)
+			blocks := storetest.Chain(chain, 1, 2, 1, "a")
+			require.NoError(t, storetest.InsertBlocks(c, conn, blocks))
+			b := blocks[1]
+			var txs []storetest.Tx
+			for i := range 5 {
+				txs = append(txs, storetest.Tx{
+					ChainID: chain, BlockNumber: b.Number, BlockHash: b.Hash, BlockTimestamp: b.Timestamp,
+					Index: uint32(4 - i), Hash: storetest.HashOf(chain, uint64(100+i), "tx"), Type: 2,
+					From: storetest.Address(1), To: storetest.Address(2), Value: "1", Gas: 21000,
+					GasPrice: "25000000000", Nonce: uint64(i), Input: []byte{0xa9, 0x05, 0x9c, 0xbb, 1, 2, 3},
+					Status: 1, GasUsed: 21000, Version: 1,
+				})
+			}
+			// A transaction of an orphaned block at the same number is never mixed in.
+			orphan := txs[0]
+			orphan.BlockHash, orphan.Index = storetest.HashOf(chain, b.Number, "orphan"), 9
+			require.NoError(t, insert(c, conn, append(txs, orphan)))
+
+			got, err := s.BlockTransactions(c, store.Block{ChainID: chain, Number: b.Number, Hash: b.Hash}, 0, 0)
+			require.NoError(t, err)
+			require.Len(t, got, 5)
+			for i, tx := range got {
+				require.Equal(t, uint32(i), tx.BlockIndex)
+				require.Equal(t, []byte{0xa9, 0x05, 0x9c, 0xbb}, tx.Selector)
+				require.Equal(t, uint64(7), tx.InputLen)
+				require.Equal(t, storetest.Address(1), tx.From)
+				require.Empty(t, tx.ContractAddress)
+			}
+			got, err = s.BlockTransactions(c, store.Block{ChainID: chain, Number: b.Number, Hash: b.Hash}, 2, 2)
+			require.NoError(t, err)
+			require.Equal(t, []uint32{2, 3}, []uint32{got[0].BlockIndex, got[1].BlockIndex})
 		})
 	}
-	// A transaction of an orphaned block at the same number is never mixed in.
-	orphan := txs[0]
-	orphan.BlockHash, orphan.Index = storetest.HashOf(chain, b.Number, "orphan"), 9
-	require.NoError(t, storetest.InsertTxs(c, conn, append(txs, orphan)))
-
-	got, err := s.BlockTransactions(c, store.Block{ChainID: chain, Number: b.Number, Hash: b.Hash}, 0, 0)
-	require.NoError(t, err)
-	require.Len(t, got, 5)
-	for i, tx := range got {
-		require.Equal(t, uint32(i), tx.BlockIndex)
-		require.Equal(t, []byte{0xa9, 0x05, 0x9c, 0xbb}, tx.Selector)
-		require.Equal(t, uint64(7), tx.InputLen)
-		require.Equal(t, storetest.Address(1), tx.From)
-		require.Empty(t, tx.ContractAddress)
-	}
-	got, err = s.BlockTransactions(c, store.Block{ChainID: chain, Number: b.Number, Hash: b.Hash}, 2, 2)
-	require.NoError(t, err)
-	require.Equal(t, []uint32{2, 3}, []uint32{got[0].BlockIndex, got[1].BlockIndex})
 }
 
 func TestHeads(t *testing.T) {

@@ -142,13 +142,23 @@ func SetHead(ctx context.Context, conn driver.Conn, b Block, version uint64) err
 	return nil
 }
 
-// InsertTxs writes rows to transactions.
+// InsertTxs writes rows to transactions_by_block.
 func InsertTxs(ctx context.Context, conn driver.Conn, rows []Tx) error {
-	b, err := conn.PrepareBatch(ctx, `INSERT INTO transactions (chain_id, block_number, block_hash, block_timestamp, tx_index,
+	return insertTxs(ctx, conn, "transactions_by_block", rows)
+}
+
+// InsertTransactions writes rows to transactions, as processors did before
+// migration 16.
+func InsertTransactions(ctx context.Context, conn driver.Conn, rows []Tx) error {
+	return insertTxs(ctx, conn, "transactions", rows)
+}
+
+func insertTxs(ctx context.Context, conn driver.Conn, table string, rows []Tx) error {
+	b, err := conn.PrepareBatch(ctx, `INSERT INTO `+table+` (chain_id, block_number, block_hash, block_timestamp, tx_index,
 		hash, type, from_address, to_address, value, gas, gas_price, nonce, input, status, gas_used, effective_gas_price,
 		contract_address, version)`)
 	if err != nil {
-		return fmt.Errorf("prepare transactions: %w", err)
+		return fmt.Errorf("prepare %s: %w", table, err)
 	}
 	for _, r := range rows {
 		if err := b.Append(r.ChainID, r.BlockNumber, string(r.BlockHash[:]), r.BlockTimestamp, r.Index,
@@ -158,7 +168,7 @@ func InsertTxs(ctx context.Context, conn driver.Conn, rows []Tx) error {
 		}
 	}
 	if err := b.Send(); err != nil {
-		return fmt.Errorf("send transactions: %w", err)
+		return fmt.Errorf("send %s: %w", table, err)
 	}
 	return nil
 }

@@ -44,7 +44,7 @@ type HistoryConfig struct {
 	Addresses, Tokens uint64
 	// Chunk is the transactions per INSERT ... SELECT (default 1,000,000).
 	Chunk uint64
-	// Tables, when set, are the only tables seeded (of transactions,
+	// Tables, when set, are the only tables seeded (of transactions_by_block,
 	// transactions_by_hash, logs, internal_transactions, address_lists):
 	// a database seeded before a table existed gets it alone.
 	Tables []string
@@ -147,7 +147,7 @@ var (
 )
 
 var (
-	seedTxs = `INSERT INTO transactions (chain_id, block_number, block_hash, block_timestamp, tx_index, hash, type, from_address,
+	seedTxs = `INSERT INTO transactions_by_block (chain_id, block_number, block_hash, block_timestamp, tx_index, hash, type, from_address,
 	to_address, value, gas, gas_price, max_fee_per_gas, max_priority_fee_per_gas, nonce, input, status, gas_used,
 	cumulative_gas_used, effective_gas_price, contract_address, version)
 SELECT chain, blk, bh, ts, idx, th, toUInt8(2), fromA, toA, value, toUInt64(100000), '25000000000', '30000000000', '1000000000',
@@ -211,7 +211,7 @@ func SeedHistory(ctx context.Context, conn driver.Conn, cfg HistoryConfig, logge
 	for off := uint64(0); off < cfg.Txs; off += cfg.Chunk {
 		n := min(cfg.Chunk, cfg.Txs-off)
 		for _, q := range []struct{ table, name, sql string }{
-			{"transactions", "transactions", seedTxs}, {"transactions_by_hash", "transactions_by_hash", seedTxLookup},
+			{"transactions_by_block", "transactions_by_block", seedTxs}, {"transactions_by_hash", "transactions_by_hash", seedTxLookup},
 			{"logs", "logs", seedLogs}, {"internal_transactions", "internal_transactions", seedFrames},
 			{"address_lists", "address_lists transactions", seedIndexTxs}, {"address_lists", "address_lists transfers", seedIndexTransfers},
 		} {
