@@ -50,7 +50,7 @@ LIMIT 1`
 	// qBlockTxs reads a block's transactions from index ? on; the block hash
 	// pins the canonical block (child rows are keyed by block hash).
 	qBlockTxs = `SELECT tx_index, hash, type, from_address, to_address, contract_address, value, gas,
-	gas_price, effective_gas_price, nonce, substring(input, 1, 4), length(input), status, gas_used
+	gas_price, effective_gas_price, nonce, input_selector, toUInt64(input_length), status, gas_used
 FROM transactions_by_block FINAL
 WHERE chain_id = ? AND block_number = ? AND block_hash = unhex(?) AND tx_index >= ?
 ORDER BY tx_index
