@@ -84,6 +84,17 @@ type headWatcher struct {
 	seen map[uint64]time.Time
 }
 
+// newest is the highest block number seen so far (0: none).
+func (h *headWatcher) newest() uint64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var n uint64
+	for k := range h.seen {
+		n = max(n, k)
+	}
+	return n
+}
+
 func (h *headWatcher) run(ctx context.Context, rpcURL string) {
 	for ctx.Err() == nil {
 		if raw, err := rpcCall(rpcURL, "eth_blockNumber"); err == nil {
