@@ -722,7 +722,7 @@ type webhookWindows struct {
 	// (devchainWebhooks.startHead), which no window judges.
 	beforeStart int
 	worst       time.Duration
-	all               []time.Duration
+	all         []time.Duration
 }
 
 // add takes the messages that arrived since the last call and returns the
