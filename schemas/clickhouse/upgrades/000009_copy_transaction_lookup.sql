@@ -2,7 +2,7 @@
 -- transaction_lookup (migration 6) into transactions_by_hash, which the
 -- query service reads from migration 9 on. Run it once per database after
 -- the upgraded processors run, as 000008_copy_address_index.sql (docs/
--- transactions.md, "Upgrading"); then transaction_lookup can be dropped.
+-- transactions.md, "Upgrading"); then empty transaction_lookup (TRUNCATE).
 -- Copied details lack the block's header fields: those transactions are
 -- checked against block_lookup on every read, as before.
 -- The expressions are schemas/clickhouse.SQLTxKey's and SQLTxEntryPlace's
