@@ -31,7 +31,8 @@ var (
 
 // OnCluster rewrites one migration statement for a cluster: DDL runs on
 // every server of the cluster (ON CLUSTER, through the distributed DDL
-// queue, so a server that is down applies it when it returns), and
+// queue, so a server that is down applies it when it returns; an ALTER
+// TABLE runs on this server and replication carries it), and
 // MergeTree-family engines become their Replicated form, keyed in
 // ZooKeeper by shard, database and table. Materialized views stay on each
 // server's local tables: a view fires on the inserts its server receives,
@@ -77,7 +78,13 @@ func OnCluster(stmt, cluster, database string) (string, error) {
 		return qualified(m) + onCluster + qualifyTables(stmt[m[3]:], database), nil
 	}
 	if m := alterTable.FindStringSubmatchIndex(stmt); m != nil {
-		return qualified(m) + onCluster + stmt[m[3]:], nil
+		// Not ON CLUSTER: on a cluster every table is Replicated, and a
+		// replicated table's ALTER reaches the other replicas through
+		// ZooKeeper. Through the DDL queue, the replicas race for it, and
+		// ClickHouse 18.16's DDL worker can stop for good on the loser's
+		// "Node exists" (every later ON CLUSTER statement then times out on
+		// that server until it restarts).
+		return qualified(m) + stmt[m[3]:], nil
 	}
 	if m := dropTable.FindStringSubmatchIndex(stmt); m != nil {
 		return qualified(m) + onCluster, nil
