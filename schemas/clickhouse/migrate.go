@@ -9,8 +9,8 @@
 // Several services may migrate at once; idempotent statements make that safe.
 //
 // On a cluster (Options.Cluster) each statement is rewritten to run ON
-// CLUSTER with replicated engines (OnCluster); migrations themselves are
-// written for one server.
+// CLUSTER with replicated engines, an ALTER TABLE on one server
+// (OnCluster); migrations themselves are written for one server.
 package clickhouse
 
 import (
@@ -90,9 +90,10 @@ func splitStatements(body string) []string {
 
 // Options say where and how migrations are applied.
 type Options struct {
-	// Cluster, when set, runs every statement ON CLUSTER with replicated
-	// engines (OnCluster): the servers of the named cluster share the
-	// tables' contents through ZooKeeper.
+	// Cluster, when set, runs the statements ON CLUSTER with replicated
+	// engines, an ALTER TABLE on this server only (OnCluster): the servers
+	// of the named cluster share the tables' contents, and their ALTERs,
+	// through ZooKeeper.
 	Cluster string
 	// Database is moraine's database, the one conn uses (it names the
 	// replicated tables' ZooKeeper paths).
