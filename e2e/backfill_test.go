@@ -297,7 +297,7 @@ func waitWritten(b *testing.B, s *stackUp, chain string, last uint64, report tim
 		if time.Now().After(deadline) {
 			return
 		}
-		if v, ok := scrape(b, s.metrics["processor"], "moraine_processor_last_written_block")[`{chain="`+chain+`"}`]; ok && uint64(v) >= last {
+		if n, ok := lastWritten(b, s, chain); ok && n >= last {
 			return
 		}
 	}
@@ -306,8 +306,8 @@ func waitWritten(b *testing.B, s *stackUp, chain string, last uint64, report tim
 // sampleBackfill reads the pipeline's state.
 func sampleBackfill(b *testing.B, s *stackUp, adm *kadm.Client, chain string) backfillSample {
 	cur := backfillSample{at: time.Since(s.ingestStarted), rss: map[string]uint64{}, cpu: map[string]float64{}}
-	if v, ok := scrape(b, s.metrics["processor"], "moraine_processor_last_written_block")[`{chain="`+chain+`"}`]; ok {
-		cur.block = uint64(v)
+	if n, ok := lastWritten(b, s, chain); ok {
+		cur.block = n
 	}
 	for _, t := range tableSizes(b, s.conn, s.ch.Database) {
 		cur.chBytes += t.bytes

@@ -88,7 +88,7 @@ func BenchmarkPipelineGunzilla(b *testing.B) {
 		// ClickHouse itself that often would take CPU from the pipeline, and
 		// less often would blur the end of a run lasting about a second.
 		for time.Since(s.ingestStarted) < 10*time.Minute {
-			if v, ok := scrape(b, s.metrics["processor"], "moraine_processor_last_written_block")[`{chain="`+strconv.FormatUint(d.chainID, 10)+`"}`]; ok && uint64(v) == last {
+			if n, ok := lastWritten(b, s, strconv.FormatUint(d.chainID, 10)); ok && n == last {
 				break
 			}
 			time.Sleep(10 * time.Millisecond)
@@ -360,6 +360,13 @@ func clickhouseEvents(tb testing.TB, conn driver.Conn) map[string]uint64 {
 		out[event] = value
 	}
 	return out
+}
+
+// lastWritten is the highest block of chain the processor has written
+// (its moraine_processor_last_written_block gauge; false before the first).
+func lastWritten(tb testing.TB, s *stackUp, chain string) (uint64, bool) {
+	v, ok := scrape(tb, s.metrics["processor"], "moraine_processor_last_written_block")[`{chain="`+chain+`"}`]
+	return uint64(v), ok
 }
 
 // scrape returns the values of one metric family by label set.
