@@ -74,7 +74,11 @@ func TestDeliversSignedMessages(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, sig, 32)
 	}
-	require.Equal(t, 21.0, metric(t, svc, "moraine_delivery_attempts_total", "success"))
+	// The receiver records a request before it answers, and the sender
+	// counts the attempt once the answer is back: wait for the counter.
+	deliverytest.Eventually(t, 10*time.Second, "21 successes counted", func() bool {
+		return metric(t, svc, "moraine_delivery_attempts_total", "success") == 21
+	})
 	require.Equal(t, 1.0, metric(t, svc, "moraine_delivery_unsigned_total", ""))
 	deliverytest.Eventually(t, 10*time.Second, "log rows", func() bool { return len(env.Deliveries(hook)) == 20 })
 	for _, r := range env.Deliveries(hook) {
