@@ -16,6 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ethereum/go-ethereum/common/hexutil"
+	"github.com/ethereum/go-ethereum/rpc"
 	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/moraine-data/moraine/pkg/kafkautil"
@@ -95,28 +97,61 @@ func (h *headWatcher) newest() uint64 {
 	return n
 }
 
+// run records the heads the node announces on its newHeads subscription
+// (the WebSocket at rpcURL's address), subscribing again after an error. A
+// subscription times each block when the node has it, without the load that
+// polling the node often enough to time blocks to the millisecond would add
+// to the machine being measured.
 func (h *headWatcher) run(ctx context.Context, rpcURL string) {
+	wsURL := "ws" + strings.TrimPrefix(rpcURL, "http")
 	for ctx.Err() == nil {
-		if raw, err := rpcCall(rpcURL, "eth_blockNumber"); err == nil {
-			var s string
-			_ = json.Unmarshal(raw, &s)
-			n := hexToBig(s).Uint64()
-			now := time.Now()
-			h.mu.Lock()
-			if _, ok := h.seen[n]; !ok {
-				h.seen[n] = now
-			}
-			// Blocks older than ten minutes are not waited for any more.
-			for k, t := range h.seen {
-				if now.Sub(t) > 10*time.Minute {
-					delete(h.seen, k)
-				}
-			}
-			h.mu.Unlock()
-		}
+		h.follow(ctx, wsURL)
 		select {
 		case <-ctx.Done():
-		case <-time.After(5 * time.Millisecond):
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// follow records heads until the subscription or ctx ends.
+func (h *headWatcher) follow(ctx context.Context, wsURL string) {
+	c, err := rpc.DialContext(ctx, wsURL)
+	if err != nil {
+		return
+	}
+	defer c.Close()
+	type head struct {
+		Number hexutil.Uint64 `json:"number"`
+	}
+	heads := make(chan head, 64)
+	sub, err := c.EthSubscribe(ctx, heads, "newHeads")
+	if err != nil {
+		return
+	}
+	defer sub.Unsubscribe()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-sub.Err():
+			return
+		case hd := <-heads:
+			h.saw(uint64(hd.Number), time.Now())
+		}
+	}
+}
+
+// saw records block n's first appearance at now and forgets blocks older
+// than ten minutes, which are not waited for any more.
+func (h *headWatcher) saw(n uint64, now time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.seen[n]; !ok {
+		h.seen[n] = now
+	}
+	for k, t := range h.seen {
+		if now.Sub(t) > 10*time.Minute {
+			delete(h.seen, k)
 		}
 	}
 }
