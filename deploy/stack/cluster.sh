@@ -391,6 +391,7 @@ node_wait() {
     local name=$1 pid=${NODE_LAUNCHED_PID[$1]:-} timeout=$READY_TIMEOUT_S f started=$SECONDS
     [[ -n $pid ]] || return 0
     [[ $name == kafka-* ]] && timeout=$KAFKA_READY_TIMEOUT_S
+    [[ $name == clickhouse-* ]] && timeout=$CH_READY_TIMEOUT_S
     CURRENT_NODE=$name
     while ((SECONDS - started < timeout)); do
         if ! still_running pid current_node_pid; then

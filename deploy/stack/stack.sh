@@ -27,6 +27,9 @@ shopt -u patsub_replacement 2>/dev/null || true
 readonly DEFAULT_KAFKA_VERSION=4.3.1
 readonly READY_TIMEOUT_S=60       # how long start waits for a service to answer
 readonly KAFKA_READY_TIMEOUT_S=90 # the JVM plus a KRaft election take longer on 2 cores
+# A ClickHouse server loads every table's parts (and, on a cluster, its replicas' state in ZooKeeper) before it
+# answers, which takes minutes with many tables; one that fails exits, and start says so at once.
+readonly CH_READY_TIMEOUT_S=300
 readonly STOP_TIMEOUT_S=20        # SIGTERM grace period before SIGKILL
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
@@ -378,7 +381,7 @@ ch_start() {
 }
 
 ch_wait_ready() {
-    local deadline=$((SECONDS + READY_TIMEOUT_S)) pid=$LAUNCHED_PID
+    local deadline=$((SECONDS + CH_READY_TIMEOUT_S)) pid=$LAUNCHED_PID
     while ((SECONDS < deadline)); do
         if ! still_running pid ch_pid; then
             log_tail "$CH_DIR/logs/stdout.log" 20
@@ -392,7 +395,7 @@ ch_wait_ready() {
         sleep 0.3
     done
     log_tail "$CH_DIR/logs/clickhouse-server.log" 30
-    die "clickhouse: no answer to SELECT 1 on http port $CH_HTTP_PORT within ${READY_TIMEOUT_S}s (pid $pid still running; logs: $CH_DIR/logs)"
+    die "clickhouse: no answer to SELECT 1 on http port $CH_HTTP_PORT within ${CH_READY_TIMEOUT_S}s (pid $pid still running; logs: $CH_DIR/logs)"
 }
 
 ch_stop() { stop_service clickhouse ch_pid "$CH_PIDFILE"; }
