@@ -342,6 +342,10 @@ func (a *App) Run(ctx context.Context) error {
 			if producers != nil {
 				deps.Partitions = producers
 			}
+			if a.sink != nil {
+				// The head latency target weighs what this matcher sees.
+				deps.ActivityCommitted = a.sink.Budget().ObserveHead
+			}
 			if m, err = matcher.New(cfg.Matcher, deps); err != nil {
 				return err
 			}

@@ -313,6 +313,9 @@ func TestMatcherIntegration(t *testing.T) {
 	cfg.Sink.Enabled = true
 	cfg.ClickHouse = ccfg
 	cfg.Sink.Group = "sink-" + testenv.Suffix()
+	// The write budget's head signal on, with a target nothing misses: the
+	// matcher reports head blocks to the sink's budget (checked at the end).
+	cfg.Sink.Budget.HeadLatencyTarget = time.Hour
 	// The first transaction aborts, as on a rebalance: its batch is read
 	// again, and neither the activity topic nor the counters below may show
 	// it twice.
@@ -411,6 +414,35 @@ func TestMatcherIntegration(t *testing.T) {
 	eventually(t, "4 blocks in ClickHouse", func() bool {
 		return count(t, conn, "SELECT count() FROM blocks FINAL WHERE removed = 0") == 4
 	})
+
+	// A block at the head with activity reaches the write budget's head
+	// signal; the four blocks above, years old, are backfill and did not.
+	head := block(5, &record.Transaction{From: W, To: U})
+	head.GetBlock().Timestamp = uint64(time.Now().Unix())
+	produce(t, kcfg, head)
+	eventually(t, "the head block timed by the write budget", func() bool {
+		return histogramCount(t, reg, "moraine_processor_write_budget_head_seconds") >= 1
+	})
+	r.poll(t, time.Second)
+	if n := histogramCount(t, reg, "moraine_processor_write_budget_head_seconds"); n != 1 {
+		t.Errorf("write budget timed %d head blocks, want 1", n)
+	}
+}
+
+// histogramCount is the sample count of the (unlabelled) histogram name.
+func histogramCount(t *testing.T, reg *prometheus.Registry, name string) uint64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			return mf.GetMetric()[0].GetHistogram().GetSampleCount()
+		}
+	}
+	t.Fatalf("histogram %s not registered", name)
+	return 0
 }
 
 func mapsEqual(a, b map[string]int) bool {

@@ -210,6 +210,11 @@ type Deps struct {
 	// inside transactions, the matcher test aborts a batch as a rebalance
 	// would.
 	BeforeEnd func() (abort bool)
+	// ActivityCommitted, when set, is called for each block whose activity
+	// a transaction committed, with the block's timestamp (Unix seconds)
+	// and when ingest produced its record: the processor's write budget
+	// (package budget) times the head's way to its webhooks with it.
+	ActivityCommitted func(timestamp uint64, produced time.Time)
 }
 
 // Partitions is told which partitions of the blocks topic the matcher
@@ -247,7 +252,9 @@ type Consumer struct {
 	// decompressor, when set, is shared with the sink.
 	decompressor kgo.Decompressor
 	beforeEnd    func() (abort bool)
-	partitions   Partitions
+	// activityCommitted is Deps.ActivityCommitted.
+	activityCommitted func(timestamp uint64, produced time.Time)
+	partitions        Partitions
 }
 
 // New builds the matcher and registers its readiness check and metrics; it
@@ -293,6 +300,7 @@ func New(cfg Config, deps Deps) (*Consumer, error) {
 		streams: streams, streamReader: streamReader, streamTopic: deps.Kafka.Topic(topics.WebhookStreams),
 		m: m, activity: deps.Kafka.Topic(topics.Activity), blocks: deps.Kafka.Topic(topics.Blocks),
 		now: time.Now, decompressor: deps.Decompressor, beforeEnd: deps.BeforeEnd, partitions: deps.Partitions,
+		activityCommitted: deps.ActivityCommitted,
 	}, nil
 }
 
@@ -566,6 +574,11 @@ func (m *Consumer) end(ctx context.Context, sess *kgo.GroupTransactSession, txn 
 	m.m.transactions.WithLabelValues("committed").Inc()
 	m.streams.Commit(txn.stream)
 	txn.counts.add(m.m)
+	if m.activityCommitted != nil {
+		for _, b := range txn.counts.blocks {
+			m.activityCommitted(b.timestamp, b.produced)
+		}
+	}
 	m.logger.Debug("matcher transaction committed", "records", txn.records, "activities", txn.produced, "open_for", time.Since(txn.started))
 	return nil
 }
@@ -578,13 +591,21 @@ type batchCounts struct {
 	records     map[string]int // block|reorg|unwatched|undecodable
 	perChain    map[uint64]int // activity messages (retractions included)
 	retractions map[uint64]int
+	// blocks are the blocks with activity (Deps.ActivityCommitted).
+	blocks []blockWithActivity
+}
+
+type blockWithActivity struct {
+	timestamp uint64
+	produced  time.Time
 }
 
 func newBatchCounts() batchCounts {
 	return batchCounts{records: map[string]int{}, perChain: map[uint64]int{}, retractions: map[uint64]int{}}
 }
 
-func (c batchCounts) merge(o batchCounts) {
+func (c *batchCounts) merge(o batchCounts) {
+	c.blocks = append(c.blocks, o.blocks...)
 	for kind, n := range o.records {
 		c.records[kind] += n
 	}
@@ -694,6 +715,9 @@ func (m *Consumer) build(ctx context.Context, records []*kgo.Record, sb *stream.
 			counts.records["block"]++
 			ms = m.match.Block(e.Block, ms[:0])
 			events = append(events, event{offset: r.Offset, block: e.Block, first: len(all), count: len(ms)})
+			if len(ms) > 0 {
+				counts.blocks = append(counts.blocks, blockWithActivity{timestamp: e.Block.Timestamp, produced: r.Timestamp})
+			}
 			for _, x := range ms {
 				all = append(all, matched{block: e.Block, match: x})
 			}

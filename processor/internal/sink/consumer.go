@@ -114,6 +114,10 @@ func New(cfg Config, deps Deps) (*Consumer, error) {
 		up: make(chan struct{})}, nil
 }
 
+// Budget is the sink's write budget, for the matcher of the same processor
+// to report head blocks to (budget.Budget.ObserveHead).
+func (s *Consumer) Budget() *budget.Budget { return s.budget }
+
 // Connected is closed once the consumer has its ClickHouse connection and
 // Kafka client.
 func (s *Consumer) Connected() <-chan struct{} { return s.up }

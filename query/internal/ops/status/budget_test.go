@@ -14,14 +14,15 @@ import (
 )
 
 // The write budget table: read from each processor's metrics, with the
-// probe's mean latency and the share of time paused between two snapshots;
+// probe's and the head blocks' mean latencies and the share of time paused between two snapshots;
 // a processor that does not answer, or has no budget, says so.
 func TestWriteBudgetTable(t *testing.T) {
 	var scrapes atomic.Int32
 	throttled := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		require.Equal(t, "/metrics", r.URL.Path)
 		n := scrapes.Add(1)
-		// Between the two scrapes: 20 probes of 80 ms in all, 3 s paused.
+		// Between the two scrapes: 20 probes of 80 ms in all, 10 head
+		// blocks of 120 ms, 3 s paused.
 		fmt.Fprintf(w, `# TYPE moraine_processor_write_budget_target_seconds gauge
 moraine_processor_write_budget_target_seconds 0.05
 # TYPE moraine_processor_write_budget_share gauge
@@ -32,7 +33,13 @@ moraine_processor_write_budget_paused_seconds_total %d
 moraine_processor_write_budget_probe_seconds_bucket{le="+Inf"} %d
 moraine_processor_write_budget_probe_seconds_sum %g
 moraine_processor_write_budget_probe_seconds_count %d
-`, 10+3*(n-1), 100+20*(n-1), 2+1.6*float64(n-1), 100+20*(n-1))
+# TYPE moraine_processor_write_budget_head_target_seconds gauge
+moraine_processor_write_budget_head_target_seconds 0.3
+# TYPE moraine_processor_write_budget_head_seconds histogram
+moraine_processor_write_budget_head_seconds_bucket{le="+Inf"} %d
+moraine_processor_write_budget_head_seconds_sum %g
+moraine_processor_write_budget_head_seconds_count %d
+`, 10+3*(n-1), 100+20*(n-1), 2+1.6*float64(n-1), 100+20*(n-1), 5+10*(n-1), 0.5+1.2*float64(n-1), 5+10*(n-1))
 	}))
 	defer throttled.Close()
 	off := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -73,8 +80,8 @@ moraine_processor_write_budget_probe_seconds_count %d
 		return ""
 	}
 	require.Contains(t, text, "PROCESSOR")
-	require.Equal(t, throttled.URL+"/metrics 50ms 25% 80ms 30% backfill gives way to reads (probe over the target)", row(throttled.URL))
-	require.Equal(t, off.URL+"/metrics off 100% - 0% no budget: backfill at full speed", row(off.URL))
+	require.Equal(t, throttled.URL+"/metrics 50ms 80ms 300ms 120ms 25% 30% backfill gives way to reads and head blocks (over a target)", row(throttled.URL))
+	require.Equal(t, off.URL+"/metrics off - off - 100% 0% no budget: backfill at full speed", row(off.URL))
 	require.Contains(t, row(other.URL), "no write budget metrics")
 	require.Contains(t, row("http://127.0.0.1:1/metrics"), "? (unreachable)")
 }
