@@ -180,7 +180,7 @@ micro=$( (cd schemas && go test -run '^$' -bench . -benchmem ./codec) | grep -E 
     echo
     echo "Latency: the development chain (a block every 500 ms, 12 transactions each) through ingest, the processor's"
     echo "matcher and delivery, with a webhook on 5 busy accounts (logs and internal transactions included); measured from"
-    echo "the moment the block is visible at the node's RPC (polled every 5 ms) to the signed POST's arrival at a local receiver."
+    echo "the moment the node announces the block (its newHeads subscription) to the signed POST's arrival at a local receiver."
     echo
     echo '```'
     echo "$latency"

@@ -28,7 +28,7 @@ grep -q '^soak summary' "$TMP/out.txt" || { echo "soak: the run did not finish; 
     echo "Measured $(date -u +%Y-%m-%d) on: $machine; ClickHouse 18.16 and Apache Kafka from the local stack on the same machine."
     echo "The development chain (go-ethereum, archive mode) at one block a second with ${MORAINE_SOAK_TX_PER_BLOCK:-200} transactions each;"
     echo "${MORAINE_SOAK_WEBHOOKS:-1000} webhooks watching ${MORAINE_SOAK_ADDRESSES_PER_WEBHOOK:-100} addresses each, ${MORAINE_SOAK_HOT_WEBHOOKS:-20} of them one of the chain's busy accounts too;"
-    echo "signed deliveries to a local receiver. Latency: from the block's appearance at the node's RPC (polled every 5 ms) to the"
+    echo "signed deliveries to a local receiver. Latency: from the node's announcement of the block (newHeads) to the"
     echo "message's arrival. $duration, a window every ${MORAINE_SOAK_REPORT:-5m}."
     echo
     echo '```'

@@ -77,7 +77,14 @@ func envFloat(tb testing.TB, name string, def float64) float64 {
 // blocks and random blocks' transactions of what is indexed so far, and,
 // unless MORAINE_BENCH_DEVCHAIN=0, the development chain mines a block every
 // 500 ms beside the backfill with a webhook on five of its busy accounts
-// (devchainWebhooks). At the end it prints the summary ("backfill summary"
+// (devchainWebhooks). MORAINE_BENCH_INDEXING_NICE (0: none) lowers ingest's,
+// the processor's and the replay source's CPU weight: each process is a
+// session of its own (start), and the value is written as its autogroup's
+// nice, as an operator of a machine that serves and indexes weighs them.
+// MORAINE_BENCH_HEAD_INGEST=1 follows the development chain with an ingest
+// instance of its own ("ingest-head", not lowered), the corpus with the
+// other.
+// At the end it prints the summary ("backfill summary"
 // lines): rates per quarter of the run, peak memory, CPU per transaction and
 // CPU seconds per process over the run, ClickHouse's rows merged per row
 // inserted, the windows that met the reads' and the webhooks' goals, bytes
@@ -143,6 +150,9 @@ func runBackfill(b *testing.B, dir string, meta corpusMeta) {
 		dev = startDevchainWebhooks(b)
 		chains += "," + dev.chainJSON
 		opts.delivery, opts.beforeIngest = true, dev.createWebhook
+		if os.Getenv("MORAINE_BENCH_HEAD_INGEST") == "1" {
+			opts.headIngest = dev.chainJSON
+		}
 	}
 	s := startServices(b, chains, opts)
 	s.procs["replay"], s.pids["replay"] = replay, replay.cmd.Process.Pid
@@ -151,6 +161,18 @@ func runBackfill(b *testing.B, dir string, meta corpusMeta) {
 	}
 	for name, pid := range stackPIDs(b) {
 		s.pids[name] = pid
+	}
+	// Serving first on one machine (README, "Serving while indexing"): the
+	// indexing processes at a lower CPU weight than ClickHouse, Kafka, the
+	// query service and delivery. The replay source stands for the
+	// backfilled chain's node, which is not on the machine in production.
+	if n := int(envFloat(b, "MORAINE_BENCH_INDEXING_NICE", 0)); n != 0 {
+		for _, name := range []string{"ingest", "processor", "replay"} {
+			path := fmt.Sprintf("/proc/%d/autogroup", s.pids[name])
+			if err := os.WriteFile(path, []byte(strconv.Itoa(n)), 0o644); err != nil {
+				b.Fatalf("MORAINE_BENCH_INDEXING_NICE: %s: %v", path, err)
+			}
+		}
 	}
 	fmt.Printf("\nbackfill corpus %s: blocks %d..%d, %d transactions, %d logs, %d call frames, chain %s; database %s, topic prefix %s\n",
 		dir, meta.First, meta.Last, meta.Transactions, meta.Logs, meta.CallFrames, chain, s.ch.Database, s.kafka.TopicPrefix)
@@ -277,6 +299,19 @@ func runBackfill(b *testing.B, dir string, meta corpusMeta) {
 			meanBy(b, s.metrics["query"], "moraine_query_http_request_duration_seconds", "route"),
 			meanBy(b, s.metrics["query"], "moraine_query_clickhouse_query_duration_seconds", "query"))
 	}
+	// What the processor's write budget did: the time backfill batches
+	// waited, and its two signals' means over the run.
+	pm := s.metrics["processor"]
+	mean := func(name string) string {
+		n := scrape(b, pm, name+"_count")[""]
+		if n == 0 {
+			return "none"
+		}
+		return fmt.Sprintf("%s (%.0f)", time.Duration(scrape(b, pm, name+"_sum")[""]/n*float64(time.Second)).Round(100*time.Microsecond), n)
+	}
+	fmt.Printf("backfill summary: write budget: backfill batches waited %.0f s; probe reads %s, head blocks' produce to activity %s\n",
+		scrape(b, pm, "moraine_processor_write_budget_paused_seconds_total")[""],
+		mean("moraine_processor_write_budget_probe_seconds"), mean("moraine_processor_write_budget_head_seconds"))
 	afterBackfillReads(b, s, chain, meta)
 	if os.Getenv("MORAINE_BENCH_COLUMN_STUDY") != "0" {
 		columnStudy(b, s.conn, s.ch.Database, last.txs)

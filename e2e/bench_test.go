@@ -393,7 +393,7 @@ func scrape(tb testing.TB, url, name string) map[string]float64 {
 }
 
 // BenchmarkWebhookLatency measures the time from a block's availability at
-// the node's RPC (polled every 5 ms) to the arrival of its webhook messages
+// the node (its newHeads announcement) to the arrival of its webhook messages
 // at a local receiver, on the development chain's traffic with the whole
 // pipeline (ingest, processor with the matcher, delivery) on the real stack.
 func BenchmarkWebhookLatency(b *testing.B) {

@@ -117,6 +117,12 @@ func startTo(t testing.TB, stdoutPath, name string, args ...string) *proc {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
+	// Each process in a session of its own, as each service runs as a unit
+	// of its own in production: the kernel shares the cores between
+	// sessions (autogroups) as it shares them between services' cgroups,
+	// where one session would make every service, the load generator and
+	// the test one group against ClickHouse and Kafka.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", name, err)
 	}

@@ -52,6 +52,11 @@ type pipelineOpts struct {
 	// beforeIngest runs once query (and delivery) are ready and before
 	// ingest starts: the place to create accounts and webhooks.
 	beforeIngest func(s *stackUp)
+	// headIngest, when set, is the JSON of chains that a second ingest
+	// instance ("ingest-head") follows instead of the first, as an operator
+	// runs a backfill in an instance of its own; the other services still
+	// know every chain.
+	headIngest string
 }
 
 // runPipeline serves a recording with the replay source (backfill mode)
@@ -101,7 +106,8 @@ func startServices(t testing.TB, chainJSON string, o pipelineOpts) *stackUp {
 	run := func(name string, wait bool, flags ...string) {
 		admin := freeAddr(t)
 		s.flags[name] = append(flags, "--ops.listen-address", admin)
-		p := start(t, name, s.flags[name]...)
+		binary, _, _ := strings.Cut(name, "-") // ingest-head is an ingest
+		p := start(t, binary, s.flags[name]...)
 		s.procs[name], s.pids[name], s.metrics[name] = p, p.cmd.Process.Pid, "http://"+admin+"/metrics"
 		if wait {
 			waitReady(t, p, "http://"+admin+"/readyz", 120*time.Second)
@@ -126,7 +132,23 @@ func startServices(t testing.TB, chainJSON string, o pipelineOpts) *stackUp {
 		o.beforeIngest(s)
 	}
 	s.ingestStarted = time.Now()
-	run("ingest", !o.noWaitIngest, args(common, []string{"--chains.file", chainsFile}, o.ingestArgs)...)
+	ingestChains := chainsFile
+	if o.headIngest != "" {
+		ingestChains = filepath.Join(t.TempDir(), "chains-ingest.json")
+		headChains := filepath.Join(t.TempDir(), "chains-ingest-head.json")
+		rest := strings.Replace(chainJSON, o.headIngest, "", 1)
+		rest = strings.Trim(strings.TrimSpace(rest), ",")
+		if err := os.WriteFile(ingestChains, []byte(`{"chains":[`+rest+`]}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(headChains, []byte(`{"chains":[`+o.headIngest+`]}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		// A lease group of its own: instances of one group share out its
+		// chains, and each of these knows only its own.
+		run("ingest-head", false, args(common, []string{"--chains.file", headChains, "--ingest.lease-group", "moraine-ingest-head"}, o.ingestArgs)...)
+	}
+	run("ingest", !o.noWaitIngest, args(common, []string{"--chains.file", ingestChains}, o.ingestArgs)...)
 	return s
 }
 

@@ -31,7 +31,7 @@ import (
 // accounts each, signed deliveries to a local receiver.
 //
 // Every MORAINE_SOAK_REPORT (5m) it prints a "soak" window: the latency
-// from a block's appearance at the node's RPC (polled every 5 ms) to each
+// from a block's appearance at the node (its newHeads announcement) to each
 // of its webhook messages' arrival at the receiver (p50, p99, max; goal p99
 // at most 300 ms in every window), messages per second, each process's
 // resident memory and goroutines, every consumer group's lag, ClickHouse's
