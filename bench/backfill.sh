@@ -9,8 +9,11 @@
 # when missing), MORAINE_BENCH_READ_RATE (200), MORAINE_BENCH_REPORT (10s), MORAINE_BENCH_AFTER_RATE
 # (500), MORAINE_BENCH_AFTER_DURATION (30s), MORAINE_BENCH_AFTER_WARMUP (60s), MORAINE_BENCH_STUDY_ROWS
 # (1000000), MORAINE_BENCH_COLUMN_STUDY=0 to skip the study, MORAINE_BENCH_INGEST_ARGS, MORAINE_BENCH_PHASES
-# ("idle serving"), MORAINE_BENCH_READ_TARGET (50ms), MORAINE_BENCH_MAX_LEAD (2000: ingest's --ingest.max-lead
-# when serving), MORAINE_BENCH_DEVCHAIN=0 (no development chain),
+# ("idle serving"), MORAINE_BENCH_READ_TARGET (50ms), MORAINE_BENCH_HEAD_TARGET (0: off; the processor's
+# --processor.head-latency-target when serving), MORAINE_BENCH_MAX_LEAD (2000: ingest's --ingest.max-lead
+# when serving), MORAINE_BENCH_INDEXING_NICE (0: none; when serving, ingest's, the processor's and the
+# replay source's autogroup nice, their CPU weight below the serving processes'), MORAINE_BENCH_DEVCHAIN=0 (no
+# development chain),
 # MORAINE_E2E_PROCESSOR_ARGS, MORAINE_TEST_KEEP_DB=1 to keep the database afterwards.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -34,21 +37,23 @@ echo "bench-backfill: machine: $machine; corpus: $CORPUS"
 #            500 req/s reads on the finished database and the column study;
 #   serving  serving first: reads at MORAINE_BENCH_READ_RATE and the development chain's webhooks
 #            while the corpus backfills, with the processor's write budget on
-#            (--processor.read-latency-target=$MORAINE_BENCH_READ_TARGET, 50ms).
+#            (--processor.read-latency-target=$MORAINE_BENCH_READ_TARGET, 50ms; and
+#            --processor.head-latency-target and the indexing processes' CPU weight when
+#            MORAINE_BENCH_HEAD_TARGET and MORAINE_BENCH_INDEXING_NICE say so).
 PHASES=${MORAINE_BENCH_PHASES:-idle serving}
 : >"$TMP/out.txt"
 for phase in $PHASES; do
     case $phase in
     idle)
         echo "backfill phase idle: nothing served, the write budget off" | tee -a "$TMP/out.txt"
-        (cd e2e && MORAINE_BENCH_READ_RATE=0 MORAINE_BENCH_DEVCHAIN=0 \
+        (cd e2e && MORAINE_BENCH_READ_RATE=0 MORAINE_BENCH_DEVCHAIN=0 MORAINE_BENCH_INDEXING_NICE=0 \
             go test -run '^$' -bench 'BenchmarkBackfillCorpus' -benchtime 1x -count 1 -timeout 6h . 2>&1) | tee -a "$TMP/out.txt"
         ;;
     serving)
-        target=${MORAINE_BENCH_READ_TARGET:-50ms}
-        echo "backfill phase serving: reads at ${MORAINE_BENCH_READ_RATE:-200} req/s and the development chain's webhooks while the corpus backfills; processor --processor.read-latency-target=$target, ingest --ingest.max-lead=${MORAINE_BENCH_MAX_LEAD:-2000}" | tee -a "$TMP/out.txt"
-        (cd e2e && MORAINE_BENCH_AFTER_DURATION=0 MORAINE_BENCH_COLUMN_STUDY=0 \
-            MORAINE_E2E_PROCESSOR_ARGS="${MORAINE_E2E_PROCESSOR_ARGS:-} --processor.read-latency-target=$target" \
+        target=${MORAINE_BENCH_READ_TARGET:-50ms} head=${MORAINE_BENCH_HEAD_TARGET:-0} nice=${MORAINE_BENCH_INDEXING_NICE:-0}
+        echo "backfill phase serving: reads at ${MORAINE_BENCH_READ_RATE:-200} req/s and the development chain's webhooks while the corpus backfills; processor --processor.read-latency-target=$target --processor.head-latency-target=$head, ingest --ingest.max-lead=${MORAINE_BENCH_MAX_LEAD:-2000}; ingest, processor and replay source at autogroup nice $nice" | tee -a "$TMP/out.txt"
+        (cd e2e && MORAINE_BENCH_AFTER_DURATION=0 MORAINE_BENCH_COLUMN_STUDY=0 MORAINE_BENCH_INDEXING_NICE=$nice \
+            MORAINE_E2E_PROCESSOR_ARGS="${MORAINE_E2E_PROCESSOR_ARGS:-} --processor.read-latency-target=$target --processor.head-latency-target=$head" \
             MORAINE_BENCH_INGEST_ARGS="${MORAINE_BENCH_INGEST_ARGS:-} --ingest.max-lead=${MORAINE_BENCH_MAX_LEAD:-2000}" \
             go test -run '^$' -bench 'BenchmarkBackfillCorpus' -benchtime 1x -count 1 -timeout 6h . 2>&1) | tee -a "$TMP/out.txt"
         ;;
