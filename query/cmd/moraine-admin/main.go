@@ -389,7 +389,7 @@ func statusCommand(fs *flag.FlagSet, e *env) func(context.Context) error {
 	ingestMetrics := fs.String("status.ingest-metrics", "http://127.0.0.1:9101/metrics",
 		"comma-separated /metrics URLs of the ingest instances: each node's share of the calls, error rate and verification failures (empty: not shown)")
 	processorMetrics := fs.String("status.processor-metrics", "http://127.0.0.1:9102/metrics",
-		"comma-separated /metrics URLs of the processor instances: each one's write budget, whether backfill gives way to reads and why (empty: not shown)")
+		"comma-separated /metrics URLs of the processor instances: each one's write budget, whether backfill gives way to reads or head blocks and why (empty: not shown)")
 	return func(ctx context.Context) error {
 		cc, err := chains.Load(chainsFile)
 		if err != nil {

@@ -17,8 +17,8 @@
 // ingest's /metrics when Source.IngestMetrics names it.
 //
 // Given the processors' /metrics URLs (Source.ProcessorMetrics), it also
-// shows each one's write budget (what backfill gives way to reads, and
-// why): that state lives only in the processor.
+// shows each one's write budget (whether backfill gives way to reads or
+// head blocks, and why): that state lives only in the processor.
 package status
 
 import (
