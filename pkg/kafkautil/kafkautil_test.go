@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/moraine-data/moraine/pkg/kafkautil"
@@ -71,12 +73,21 @@ func TestTopicsOnRealBroker(t *testing.T) {
 	if _, err := adm.AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "retention.ms", Value: &changed}}, blocks); err != nil {
 		t.Fatal(err)
 	}
-	// The broker applies an alteration a moment after acknowledging it.
-	for deadline := time.Now().Add(10 * time.Second); topicConfig(ctx, t, adm, blocks, "retention.ms") != changed; {
-		if time.Now().After(deadline) {
-			t.Fatal("the altered retention.ms never showed")
+	// A broker applies an alteration a moment after acknowledging it, and on
+	// a cluster each broker once the controller's metadata reaches it: wait
+	// for every broker, or the ensure below may read the old value from one
+	// that has not applied it yet and leave the change in place.
+	brokers, err := adm.BrokerMetadata(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range brokers.Brokers {
+		for deadline := time.Now().Add(10 * time.Second); brokerTopicConfig(ctx, t, cl, b.NodeID, blocks, "retention.ms") != changed; {
+			if time.Now().After(deadline) {
+				t.Fatalf("the altered retention.ms never showed on broker %d", b.NodeID)
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 	res, err := topics.Ensure(ctx, adm, cfg.Topics(), cfg.Replication())
 	if err != nil || len(res.Created) != 0 || len(res.UnderReplicated) != 0 {
@@ -132,6 +143,30 @@ func topicConfig(ctx context.Context, t *testing.T, adm *kadm.Client, topic, key
 	for _, c := range rc.Configs {
 		if c.Key == key {
 			return c.MaybeValue()
+		}
+	}
+	return ""
+}
+
+// brokerTopicConfig is a topic's config value as one broker has it.
+func brokerTopicConfig(ctx context.Context, t *testing.T, cl *kgo.Client, broker int32, topic, key string) string {
+	t.Helper()
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	res := kmsg.NewDescribeConfigsRequestResource()
+	res.ResourceType, res.ResourceName, res.ConfigNames = kmsg.ConfigResourceTypeTopic, topic, []string{key}
+	req.Resources = append(req.Resources, res)
+	kresp, err := cl.Broker(int(broker)).Request(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range kresp.(*kmsg.DescribeConfigsResponse).Resources {
+		if err := kerr.ErrorForCode(r.ErrorCode); err != nil {
+			t.Fatalf("describe %s on broker %d: %v", topic, broker, err)
+		}
+		for _, c := range r.Configs {
+			if c.Name == key && c.Value != nil {
+				return *c.Value
+			}
 		}
 	}
 	return ""
