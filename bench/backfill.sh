@@ -12,7 +12,8 @@
 # ("idle serving"), MORAINE_BENCH_READ_TARGET (50ms), MORAINE_BENCH_HEAD_TARGET (0: off; the processor's
 # --processor.head-latency-target when serving), MORAINE_BENCH_MAX_LEAD (2000: ingest's --ingest.max-lead
 # when serving), MORAINE_BENCH_INDEXING_NICE (0: none; when serving, ingest's, the processor's and the
-# replay source's autogroup nice, their CPU weight below the serving processes'), MORAINE_BENCH_DEVCHAIN=0 (no
+# replay source's autogroup nice, their CPU weight below the serving processes'), MORAINE_BENCH_HEAD_INGEST=1
+# (the development chain followed by an ingest instance of its own, not lowered), MORAINE_BENCH_DEVCHAIN=0 (no
 # development chain),
 # MORAINE_E2E_PROCESSOR_ARGS, MORAINE_TEST_KEEP_DB=1 to keep the database afterwards.
 set -euo pipefail

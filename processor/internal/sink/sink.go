@@ -42,8 +42,9 @@
 //
 // # Serving first
 //
-// With the write budget on (package budget, --processor.read-latency-target),
-// a batch holding backfill waits after its inserts while reads are slow;
+// With the write budget on (package budget, --processor.read-latency-target
+// and --processor.head-latency-target), a batch holding backfill waits after
+// its inserts while reads or head blocks are slow;
 // what arrives meanwhile is held for the next batch, except the records of
 // a chain at its head, which go at once with their partition's held records
 // before them (pace.go). Offsets are still committed only for written
