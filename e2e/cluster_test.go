@@ -603,20 +603,24 @@ func TestClusterFaults(t *testing.T) {
 		t.Logf("replay %s of webhook %s: %+v", r.id, r.webhook, j.Messages)
 	}
 	// A replayed message that repeats a sequence is the same message.
-	bySeq := map[string]string{} // path seq -> messageId
+	bySeq := map[string]received{} // path seq -> the first message
+	describe := func(m received) string {
+		hash, block, id := payloadTx(m.body)
+		return fmt.Sprintf("%s (%s, replay %q, block %d, tx %s, arrived %s)", id, m.kind, m.replay, block, hash,
+			m.at.Sub(started).Round(time.Millisecond))
+	}
 	for _, m := range recv.snapshot() {
 		if m.code >= 300 || m.seq == 0 {
 			continue
 		}
-		var p struct {
-			MessageID string `json:"messageId"`
-		}
-		_ = json.Unmarshal(m.body, &p)
 		k := fmt.Sprintf("%s %d", m.path, m.seq)
-		if prev, ok := bySeq[k]; ok && prev != p.MessageID {
-			t.Errorf("%s: sequence %d names two messages, %s and %s", m.path, m.seq, prev, p.MessageID)
+		if prev, ok := bySeq[k]; ok {
+			if messageIDOf(prev) != messageIDOf(m) {
+				t.Errorf("%s: sequence %d names two messages, %s and %s", m.path, m.seq, describe(prev), describe(m))
+			}
+			continue
 		}
-		bySeq[k] = p.MessageID
+		bySeq[k] = m
 	}
 	ids := map[string]string{}
 	dups, retried := 0, 0
@@ -800,14 +804,20 @@ type flakyReceiver struct {
 	log   []received
 }
 
+func messageIDOf(m received) string {
+	_, _, id := payloadTx(m.body)
+	return id
+}
+
 type received struct {
 	path string
 	body []byte
 	code int
-	// kind and seq are the stream headers (moraine-message-kind,
-	// moraine-sequence).
-	kind string
-	seq  uint64
+	// kind, seq and replay are the stream headers (moraine-message-kind,
+	// moraine-sequence, moraine-replay); at is when it arrived.
+	kind, replay string
+	seq          uint64
+	at           time.Time
 }
 
 func newFlakyReceiver(t *testing.T, flaky string) *flakyReceiver {
@@ -824,7 +834,8 @@ func newFlakyReceiver(t *testing.T, flaky string) *flakyReceiver {
 			}
 		}
 		seq, _ := strconv.ParseUint(req.Header.Get("moraine-sequence"), 10, 64)
-		r.log = append(r.log, received{path: req.URL.Path, body: body, code: code, kind: req.Header.Get("moraine-message-kind"), seq: seq})
+		r.log = append(r.log, received{path: req.URL.Path, body: body, code: code, kind: req.Header.Get("moraine-message-kind"), seq: seq,
+			replay: req.Header.Get("moraine-replay"), at: time.Now()})
 		r.mu.Unlock()
 		w.WriteHeader(code)
 	}))

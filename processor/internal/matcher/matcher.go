@@ -556,19 +556,32 @@ func (m *Consumer) end(ctx context.Context, sess *kgo.GroupTransactSession, txn 
 	if m.beforeEnd != nil && m.beforeEnd() {
 		tryCommit = false
 	}
+	// Numbered from a state that may lack a transaction whose end was in
+	// doubt when the batch took the numbering lock: its numbers may repeat
+	// that transaction's, so it is read and numbered again once settled.
+	doubted := txn.stream.Doubted()
+	if doubted {
+		tryCommit = false
+	}
 	committed, err := sess.End(ectx, kgo.TransactionEndTry(tryCommit))
 	m.m.stage.WithLabelValues("transaction").Observe(time.Since(tStart).Seconds())
 	if err != nil {
-		m.streams.Abort(txn.stream)
+		// Committed or not, nobody knows until the transaction is settled
+		// (the next session's producer initialization does it, or its
+		// timeout).
+		m.streams.AbortInDoubt(txn.stream)
 		return fmt.Errorf("matcher: end transaction: %w", err)
 	}
 	if !committed {
-		// A rebalance or a produce failure: nothing of the transaction is
-		// visible and the session rewound to the committed offsets, so its
-		// batches are read and matched again.
+		// A rebalance, a produce failure or a doubted batch: nothing of the
+		// transaction is visible and the session rewound to the committed
+		// offsets, so its batches are read and matched again.
+		if doubted {
+			m.settle(ectx, txn.stream)
+		}
 		m.streams.Abort(txn.stream)
 		m.m.transactions.WithLabelValues("aborted").Inc()
-		m.logger.Info("matcher transaction aborted; its batches will be reprocessed", "records", txn.records)
+		m.logger.Info("matcher transaction aborted; its batches will be reprocessed", "records", txn.records, "state_in_doubt", doubted)
 		return nil
 	}
 	m.m.transactions.WithLabelValues("committed").Inc()
@@ -581,6 +594,20 @@ func (m *Consumer) end(ctx context.Context, sess *kgo.GroupTransactSession, txn 
 	}
 	m.logger.Debug("matcher transaction committed", "records", txn.records, "activities", txn.produced, "open_for", time.Since(txn.started))
 	return nil
+}
+
+// settle catches the webhook-stream state up while sb holds the numbering
+// lock, so that the state holds how the transaction in doubt ended; if the
+// catch-up fails, the next batch finds the state still in doubt.
+func (m *Consumer) settle(ctx context.Context, sb *stream.Batch) {
+	sctx, cancel := context.WithTimeout(ctx, m.cfg.StreamCatchUpTimeout)
+	defer cancel()
+	if err := m.streamReader.CatchUp(sctx); err != nil {
+		m.m.streamSlow.Inc()
+		m.logger.Warn("webhook-stream state not settled; the next batch tries again", "err", err)
+		return
+	}
+	m.streams.Settled(sb)
 }
 
 // batchCounts are a batch's record kinds and activity per chain. They reach
@@ -639,6 +666,12 @@ func (m *Consumer) prepare(ctx context.Context, records []*kgo.Record, sb *strea
 	//
 	// The stream state must include every committed transaction, the
 	// previous owner's of a partition included, or numbers would repeat.
+	// While a transaction's end is in doubt, the batch takes the numbering
+	// lock first, so that nobody numbers between the catch-up and it.
+	settling := m.streams.InDoubt()
+	if settling {
+		sb.Hold()
+	}
 	streamErr := make(chan error, 1)
 	go func() {
 		sctx, cancel := context.WithTimeout(ctx, m.cfg.StreamCatchUpTimeout)
@@ -658,6 +691,9 @@ func (m *Consumer) prepare(ctx context.Context, records []*kgo.Record, sb *strea
 	if err != nil {
 		m.m.streamSlow.Inc()
 		return nil, newBatchCounts(), fmt.Errorf("matcher: webhook-stream state not read up to date: %w", err)
+	}
+	if settling {
+		m.streams.Settled(sb)
 	}
 	return m.build(ctx, records, sb)
 }

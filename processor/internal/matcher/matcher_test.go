@@ -216,6 +216,64 @@ func TestBatchCatchesUpBeforeMatching(t *testing.T) {
 	}
 }
 
+// TestBatchSettlesStateInDoubt: after a transaction whose end is in doubt
+// (it committed number 1 of the webhook, unknown to the state), the next
+// batch takes the numbering lock before it catches the stream state up, so
+// it numbers after the committed message and may commit (not Doubted).
+func TestBatchSettlesStateInDoubt(t *testing.T) {
+	kcfg := kafkautil.Config{Brokers: "127.0.0.1:1"}
+	W, U := testAddr("w"), testAddr("u")
+	const hook = "aaaaaaaa-0000-4000-8000-0000000000dd"
+	m, err := New(testConfig(), Deps{Logger: testenv.Logger(t), Registerer: prometheus.NewRegistry(), Kafka: kcfg, Health: obs.NewHealth()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.table.ApplyRecord(webhookRec(kcfg, hook, true, false, false))
+	m.table.ApplyRecord(addressRec(kcfg, hook, W))
+	m.reader = &fakeReader{}
+
+	doubtful := m.streams.Begin(0)
+	doubtful.Block(1, devChain, 6, hashOf("blk", 6), []*record.Activity{{WebhookId: hook, MessageId: "m6", ChainId: devChain,
+		BlockNumber: 6, BlockHash: hashOf("blk", 6), TxHash: hashOf("tx:6", 0)}}, func(string) uint32 { return 0 })
+	committed, err := doubtful.Records(kcfg.Topic(topics.Activity), kcfg.Topic(topics.WebhookStreams))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.streams.AbortInDoubt(doubtful)
+	var stream []*kgo.Record
+	for _, r := range committed {
+		if r.Topic == kcfg.Topic(topics.WebhookStreams) {
+			stream = append(stream, r)
+		}
+	}
+	m.streamReader = &fakeReader{apply: m.streams.ApplyRecord, pending: stream}
+
+	ev, err := codec.EncodeChainEvent(block(7, &record.Transaction{From: W, To: U}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb := m.streams.Begin(0)
+	all, _, err := m.prepare(t.Context(), []*kgo.Record{{Topic: kcfg.Topic(topics.Blocks), Value: ev}}, sb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sb.Doubted() || m.streams.InDoubt() {
+		t.Fatalf("batch doubted %v, state in doubt %v after prepare", sb.Doubted(), m.streams.InDoubt())
+	}
+	for _, r := range all {
+		if r.Topic != kcfg.Topic(topics.Activity) {
+			continue
+		}
+		a, err := codec.DecodeActivity(r.Value)
+		if err != nil || a.Sequence != 2 {
+			t.Fatalf("activity %+v, %v: want sequence 2, after the committed 1", a, err)
+		}
+		m.streams.Commit(sb)
+		return
+	}
+	t.Fatal("no activity")
+}
+
 // TestBatchAbortsWithoutStreamState: a batch whose webhook-stream state
 // cannot be read up to date is not matched (its numbers could repeat the
 // previous owner's): prepare fails, and the matcher aborts the transaction.

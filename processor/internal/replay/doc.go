@@ -42,10 +42,11 @@
 //     EndTransaction error) is settled the same way, and the stream state
 //     read, before anyone numbers again.
 //   - Numbering: the chunk takes the stream state's numbering lock
-//     (stream.Batch.Hold) from the moment it numbers until it commits; the
-//     matcher's transactions take it from their first numbered message to
-//     their end. Retransmissions, which take no number, are produced (and
-//     flushed) before the lock.
+//     (stream.Batch.Hold), reads the webhook-stream topic up to its end
+//     while holding it (so a transaction whose end was in doubt is settled
+//     first), numbers, and commits; the matcher's transactions take it from
+//     their first numbered message to their end. Retransmissions, which
+//     take no number, are produced (and flushed) before the lock.
 //   - Barrier: before its first chunk, a job waits until the matcher group
 //     committed past the block toBlock + the webhook's confirmations
 //     (nothing of the range is still pending) and the ledger holds every

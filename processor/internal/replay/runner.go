@@ -534,9 +534,6 @@ func (e *jobEnv) commit(ctx context.Context, prog *record.ReplayProgress, ch chu
 	}
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
-	if err := r.d.Matcher.CatchUpStreams(ctx); err != nil {
-		return fmt.Errorf("webhook-stream state: %w", err)
-	}
 	cl := pr.cl
 	tctx, cancel := context.WithTimeout(ctx, r.cfg.TransactionTimeout)
 	defer cancel()
@@ -577,6 +574,17 @@ func (e *jobEnv) commit(ctx context.Context, prog *record.ReplayProgress, ch chu
 	streams := r.d.Matcher.Streams()
 	sb := streams.Begin(r.d.Now().UnixMilli())
 	sb.Hold()
+	// The state is read while the lock is held: a transaction that ended
+	// in doubt before (the matcher's or a replay's) is settled by then, and
+	// nobody numbers between the read and this chunk's numbers.
+	cctx, ccancel := context.WithTimeout(ctx, r.cfg.TransactionTimeout)
+	err := r.d.Matcher.CatchUpStreams(cctx)
+	ccancel()
+	if err != nil {
+		streams.Abort(sb)
+		return abort(fmt.Errorf("webhook-stream state: %w", err))
+	}
+	streams.Settled(sb)
 	if reorged() {
 		streams.Abort(sb)
 		return abort(errReorged)
@@ -610,7 +618,12 @@ func (e *jobEnv) commit(ctx context.Context, prog *record.ReplayProgress, ch chu
 			rerr = r.d.Matcher.CatchUpStreams(cctx)
 			cancel()
 		}
-		streams.Abort(sb)
+		if rerr != nil {
+			// Still unknown: whoever numbers next settles it first.
+			streams.AbortInDoubt(sb)
+		} else {
+			streams.Abort(sb)
+		}
 		return errors.Join(fmt.Errorf("replay: commit: %w", err), rerr)
 	}
 	streams.Commit(sb)

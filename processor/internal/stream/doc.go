@@ -36,7 +36,12 @@
 // (package replay), in the same instance, each in its own transactions.
 // A batch holds the state's numbering lock from its first numbered message
 // (or its first reorg) until it commits or aborts (Commit, Abort), so each
-// starts from what the other committed. Replayed messages that repeat one
+// starts from what the other committed. A transaction whose end failed may
+// still have committed: AbortInDoubt leaves the state in doubt, and the
+// next holder must catch it up while holding the lock (the catch-up reads
+// to the topic's end and so waits for that transaction's outcome) before
+// its numbers may commit; a batch that numbered in doubt (Doubted) is
+// aborted and built again. Replayed messages that repeat one
 // the stream carried keep their number (Batch.Replayed); the others are
 // numbered and, for blocks a reorg can still orphan, recorded under the
 // block's emitted entry like live ones. Reorgs counts the reorg batches

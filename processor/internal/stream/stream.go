@@ -38,6 +38,12 @@ type State struct {
 	// what the state holds when it starts, so one must end before the other
 	// starts.
 	numbering sync.Mutex
+	// inDoubt: a batch that held the numbering lock ended without knowing
+	// whether its transaction committed (AbortInDoubt). If it did, its
+	// numbers are on the topic but not here, so the next holder must catch
+	// the state up before its numbers can be committed (Settled, Doubted).
+	// Guarded by mu.
+	inDoubt bool
 	// reorgs counts the committed batches that handled a reorg marker, per
 	// chain: a replay that derived its messages from ClickHouse before one
 	// derives them again (package replay).
@@ -219,6 +225,45 @@ func (s *State) Reorgs(chain uint64) uint64 {
 // dropped.
 func (s *State) Abort(b *Batch) { b.unhold() }
 
+// AbortInDoubt ends a batch whose transaction may have committed (its end
+// failed, and nothing read since says how it ended): its changes are
+// dropped, and the state is in doubt until a holder of the numbering lock
+// catches it up from the topic (Settled). Catching up reads to the topic's
+// end, which the transaction's records are below, so it waits until the
+// transaction is committed or aborted.
+func (s *State) AbortInDoubt(b *Batch) {
+	if b.held {
+		s.mu.Lock()
+		s.inDoubt = true
+		s.mu.Unlock()
+	}
+	b.unhold()
+}
+
+// InDoubt reports whether a transaction's end is in doubt (AbortInDoubt)
+// and no catch-up has settled it yet.
+func (s *State) InDoubt() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inDoubt
+}
+
+// Settled is called by a batch that holds the numbering lock once a
+// catch-up that began while it held it has finished: the state now holds
+// how every earlier transaction ended. A batch that had changed nothing
+// yet may then number and commit (Doubted is false).
+func (s *State) Settled(b *Batch) {
+	if !b.held {
+		return
+	}
+	s.mu.Lock()
+	s.inDoubt = false
+	s.mu.Unlock()
+	if len(b.order) == 0 {
+		b.doubted = false
+	}
+}
+
 // Batch is one transaction's changes on top of the State. Not safe for
 // concurrent use.
 type Batch struct {
@@ -232,8 +277,9 @@ type Batch struct {
 	replays  map[string]*record.ReplayProgress
 	// seqHook is the webhook id of each seq: key the batch changed.
 	seqHook map[string]string
-	// held: the batch holds the state's numbering lock.
-	held bool
+	// held: the batch holds the state's numbering lock; doubted: it took
+	// the lock while the state was in doubt and has not settled it.
+	held, doubted bool
 	// reorged are the chains whose reorg markers the batch handled.
 	reorged map[uint64]bool
 	// order lists changed keys in first-change order; flushed is how many
@@ -266,8 +312,18 @@ func (b *Batch) hold() {
 	if !b.held {
 		b.s.numbering.Lock()
 		b.held = true
+		b.s.mu.Lock()
+		b.doubted = b.s.inDoubt
+		b.s.mu.Unlock()
 	}
 }
+
+// Doubted reports whether the batch took the numbering lock while another
+// transaction's end was in doubt and has not settled it (State.Settled)
+// before changing anything: its numbers may repeat ones that transaction
+// committed, so it must not commit. Its owner aborts it, settles the state
+// and builds it again.
+func (b *Batch) Doubted() bool { return b.doubted }
 
 func (b *Batch) unhold() {
 	if b.held {

@@ -291,3 +291,67 @@ func TestNumberingTakesTurns(t *testing.T) {
 	s.Commit(live)
 	require.Equal(t, uint64(2), <-numbered, "after the live batch's 1")
 }
+
+// TestTransactionInDoubt: a batch whose transaction's end failed may have
+// committed. The next batch to number finds the state in doubt (Doubted):
+// its numbers may repeat the ones that committed, so its owner aborts it;
+// once a catch-up made while holding the lock has applied the committed
+// records (Settled), a new batch numbers after them.
+func TestTransactionInDoubt(t *testing.T) {
+	s := New(256, nil)
+	live := s.Begin(1)
+	live.Block(1, chain, 10, hash(10, 'a'), []*record.Activity{msg("w", 10, 'a', 0)}, conf(0))
+	committed, err := live.Records("activity", "stream")
+	require.NoError(t, err)
+	s.AbortInDoubt(live) // it did commit: its records are on the topic
+	require.True(t, s.InDoubt())
+	catchUp := func() {
+		for _, rec := range committed {
+			if rec.Topic == "stream" {
+				s.ApplyRecord(rec)
+			}
+		}
+	}
+
+	// Numbering first: the batch is doubted, and stays so after the
+	// state is settled under it.
+	r := s.Begin(2)
+	r.Replayed([]*record.Activity{msg("w", 3, 'a', 0)}, func(uint64) bool { return false })
+	require.Equal(t, uint64(1), r.Out()[0].GetSequence(), "numbered from a state without the committed transaction")
+	require.True(t, r.Doubted(), "and so it must not commit")
+	catchUp()
+	s.Settled(r)
+	require.True(t, r.Doubted())
+	require.False(t, s.InDoubt())
+	s.Abort(r)
+	r = s.Begin(3)
+	r.Replayed([]*record.Activity{msg("w", 3, 'a', 0)}, func(uint64) bool { return false })
+	require.False(t, r.Doubted())
+	require.Equal(t, uint64(2), r.Out()[0].GetSequence(), "after what committed")
+	s.Abort(r)
+
+	// Holding the lock first, then settling: the same batch numbers.
+	s.AbortInDoubt(func() *Batch { b := s.Begin(4); b.Hold(); return b }())
+	r = s.Begin(5)
+	r.Hold()
+	require.True(t, r.Doubted())
+	catchUp()
+	s.Settled(r)
+	require.False(t, r.Doubted())
+	r.Replayed([]*record.Activity{msg("w", 3, 'a', 0)}, func(uint64) bool { return false })
+	require.Equal(t, uint64(2), r.Out()[0].GetSequence())
+	s.Commit(r)
+
+	// A plain abort leaves no doubt; neither does AbortInDoubt of a batch
+	// that never held the lock (it numbered nothing).
+	b := s.Begin(6)
+	b.Block(2, chain, 11, hash(11, 'a'), []*record.Activity{msg("w", 11, 'a', 0)}, conf(0))
+	s.Abort(b)
+	s.AbortInDoubt(s.Begin(7))
+	require.False(t, s.InDoubt())
+	b = s.Begin(8)
+	b.Block(3, chain, 12, hash(12, 'a'), []*record.Activity{msg("w", 12, 'a', 0)}, conf(0))
+	require.False(t, b.Doubted())
+	require.Equal(t, uint64(3), b.Out()[0].GetSequence())
+	s.Commit(b)
+}
