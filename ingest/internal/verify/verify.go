@@ -10,7 +10,8 @@
 //   - logsBloom: the header's bloom against the bloom of every log of the
 //     record (types.CreateBloom).
 //   - transactionsRoot: the trie root of the signed transactions of the
-//     node's answer (types.Transaction from its JSON, types.DeriveSha). It
+//     node's answer (types.Transaction from its JSON, signedTx;
+//     types.DeriveSha). It
 //     needs the real signatures: chains whose nodes return others relax it.
 //
 // One trace per transaction (chains.CheckTraces) is checked where the
@@ -134,13 +135,8 @@ func transactionsRoot(rawBlock json.RawMessage) (common.Hash, error) {
 		if err != nil {
 			return err
 		}
-		if i := bytes.Index(elem, emptyTo); i >= 0 {
-			// Some exporters write a contract creation's "to" as "" where
-			// nodes write null (copied: elem is the node's answer).
-			elem = append(append(elem[:i:i], nullTo...), elem[i+len(emptyTo):]...)
-		}
-		tx := new(types.Transaction)
-		if err := tx.UnmarshalJSON(elem); err != nil {
+		tx, err := signedTx(elem)
+		if err != nil {
 			return fmt.Errorf("transaction %d: %w", len(txs), err)
 		}
 		txs = append(txs, tx)
@@ -151,8 +147,6 @@ func transactionsRoot(rawBlock json.RawMessage) (common.Hash, error) {
 	}
 	return types.DeriveSha(txs, trie.NewStackTrie(nil)), nil
 }
-
-var emptyTo, nullTo = []byte(`"to":""`), []byte(`"to":null`)
 
 // field returns the raw value of a top-level key of an object.
 func field(obj json.RawMessage, key string) ([]byte, error) {
