@@ -8,9 +8,9 @@
 //
 // Why the blocks topic and not ClickHouse's logs table: the topic hands
 // each block over once, in order, to one instance per partition, with
-// offsets that survive restarts, at the cost of decoding the block again
+// offsets that survive restarts, at the cost of reading the block again
 // (the batches are decompressed once for the sink, the matcher and this
-// consumer); polling the logs table would need a cursor per chain, leases
+// consumer, and only the logs are read: codec.BlockLogs); polling the logs table would need a cursor per chain, leases
 // between instances, a scan per poll and its own reorg handling, and would
 // add read load to the database the API serves from. Measured figures:
 // processor/README.md.
@@ -205,50 +205,51 @@ func (x *Discoverer) requests(records []*kgo.Record) []*kgo.Record {
 	var out []*kgo.Record
 	now := x.d.Now().UnixMilli()
 	for _, r := range records {
-		ev, err := codec.DecodeChainEvent(r.Value)
+		// Only the logs are read: decoding whole blocks (their transactions'
+		// fields and call traces) was most of this consumer's CPU.
+		var chain, number uint64
+		var logs []codec.LogView
+		chain, number, isBlock, err := codec.BlockLogs(r.Value, func(status uint32, l *codec.LogView) {
+			if status == 1 {
+				logs = append(logs, *l)
+			}
+		})
 		if err != nil {
 			x.logger.Error("skipping undecodable record", "partition", r.Partition, "offset", r.Offset, "err", err)
 			continue
 		}
-		b, ok := ev.GetEvent().(*record.ChainEvent_Block)
-		if !ok {
+		if !isBlock {
 			continue // a reorg marker
 		}
-		blk := b.Block
-		for _, tx := range blk.Transactions {
-			if tx.Status != 1 {
+		for _, l := range logs {
+			contract, ok := evm.AddressFrom(l.Address)
+			if !ok {
 				continue
 			}
-			for _, l := range tx.Logs {
-				contract, ok := evm.AddressFrom(l.Address)
-				if !ok {
-					continue
+			evm.Transfers(l.Topics, l.Data, func(t evm.Transfer) {
+				if t.Kind != evm.ERC721 && t.Kind != evm.ERC1155 {
+					return
 				}
-				evm.Transfers(l.Topics, l.Data, func(t evm.Transfer) {
-					if t.Kind != evm.ERC721 && t.Kind != evm.ERC1155 {
-						return
-					}
-					ref := nftmeta.Ref{ChainID: blk.ChainId, Contract: contract, TokenID: nftmeta.TokenIDFromWord(t.TokenID)}
-					if !x.seen.add(ref) {
-						return
-					}
-					standard := uint32(721)
-					if t.Kind == evm.ERC1155 {
-						standard = 1155
-					}
-					req := &record.NftMetadataRequest{ChainId: ref.ChainID, Contract: ref.Contract[:], TokenId: ref.TokenID,
-						Standard: standard, SeenBlock: blk.Number, Reason: record.NftMetadataRequest_REASON_DISCOVERED,
-						RequestedAtUnixMs: now, Attempt: 1}
-					val, err := codec.EncodeNftMetadataRequest(req)
-					if err != nil {
-						x.logger.Error("encoding a metadata request", "err", err)
-						return
-					}
-					out = append(out, &kgo.Record{Key: codec.NftMetadataKey(ref.ChainID, ref.Contract[:], ref.TokenID), Value: val,
-						Headers: []kgo.RecordHeader{{Key: codec.SchemaHeader, Value: []byte(codec.NftMetadataRequestSchema)}}})
-					x.produced.WithLabelValues(strconv.Itoa(int(standard))).Inc()
-				})
-			}
+				ref := nftmeta.Ref{ChainID: chain, Contract: contract, TokenID: nftmeta.TokenIDFromWord(t.TokenID)}
+				if !x.seen.add(ref) {
+					return
+				}
+				standard := uint32(721)
+				if t.Kind == evm.ERC1155 {
+					standard = 1155
+				}
+				req := &record.NftMetadataRequest{ChainId: ref.ChainID, Contract: ref.Contract[:], TokenId: ref.TokenID,
+					Standard: standard, SeenBlock: number, Reason: record.NftMetadataRequest_REASON_DISCOVERED,
+					RequestedAtUnixMs: now, Attempt: 1}
+				val, err := codec.EncodeNftMetadataRequest(req)
+				if err != nil {
+					x.logger.Error("encoding a metadata request", "err", err)
+					return
+				}
+				out = append(out, &kgo.Record{Key: codec.NftMetadataKey(ref.ChainID, ref.Contract[:], ref.TokenID), Value: val,
+					Headers: []kgo.RecordHeader{{Key: codec.SchemaHeader, Value: []byte(codec.NftMetadataRequestSchema)}}})
+				x.produced.WithLabelValues(strconv.Itoa(int(standard))).Inc()
+			})
 		}
 	}
 	return out
