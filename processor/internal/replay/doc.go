@@ -40,7 +40,10 @@
 //     any of its records (matcher.Partitions): the previous owner's replay
 //     can no longer commit. A transaction whose end is unknown (an
 //     EndTransaction error) is settled the same way, and the stream state
-//     read, before anyone numbers again.
+//     read, before anyone numbers again; if the partition moved away
+//     meanwhile, the new owner's initialization settles it, and this
+//     instance's state stays in doubt until it has read the outcome
+//     (stream.State.AbortInDoubt).
 //   - Numbering: the chunk takes the stream state's numbering lock
 //     (stream.Batch.Hold), reads the webhook-stream topic up to its end
 //     while holding it (so a transaction whose end was in doubt is settled

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -37,10 +38,16 @@ type Producers struct {
 
 // producer is one partition's; mu serializes its transactions.
 type producer struct {
-	mu   sync.Mutex
-	cl   *kgo.Client
+	mu sync.Mutex
+	// cl is replaced by reset (under mu) and closed by Revoked (not under
+	// mu: that is how a transaction in flight is made to fail).
+	cl   atomic.Pointer[kgo.Client]
 	opts []kgo.Opt
 	log  *slog.Logger
+	// revoked: the partition moved away. The transactional id is the new
+	// owner's now; initializing it here again would fence the new owner's
+	// replays (and leave a client nobody closes).
+	revoked atomic.Bool
 }
 
 // fence initializes a new client under the transactional id, which ends
@@ -69,14 +76,24 @@ func fence(ctx context.Context, opts []kgo.Opt, log *slog.Logger, what string, p
 
 // reset replaces the client after a transaction whose end is unknown (an
 // error from EndTransaction): the new client's initialization settles it
-// before the caller lets anyone else number. Called under pr.mu.
+// before the caller lets anyone else number. A revoked producer is not
+// reset: the new owner's initialization settles the transaction. Called
+// under pr.mu.
 func (pr *producer) reset(ctx context.Context, p int32) error {
-	pr.cl.Close()
+	if pr.revoked.Load() {
+		return errNotOwner
+	}
+	pr.cl.Load().Close()
 	cl, err := fence(context.WithoutCancel(ctx), pr.opts, pr.log, "re-initializing the replay producer", p)
 	if err != nil {
 		return err
 	}
-	pr.cl = cl
+	pr.cl.Store(cl)
+	if pr.revoked.Load() {
+		// Revoked while it was initialized: Revoked closed the old client.
+		cl.Close()
+		return errNotOwner
+	}
 	return nil
 }
 
@@ -102,7 +119,9 @@ func (ps *Producers) Assigned(ctx context.Context, parts []int32) {
 		}
 		ps.mu.Lock()
 		old := ps.owned[p]
-		ps.owned[p] = &producer{cl: cl, opts: opts, log: ps.logger}
+		pr := &producer{opts: opts, log: ps.logger}
+		pr.cl.Store(cl)
+		ps.owned[p] = pr
 		ps.mu.Unlock()
 		if old != nil {
 			old.close()
@@ -125,7 +144,8 @@ func (ps *Producers) Revoked(parts []int32) {
 	for _, pr := range gone {
 		// Not under pr.mu: a transaction in flight would hold it; closing
 		// the client makes it fail instead.
-		pr.cl.Close()
+		pr.revoked.Store(true)
+		pr.cl.Load().Close()
 	}
 }
 
@@ -151,7 +171,7 @@ func (ps *Producers) closeAll() {
 func (pr *producer) close() {
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
-	pr.cl.Close()
+	pr.cl.Load().Close()
 }
 
 // chainPartition is the blocks-topic partition of a chain: ingest keys

@@ -534,7 +534,7 @@ func (e *jobEnv) commit(ctx context.Context, prog *record.ReplayProgress, ch chu
 	}
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
-	cl := pr.cl
+	cl := pr.cl.Load()
 	tctx, cancel := context.WithTimeout(ctx, r.cfg.TransactionTimeout)
 	defer cancel()
 	if err := cl.BeginTransaction(); err != nil {
