@@ -10,9 +10,10 @@
 // each block over once, in order, to one instance per partition, with
 // offsets that survive restarts, at the cost of reading the block again
 // (the batches are decompressed once for the sink, the matcher and this
-// consumer, and only the logs are read: codec.BlockLogs); polling the logs table would need a cursor per chain, leases
-// between instances, a scan per poll and its own reorg handling, and would
-// add read load to the database the API serves from. Measured figures:
+// consumer, and only the logs are read: codec.BlockLogs); polling the logs
+// table would need a cursor per chain, leases between instances, a scan per
+// poll and its own reorg handling, and would add read load to the database
+// the API serves from. Measured figures:
 // processor/README.md.
 //
 // Guarantees: at least once. Offsets are committed after the batch's
@@ -207,7 +208,6 @@ func (x *Discoverer) requests(records []*kgo.Record) []*kgo.Record {
 	for _, r := range records {
 		// Only the logs are read: decoding whole blocks (their transactions'
 		// fields and call traces) was most of this consumer's CPU.
-		var chain, number uint64
 		var logs []codec.LogView
 		chain, number, isBlock, err := codec.BlockLogs(r.Value, func(status uint32, l *codec.LogView) {
 			if status == 1 {
