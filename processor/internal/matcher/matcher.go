@@ -587,10 +587,8 @@ func (m *Consumer) end(ctx context.Context, sess *kgo.GroupTransactSession, txn 
 	m.m.transactions.WithLabelValues("committed").Inc()
 	m.streams.Commit(txn.stream)
 	txn.counts.add(m.m)
-	if m.activityCommitted != nil {
-		for _, b := range txn.counts.blocks {
-			m.activityCommitted(b.timestamp, b.produced)
-		}
+	for _, b := range txn.counts.blocks {
+		m.activityCommitted(b.timestamp, b.produced)
 	}
 	m.logger.Debug("matcher transaction committed", "records", txn.records, "activities", txn.produced, "open_for", time.Since(txn.started))
 	return nil
@@ -618,7 +616,8 @@ type batchCounts struct {
 	records     map[string]int // block|reorg|unwatched|undecodable
 	perChain    map[uint64]int // activity messages (retractions included)
 	retractions map[uint64]int
-	// blocks are the blocks with activity (Deps.ActivityCommitted).
+	// blocks are the blocks with activity, collected only for
+	// Deps.ActivityCommitted.
 	blocks []blockWithActivity
 }
 
@@ -751,7 +750,7 @@ func (m *Consumer) build(ctx context.Context, records []*kgo.Record, sb *stream.
 			counts.records["block"]++
 			ms = m.match.Block(e.Block, ms[:0])
 			events = append(events, event{offset: r.Offset, block: e.Block, first: len(all), count: len(ms)})
-			if len(ms) > 0 {
+			if len(ms) > 0 && m.activityCommitted != nil {
 				counts.blocks = append(counts.blocks, blockWithActivity{timestamp: e.Block.Timestamp, produced: r.Timestamp})
 			}
 			for _, x := range ms {
