@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"errors"
 	"fmt"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -39,136 +40,97 @@ type LogView struct {
 // as long as b. ok is false for a reorg marker.
 func BlockLogs(b []byte, fn func(status uint32, l *LogView)) (chainID, number uint64, ok bool, err error) {
 	var block []byte
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return 0, 0, false, blockLogsErr(n)
-		}
-		b = b[n:]
-		if num == fieldEventBlock && typ == protowire.BytesType {
-			v, n := protowire.ConsumeBytes(b)
-			if n < 0 {
-				return 0, 0, false, blockLogsErr(n)
-			}
+	err = eachField(b, func(num protowire.Number, v []byte, _ uint64) {
+		if num == fieldEventBlock && v != nil {
 			block, ok = v, true
-			b = b[n:]
-			continue
 		}
-		if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
-			return 0, 0, false, blockLogsErr(n)
-		}
-		b = b[n:]
+	})
+	if err != nil || !ok {
+		return 0, 0, false, err
 	}
-	if !ok {
-		return 0, 0, false, nil
-	}
-	var logs []LogView // one transaction's, reused: its status may come after them
-	for len(block) > 0 {
-		num, typ, n := protowire.ConsumeTag(block)
-		if n < 0 {
-			return 0, 0, false, blockLogsErr(n)
-		}
-		block = block[n:]
+	var logs []LogView // one transaction's, reused
+	var txErr error
+	err = eachField(block, func(num protowire.Number, v []byte, x uint64) {
 		switch {
-		case (num == fieldBlockChainID || num == fieldBlockNumber) && typ == protowire.VarintType:
-			v, n := protowire.ConsumeVarint(block)
-			if n < 0 {
-				return 0, 0, false, blockLogsErr(n)
-			}
-			if num == fieldBlockChainID {
-				chainID = v
-			} else {
-				number = v
-			}
-			block = block[n:]
-		case num == fieldBlockTxs && typ == protowire.BytesType:
-			tx, n := protowire.ConsumeBytes(block)
-			if n < 0 {
-				return 0, 0, false, blockLogsErr(n)
-			}
-			block = block[n:]
+		case num == fieldBlockChainID && v == nil:
+			chainID = x
+		case num == fieldBlockNumber && v == nil:
+			number = x
+		case num == fieldBlockTxs && v != nil && txErr == nil:
 			var status uint32
-			if logs, status, err = txLogs(tx, logs[:0]); err != nil {
-				return 0, 0, false, err
+			if logs, status, txErr = txLogs(v, logs[:0]); txErr == nil {
+				for i := range logs {
+					fn(status, &logs[i])
+				}
 			}
-			for i := range logs {
-				fn(status, &logs[i])
-			}
-		default:
-			if n = protowire.ConsumeFieldValue(num, typ, block); n < 0 {
-				return 0, 0, false, blockLogsErr(n)
-			}
-			block = block[n:]
 		}
+	})
+	if err = errors.Join(err, txErr); err != nil {
+		return 0, 0, false, err
 	}
 	return chainID, number, true, nil
 }
 
-// txLogs reads a Transaction's status and logs (appended to logs).
+// txLogs reads a Transaction's status and logs (appended to logs): all of
+// them first, as the status may come after them on the wire.
 func txLogs(tx []byte, logs []LogView) ([]LogView, uint32, error) {
 	var status uint32
-	for len(tx) > 0 {
-		num, typ, n := protowire.ConsumeTag(tx)
-		if n < 0 {
-			return nil, 0, blockLogsErr(n)
-		}
-		tx = tx[n:]
+	var logErr error
+	err := eachField(tx, func(num protowire.Number, v []byte, x uint64) {
 		switch {
-		case num == fieldTxStatus && typ == protowire.VarintType:
-			v, n := protowire.ConsumeVarint(tx)
-			if n < 0 {
-				return nil, 0, blockLogsErr(n)
-			}
-			status = uint32(v)
-			tx = tx[n:]
-		case num == fieldTxLogs && typ == protowire.BytesType:
-			l, n := protowire.ConsumeBytes(tx)
-			if n < 0 {
-				return nil, 0, blockLogsErr(n)
-			}
-			tx = tx[n:]
+		case num == fieldTxStatus && v == nil:
+			status = uint32(x)
+		case num == fieldTxLogs && v != nil && logErr == nil:
 			logs = append(logs, LogView{})
-			if err := readLog(l, &logs[len(logs)-1]); err != nil {
-				return nil, 0, err
-			}
-		default:
-			if n = protowire.ConsumeFieldValue(num, typ, tx); n < 0 {
-				return nil, 0, blockLogsErr(n)
-			}
-			tx = tx[n:]
+			logErr = readLog(v, &logs[len(logs)-1])
 		}
-	}
-	return logs, status, nil
+	})
+	return logs, status, errors.Join(err, logErr)
 }
 
 func readLog(b []byte, l *LogView) error {
+	return eachField(b, func(num protowire.Number, v []byte, x uint64) {
+		switch {
+		case num == fieldLogAddress && v != nil:
+			l.Address = v
+		case num == fieldLogTopics && v != nil:
+			l.Topics = append(l.Topics, v)
+		case num == fieldLogData && v != nil:
+			l.Data = v
+		case num == fieldLogIndex && v == nil:
+			l.Index = uint32(x)
+		}
+	})
+}
+
+// eachField calls fn for every varint and length-delimited field of the
+// message b, in wire order: v is a length-delimited field's value (aliasing
+// b; empty but not nil for an empty one), x a varint's (v nil). Fields of
+// other wire types are skipped.
+func eachField(b []byte, fn func(num protowire.Number, v []byte, x uint64)) error {
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
 			return blockLogsErr(n)
 		}
 		b = b[n:]
-		switch {
-		case (num == fieldLogAddress || num == fieldLogTopics || num == fieldLogData) && typ == protowire.BytesType:
+		switch typ {
+		case protowire.BytesType:
 			v, n := protowire.ConsumeBytes(b)
 			if n < 0 {
 				return blockLogsErr(n)
 			}
-			b = b[n:]
-			switch num {
-			case fieldLogAddress:
-				l.Address = v
-			case fieldLogTopics:
-				l.Topics = append(l.Topics, v)
-			default:
-				l.Data = v
+			if v == nil {
+				v = b[:0]
 			}
-		case num == fieldLogIndex && typ == protowire.VarintType:
-			v, n := protowire.ConsumeVarint(b)
+			fn(num, v, 0)
+			b = b[n:]
+		case protowire.VarintType:
+			x, n := protowire.ConsumeVarint(b)
 			if n < 0 {
 				return blockLogsErr(n)
 			}
-			l.Index = uint32(v)
+			fn(num, nil, x)
 			b = b[n:]
 		default:
 			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
