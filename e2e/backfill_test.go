@@ -309,7 +309,7 @@ func runBackfill(b *testing.B, dir string, meta corpusMeta) {
 		}
 		return fmt.Sprintf("%s (%.0f)", time.Duration(scrape(b, pm, name+"_sum")[""]/n*float64(time.Second)).Round(100*time.Microsecond), n)
 	}
-	fmt.Printf("backfill summary: write budget: backfill batches waited %.0f s; probe reads %s, head blocks' produce to activity %s\n",
+	fmt.Printf("backfill summary: write budget: backfill batches waited %.0f s; probe reads %s, head blocks' arrival at ingest to activity %s\n",
 		scrape(b, pm, "moraine_processor_write_budget_paused_seconds_total")[""],
 		mean("moraine_processor_write_budget_probe_seconds"), mean("moraine_processor_write_budget_head_seconds"))
 	afterBackfillReads(b, s, chain, meta)

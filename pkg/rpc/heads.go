@@ -36,6 +36,49 @@ func (p *Pool) Subscribed() bool {
 	return p.subscribed
 }
 
+// SeenAt returns when the pool first learned that the chain had reached
+// block n: the arrival of the newHeads announcement or head poll that
+// first reported n or a later block. It knows this only for blocks the
+// chain reached while the pool was watching, and only for the last
+// seenHeads head changes; for others (a backfill's blocks) ok is false.
+func (p *Pool) SeenAt(n uint64) (at time.Time, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	// The newest report of a head below n; the report after it is the one
+	// that first reached n since.
+	for i := len(p.seen) - 1; i >= 0; i-- {
+		if p.seen[i].head < n {
+			if i == len(p.seen)-1 {
+				return time.Time{}, false // not reached yet
+			}
+			return p.seen[i+1].at, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// seenHeads bounds the head reports SeenAt keeps: minutes of a chain's
+// heads, far more than ingest takes to fetch and produce a head block.
+const seenHeads = 256
+
+// sawHead records a head report that changes the highest head seen (or
+// lowers it, after a node's reorg or loss). Called with p.mu held.
+func (p *Pool) sawHead(h uint64, at time.Time) {
+	if k := len(p.seen); k > 0 && p.seen[k-1].head == h {
+		return
+	}
+	if len(p.seen) == seenHeads {
+		p.seen = append(p.seen[:0], p.seen[1:]...)
+	}
+	p.seen = append(p.seen, headReport{head: h, at: at})
+}
+
+// headReport is a head the pool was told of, and when.
+type headReport struct {
+	head uint64
+	at   time.Time
+}
+
 // updateBest recomputes Head. Called with p.mu held.
 func (p *Pool) updateBest() {
 	var best uint64
@@ -49,6 +92,7 @@ func (p *Pool) updateBest() {
 	}
 	if known && (!p.bestKnown || best != p.best) {
 		p.best, p.bestKnown = best, true
+		p.sawHead(best, time.Now())
 		close(p.headChanged)
 		p.headChanged = make(chan struct{})
 	}
@@ -186,8 +230,14 @@ func (p *Pool) pollLoop(ctx context.Context, n *node) {
 }
 
 // announced is a head from the subscription: every node is polled now, so
-// that the pool learns which of them have it.
-func (p *Pool) announced(uint64) {
+// that the pool learns which of them have it. Its arrival is when the pool
+// first saw the chain reach it (SeenAt), ahead of the polls.
+func (p *Pool) announced(h uint64) {
+	p.mu.Lock()
+	if k := len(p.seen); k == 0 || h > p.seen[k-1].head {
+		p.sawHead(h, time.Now())
+	}
+	p.mu.Unlock()
 	for _, n := range p.nodes {
 		select {
 		case n.poke <- struct{}{}:

@@ -71,3 +71,61 @@ func TestParseWSMessage(t *testing.T) {
 	_, _, err = parseWSMessage([]byte(`{"jsonrpc":"2.0","id":1,"error":{"code":-32601,"message":"notifications not supported"}}`))
 	require.Error(t, err)
 }
+
+// TestSeenAt: a block's arrival is the first head report that reached it
+// after one below it; blocks the pool never saw arrive (below its first
+// report, above its head, or older than the reports it keeps) have none.
+func TestSeenAt(t *testing.T) {
+	p := &Pool{}
+	t0 := time.Unix(1000, 0)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	p.sawHead(100, at(0)) // the first report: blocks up to 100 were there before
+	p.sawHead(101, at(1))
+	p.sawHead(104, at(2)) // 102-104 arrive together
+	p.sawHead(104, at(3)) // the same head again changes nothing
+	p.sawHead(103, at(4)) // a lower head (a node lost) ...
+	p.sawHead(105, at(5)) // ... then higher again
+	for _, c := range []struct {
+		n    uint64
+		want time.Time
+		ok   bool
+	}{
+		{99, time.Time{}, false}, {100, time.Time{}, false},
+		{101, at(1), true}, {102, at(2), true}, {104, at(5), true}, {105, at(5), true},
+		{106, time.Time{}, false},
+	} {
+		got, ok := p.SeenAt(c.n)
+		require.Equal(t, c.ok, ok, "block %d", c.n)
+		require.Equal(t, c.want, got, "block %d", c.n)
+	}
+	// Only the last seenHeads reports are kept.
+	for i := range uint64(seenHeads) {
+		p.sawHead(200+i, at(10))
+	}
+	_, ok := p.SeenAt(101)
+	require.False(t, ok)
+	got, ok := p.SeenAt(201)
+	require.True(t, ok)
+	require.Equal(t, at(10), got)
+}
+
+// TestSeenAtFromTheSubscription: a head announced while the pool watches
+// has its arrival, between the announcement and the pool's Head reaching
+// it; the head the pool found at its start has none.
+func TestSeenAtFromTheSubscription(t *testing.T) {
+	a := newFakeNode(t)
+	a.setHead(10)
+	p := newTestPool(t, PoolConfig{WSURL: a.wsURL(), PollInterval: time.Hour}, a)
+	runPool(t, p)
+	waitHead(t, p, 10)
+	require.Eventually(t, p.Subscribed, 5*time.Second, 5*time.Millisecond)
+	_, ok := p.SeenAt(10)
+	require.False(t, ok, "block 10 was there before the pool watched")
+	before := time.Now()
+	a.setHead(11)
+	waitHead(t, p, 11)
+	seen, ok := p.SeenAt(11)
+	require.True(t, ok)
+	require.False(t, seen.Before(before))
+	require.False(t, seen.After(time.Now()))
+}

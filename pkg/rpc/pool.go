@@ -116,6 +116,8 @@ type Pool struct {
 	bestKnown   bool
 	tracking    bool // Run is polling heads
 	subscribed  bool
+	// seen is the recent head reports, oldest first (SeenAt).
+	seen []headReport
 }
 
 // node is one endpoint and what the pool knows of it. Fields below client

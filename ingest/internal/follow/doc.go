@@ -8,7 +8,12 @@
 // codec.EncodeChainEvent (a record.Block or a record.Reorg) and the header
 // codec.SchemaHeader = codec.ChainEventSchema. The key puts all of a chain's
 // events on one partition (franz-go's sticky key partitioner, murmur2 like the
-// Java client), so consumers see them in the order they were produced.
+// Java client), so consumers see them in the order they were produced. A
+// block the chain reached while ingest watched it (the head) has as its
+// timestamp the moment ingest's node pool first heard of it (rpc.Pool.SeenAt:
+// the newHeads announcement, or the head poll, that reached it), so that the
+// time from the record's timestamp to a webhook's activity includes ingest's
+// own fetch and verification; other records carry their produce time.
 //
 // # Guarantees
 //

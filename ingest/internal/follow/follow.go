@@ -591,7 +591,7 @@ func (f *Follower) reorg(ctx context.Context, p *producer, st *state, b *record.
 	f.logger.Info("reorg: producing the orphaned blocks, then the new branch",
 		"fork_number", ev.ForkNumber, "orphaned", len(orphans), "common_ancestor", ancestor,
 		"ancestor_hash", fmt.Sprintf("0x%x", anc.Hash), "cumulative_transactions", anc.Cumulative)
-	if err := p.send(v, func() {
+	if err := p.send(v, time.Time{}, func() {
 		f.deps.Metrics.reorgs.WithLabelValues(f.chain).Inc()
 		f.deps.Metrics.orphaned.WithLabelValues(f.chain).Add(float64(len(orphans)))
 		f.setAcked(ancestor)
@@ -651,7 +651,8 @@ func (f *Follower) produceBlock(p *producer, b *record.Block) error {
 	}
 	f.deps.Metrics.stage.WithLabelValues(f.chain, stageEncode).Observe(time.Since(start).Seconds())
 	n, txs, ts := b.Number, len(b.Transactions), b.Timestamp
-	err = p.send(v, func() {
+	seen, _ := f.deps.RPC.SeenAt(n)
+	err = p.send(v, seen, func() {
 		f.deps.Metrics.blocks.WithLabelValues(f.chain).Inc()
 		f.deps.Metrics.txs.WithLabelValues(f.chain).Add(float64(txs))
 		f.deps.Metrics.lastProducedTime.WithLabelValues(f.chain).Set(float64(ts))

@@ -684,3 +684,71 @@ func testPool(t testing.TB, url, chain string, cfg rpc.PoolConfig, m *rpc.Metric
 	}
 	return p
 }
+
+// TestHeadBlocksCarryTheirArrival: a block the chain reached while ingest
+// watched has the moment the pool heard of it as its record's timestamp,
+// so the time a slow fetch took is in it (the processor's head signal
+// starts there).
+func TestHeadBlocksCarryTheirArrival(t *testing.T) {
+	blocks := recording(t)
+	node := chaintest.NewNode(t, blocks)
+	node.SetHead(20)
+	k := newKafka(t, 4)
+	h := start(t, k, node, testChain(1))
+	h.waitAcked(t, 20)
+	const fetchDelay = 300 * time.Millisecond
+	node.SetDelay(fetchDelay)
+	announced := time.Now()
+	node.SetHead(21)
+	h.waitAcked(t, 21)
+	h.stop(t)
+
+	stamps := blockTimestamps(t, k)
+	require.Len(t, stamps, 21)
+	// Block 21: heard of at once, produced after at least one slow fetch.
+	require.False(t, stamps[21].Before(announced.Truncate(time.Millisecond)), "Kafka keeps milliseconds")
+	require.Less(t, stamps[21].Sub(announced), fetchDelay, "block 21's timestamp is its produce, not its arrival")
+	seen, ok := h.f.deps.RPC.SeenAt(21)
+	require.True(t, ok)
+	require.Equal(t, seen.UnixMilli(), stamps[21].UnixMilli())
+}
+
+// blockTimestamps reads every block record of the test chain with its
+// Kafka timestamp, by block number.
+func blockTimestamps(t *testing.T, k *kafka) map[uint64]time.Time {
+	t.Helper()
+	cl, err := kgo.NewClient(append(k.cfg.BaseOpts(testenv.Logger(t), "test-read"),
+		kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchIsolationLevel(kgo.ReadCommitted()))...)
+	require.NoError(t, err)
+	defer cl.Close()
+	ends, err := kadm.NewClient(cl).ListEndOffsets(t.Context(), topic)
+	require.NoError(t, err)
+	require.NoError(t, ends.Error())
+	want := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Offset > 0 {
+			want[o.Partition] = o.Offset
+		}
+	})
+	out := map[uint64]time.Time{}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	for len(want) > 0 {
+		fs := cl.PollFetches(ctx)
+		require.NoError(t, fs.Err0())
+		fs.EachRecord(func(r *kgo.Record) {
+			// The last offset is the commit marker, which a read-committed
+			// consumer never returns: a partition is done one before it.
+			if end, ok := want[r.Partition]; ok && r.Offset+2 >= end {
+				delete(want, r.Partition)
+			}
+			ev, err := codec.DecodeChainEvent(r.Value)
+			require.NoError(t, err)
+			if b := ev.GetBlock(); b != nil {
+				out[b.Number] = r.Timestamp
+			}
+		})
+	}
+	return out
+}

@@ -79,13 +79,16 @@ func signal(c chan struct{}) {
 }
 
 // send queues one event for the chain. It blocks while the queue is full
-// and returns the producer's error once it has failed.
-func (p *producer) send(value []byte, onAck func()) error {
+// and returns the producer's error once it has failed. A non-zero seen is
+// the record's timestamp (the block's arrival at ingest, see doc.go);
+// otherwise the client stamps the record when it is produced.
+func (p *producer) send(value []byte, seen time.Time, onAck func()) error {
 	rec := &kgo.Record{
-		Topic:   p.f.cfg.Topic,
-		Key:     p.f.key,
-		Value:   value,
-		Headers: []kgo.RecordHeader{{Key: codec.SchemaHeader, Value: []byte(codec.ChainEventSchema)}},
+		Topic:     p.f.cfg.Topic,
+		Key:       p.f.key,
+		Value:     value,
+		Headers:   []kgo.RecordHeader{{Key: codec.SchemaHeader, Value: []byte(codec.ChainEventSchema)}},
+		Timestamp: seen,
 	}
 	p.mu.Lock()
 	for p.err == nil && p.bytes > maxQueuedBytes {

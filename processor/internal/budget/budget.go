@@ -8,9 +8,11 @@
 //     ProbeInterval, the kind of read the query service makes;
 //   - the head's webhooks: the matcher of the same processor reports, for
 //     each block at its chain's head whose activity it commits, the time
-//     from ingest's produce of the block to that commit (ObserveHead).
-//     Delivery's POST follows at once; the reads' probe does not see this
-//     path, whose CPU (ingest, Kafka, the matcher) the backfill shares.
+//     from ingest's first word of the block (the newHeads announcement or
+//     head poll that reached it; the block record's timestamp) to that
+//     commit (ObserveHead). Delivery's POST follows at once; the reads'
+//     probe does not see this path, whose CPU (ingest's fetch and checks,
+//     Kafka, the matcher) the backfill shares.
 //
 // While the slowest probe of the last second is over the read target, or
 // the slowest head block of the last headWindow over the head target, the
@@ -33,7 +35,7 @@
 //	moraine_processor_write_budget_share               share of time the backfill may insert (1: unthrottled)
 //	moraine_processor_write_budget_probe_seconds       the probe read's latency (histogram)
 //	moraine_processor_write_budget_target_seconds      the operator's read latency target (0: off)
-//	moraine_processor_write_budget_head_seconds        a head block's produce-to-activity time (histogram)
+//	moraine_processor_write_budget_head_seconds        a head block's time from ingest's first word of it to its activity (histogram)
 //	moraine_processor_write_budget_head_target_seconds the operator's head latency target (0: off)
 //	moraine_processor_write_budget_min_share           the share's floor (--processor.backfill-min-share)
 //	moraine_processor_write_budget_paused_seconds_total time backfill batches waited
@@ -59,8 +61,9 @@ type Config struct {
 	// ReadLatencyTarget is the probe latency the backfill keeps reads
 	// under; 0 turns this signal off.
 	ReadLatencyTarget time.Duration
-	// HeadLatencyTarget is the produce-to-activity time the backfill keeps
-	// head blocks under; 0 turns this signal off. The budget is off when
+	// HeadLatencyTarget is the time from ingest's first word of a block at
+	// the head to its activity committed that the backfill keeps head
+	// blocks under; 0 turns this signal off. The budget is off when
 	// both are.
 	HeadLatencyTarget time.Duration
 	// MinShare is the least share of time the backfill keeps, however slow
@@ -77,7 +80,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.ReadLatencyTarget, "processor.read-latency-target", 0,
 		"write budget: while a probe read of ClickHouse takes longer than this, backfill inserts give way to reads (0: off; e.g. 50ms). Batches at a chain's head are never held back")
 	fs.DurationVar(&c.HeadLatencyTarget, "processor.head-latency-target", 0,
-		"write budget: while a block at a chain's head takes longer than this from ingest's produce to its webhook activity committed by this processor's matcher, backfill inserts give way (0: off; e.g. 200ms)")
+		"write budget: while a block at a chain's head takes longer than this from ingest hearing of it (newHeads or a head poll) to its webhook activity committed by this processor's matcher, backfill inserts give way (0: off; e.g. 200ms)")
 	fs.Float64Var(&c.MinShare, "processor.backfill-min-share", 0.1,
 		"write budget: the least share of time (0 to 1) backfill inserts keep however slow the reads, so a backfill always progresses")
 	fs.DurationVar(&c.BackfillLag, "processor.backfill-lag", time.Minute,
@@ -90,9 +93,10 @@ const (
 	// development machine; a target below a few ms would hold the backfill
 	// at its floor while nothing is served.
 	minTarget = 5 * time.Millisecond
-	// minHeadTarget: the matcher's poll, match, produce and Kafka
-	// transaction take tens of milliseconds at rest; a target below that
-	// would hold the backfill at its floor with nothing to deliver.
+	// minHeadTarget: ingest's fetch of the block, the matcher's poll,
+	// match, produce and Kafka transaction take tens of milliseconds at
+	// rest; a target below that would hold the backfill at its floor with
+	// nothing to deliver.
 	minHeadTarget = 50 * time.Millisecond
 	// minBackfillLag: blocks of a chain at its head are seconds old (a
 	// block every 0.5-12 s, plus ingest's fetch). A smaller lag would count
@@ -189,7 +193,7 @@ func New(cfg Config, reg prometheus.Registerer, logger *slog.Logger) *Budget {
 		share:  f.Gauge("write_budget_share", "Share of time backfill inserts may take (1: not throttled; below 1: reads or head blocks were slower than their targets)."),
 		probe:  f.Histogram("write_budget_probe_seconds", "Latency of the write budget's probe read of ClickHouse.", prometheus.ExponentialBuckets(0.0005, 2, 16)),
 		target: f.Gauge("write_budget_target_seconds", "The write budget's read latency target (--processor.read-latency-target; 0: off)."),
-		head: f.Histogram("write_budget_head_seconds", "Time from ingest's produce of a block at its chain's head to its webhook activity committed by the matcher.",
+		head: f.Histogram("write_budget_head_seconds", "Time from ingest's first word of a block at its chain's head (newHeads or a head poll) to its webhook activity committed by the matcher.",
 			prometheus.ExponentialBuckets(0.0005, 2, 16)),
 		headTarget: f.Gauge("write_budget_head_target_seconds", "The write budget's head latency target (--processor.head-latency-target; 0: off)."),
 		minShare:   f.Gauge("write_budget_min_share", "The least share of time backfill inserts keep (--processor.backfill-min-share)."),
@@ -251,11 +255,11 @@ func (b *Budget) Observe(took time.Duration) {
 	b.adjust()
 }
 
-// ObserveHead records the time from ingest's produce of a block (produced)
-// to its activity committed now; a block older than BackfillLag (by its
+// ObserveHead records the time from ingest's first word of a block (seen:
+// its record's timestamp) to its activity committed now; a block older than BackfillLag (by its
 // timestamp, Unix seconds) is backfill and not counted. The next probe's
 // adjustment weighs it.
-func (b *Budget) ObserveHead(timestamp uint64, produced time.Time) {
+func (b *Budget) ObserveHead(timestamp uint64, seen time.Time) {
 	if b.cfg.HeadLatencyTarget == 0 {
 		return
 	}
@@ -263,7 +267,7 @@ func (b *Budget) ObserveHead(timestamp uint64, produced time.Time) {
 	if b.Backfill(timestamp, now) {
 		return
 	}
-	took := now.Sub(produced)
+	took := now.Sub(seen)
 	b.m.head.Observe(took.Seconds())
 	b.mu.Lock()
 	defer b.mu.Unlock()

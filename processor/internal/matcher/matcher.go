@@ -212,9 +212,10 @@ type Deps struct {
 	BeforeEnd func() (abort bool)
 	// ActivityCommitted, when set, is called for each block whose activity
 	// a transaction committed, with the block's timestamp (Unix seconds)
-	// and when ingest produced its record: the processor's write budget
-	// (package budget) times the head's way to its webhooks with it.
-	ActivityCommitted func(timestamp uint64, produced time.Time)
+	// and its record's timestamp (when ingest first heard of a head block,
+	// ingest/internal/follow): the processor's write budget (package
+	// budget) times the head's way to its webhooks with it.
+	ActivityCommitted func(timestamp uint64, seen time.Time)
 }
 
 // Partitions is told which partitions of the blocks topic the matcher
@@ -253,7 +254,7 @@ type Consumer struct {
 	decompressor kgo.Decompressor
 	beforeEnd    func() (abort bool)
 	// activityCommitted is Deps.ActivityCommitted.
-	activityCommitted func(timestamp uint64, produced time.Time)
+	activityCommitted func(timestamp uint64, seen time.Time)
 	partitions        Partitions
 }
 
@@ -588,7 +589,7 @@ func (m *Consumer) end(ctx context.Context, sess *kgo.GroupTransactSession, txn 
 	m.streams.Commit(txn.stream)
 	txn.counts.add(m.m)
 	for _, b := range txn.counts.blocks {
-		m.activityCommitted(b.timestamp, b.produced)
+		m.activityCommitted(b.timestamp, b.seen)
 	}
 	m.logger.Debug("matcher transaction committed", "records", txn.records, "activities", txn.produced, "open_for", time.Since(txn.started))
 	return nil
@@ -623,7 +624,7 @@ type batchCounts struct {
 
 type blockWithActivity struct {
 	timestamp uint64
-	produced  time.Time
+	seen      time.Time
 }
 
 func newBatchCounts() batchCounts {
@@ -751,7 +752,7 @@ func (m *Consumer) build(ctx context.Context, records []*kgo.Record, sb *stream.
 			ms = m.match.Block(e.Block, ms[:0])
 			events = append(events, event{offset: r.Offset, block: e.Block, first: len(all), count: len(ms)})
 			if len(ms) > 0 && m.activityCommitted != nil {
-				counts.blocks = append(counts.blocks, blockWithActivity{timestamp: e.Block.Timestamp, produced: r.Timestamp})
+				counts.blocks = append(counts.blocks, blockWithActivity{timestamp: e.Block.Timestamp, seen: r.Timestamp})
 			}
 			for _, x := range ms {
 				all = append(all, matched{block: e.Block, match: x})
