@@ -256,9 +256,9 @@ func (b *Budget) Observe(took time.Duration) {
 }
 
 // ObserveHead records the time from ingest's first word of a block (seen:
-// its record's timestamp) to its activity committed now; a block older than BackfillLag (by its
-// timestamp, Unix seconds) is backfill and not counted. The next probe's
-// adjustment weighs it.
+// its record's timestamp) to its activity committed now; a block older
+// than BackfillLag (by its timestamp, Unix seconds) is backfill and not
+// counted. The next probe's adjustment weighs it.
 func (b *Budget) ObserveHead(timestamp uint64, seen time.Time) {
 	if b.cfg.HeadLatencyTarget == 0 {
 		return
