@@ -7,7 +7,8 @@
 #
 # Settings (environment): MORAINE_BENCH_NOTE (a paragraph put at the head of the report), MORAINE_BENCH_CORPUS (the corpus directory; built with the CORPUS_* sizes
 # when missing), MORAINE_BENCH_READ_RATE (200), MORAINE_BENCH_REPORT (10s), MORAINE_BENCH_AFTER_RATE
-# (500), MORAINE_BENCH_AFTER_DURATION (30s), MORAINE_BENCH_AFTER_WARMUP (60s), MORAINE_BENCH_STUDY_ROWS
+# (500), MORAINE_BENCH_AFTER_DURATION (30s), MORAINE_BENCH_AFTER_WARMUP (60s), MORAINE_BENCH_AFTER_TX_RATE (200: a block's
+# transactions, read after the backfill), MORAINE_BENCH_STUDY_ROWS
 # (1000000), MORAINE_BENCH_COLUMN_STUDY=0 to skip the study, MORAINE_BENCH_INGEST_ARGS, MORAINE_BENCH_PHASES
 # ("idle serving"), MORAINE_BENCH_READ_TARGET (50ms), MORAINE_BENCH_HEAD_TARGET (0: off; the processor's
 # --processor.head-latency-target when serving), MORAINE_BENCH_MAX_LEAD (2000: ingest's --ingest.max-lead

@@ -92,7 +92,9 @@ func envFloat(tb testing.TB, name string, def float64) float64 {
 // latency; then the query goals on the
 // database it built: MORAINE_BENCH_AFTER_RATE (500) req/s for
 // MORAINE_BENCH_AFTER_DURATION (30 s) on the newest blocks and on random
-// blocks, after a warm-up of MORAINE_BENCH_AFTER_WARMUP (60 s); and what
+// blocks, after a warm-up of MORAINE_BENCH_AFTER_WARMUP (60 s), then random
+// blocks' transactions at MORAINE_BENCH_AFTER_TX_RATE (200) req/s, each
+// with the CPU per read of ClickHouse and the query service; and what
 // other column types and codecs would store (columnStudy).
 func BenchmarkBackfillCorpus(b *testing.B) {
 	dir := os.Getenv("MORAINE_BENCH_CORPUS")
@@ -553,11 +555,28 @@ func afterBackfillReads(b *testing.B, s *stackUp, chain string, meta corpusMeta)
 			}
 		}
 	}
-	for _, path := range []string{"/v1/chains/" + chain + "/blocks", random} {
-		out := runTool(b, "querybench", "load", "--url", s.api, "--rate", rate, "--duration", dur.String(), "--path", path)
+	// Each route alone, with what it costs in CPU with nothing else to do:
+	// what a read load takes from a backfill on the same machine. A block's
+	// transactions cost three to four times a block's own read, so they run
+	// at a rate this machine sustains (MORAINE_BENCH_AFTER_TX_RATE).
+	txRate := strconv.FormatFloat(envFloat(b, "MORAINE_BENCH_AFTER_TX_RATE", 200), 'f', -1, 64)
+	for _, run := range []struct{ path, rate string }{
+		{"/v1/chains/" + chain + "/blocks", rate}, {random, rate}, {random + "/transactions", txRate},
+	} {
+		before := sampleCPU(s)
+		out := runTool(b, "querybench", "load", "--url", s.api, "--rate", run.rate, "--duration", dur.String(), "--path", run.path)
+		after := sampleCPU(s)
 		for _, l := range strings.Split(out, "\n") {
 			if strings.HasPrefix(l, "/v1/") || strings.HasPrefix(l, "elapsed ") {
-				fmt.Printf("backfill after %s req/s: %s\n", rate, strings.Join(strings.Fields(l), " "))
+				fmt.Printf("backfill after %s req/s: %s\n", run.rate, strings.Join(strings.Fields(l), " "))
+			}
+			f := strings.Fields(l)
+			if len(f) < 2 || !strings.HasPrefix(l, "/v1/") || !strings.HasPrefix(f[1], "n=") {
+				continue
+			}
+			if n, err := strconv.ParseFloat(strings.TrimPrefix(f[1], "n="), 64); err == nil && n > 0 {
+				fmt.Printf("backfill after %s req/s: %s CPU µs per read: clickhouse %.0f, query %.0f\n", run.rate, run.path,
+					(after["clickhouse"]-before["clickhouse"])/n*1e6, (after["query"]-before["query"])/n*1e6)
 			}
 		}
 	}
