@@ -570,11 +570,11 @@ func afterBackfillReads(b *testing.B, s *stackUp, chain string, meta corpusMeta)
 			if strings.HasPrefix(l, "/v1/") || strings.HasPrefix(l, "elapsed ") {
 				fmt.Printf("backfill after %s req/s: %s\n", run.rate, strings.Join(strings.Fields(l), " "))
 			}
-			f := strings.Fields(l)
-			if len(f) < 2 || !strings.HasPrefix(l, "/v1/") || !strings.HasPrefix(f[1], "n=") {
+			m := intervalField.FindStringSubmatch(l)
+			if !strings.HasPrefix(l, "/v1/") || m == nil || m[1] != "n" {
 				continue
 			}
-			if n, err := strconv.ParseFloat(strings.TrimPrefix(f[1], "n="), 64); err == nil && n > 0 {
+			if n, err := strconv.ParseFloat(m[2], 64); err == nil && n > 0 {
 				fmt.Printf("backfill after %s req/s: %s CPU µs per read: clickhouse %.0f, query %.0f\n", run.rate, run.path,
 					(after["clickhouse"]-before["clickhouse"])/n*1e6, (after["query"]-before["query"])/n*1e6)
 			}
