@@ -567,7 +567,7 @@ func TestClusterFaults(t *testing.T) {
 			}
 		}
 	}
-	eventually(t, 3*time.Minute, fmt.Sprintf("%d expected messages up to block %d", len(want), head), func() bool {
+	missing := func() []string {
 		seen := map[string]bool{}
 		for _, m := range recv.snapshot() {
 			if m.code >= 300 {
@@ -576,13 +576,23 @@ func TestClusterFaults(t *testing.T) {
 			hash, _, _ := payloadTx(m.body)
 			seen[m.path+" "+hash] = true
 		}
+		var out []string
 		for k := range want {
 			if !seen[k] {
-				return false
+				out = append(out, k)
 			}
 		}
-		return true
-	})
+		sort.Strings(out)
+		return out
+	}
+	deadline := time.Now().Add(3 * time.Minute)
+	for len(missing()) > 0 && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+	}
+	if m := missing(); len(m) > 0 {
+		t.Fatalf("timed out after 3m0s waiting for %d expected messages up to block %d; %d never arrived:\n%s",
+			len(want), head, len(m), undelivered(t, m, ledger, recv.snapshot(), started, cp))
+	}
 	// The replays end (they survive the kills, moving with the chain's
 	// partition), done.
 	if len(started2) != 2 || started2[0].id == "" || started2[1].id == "" {
@@ -841,6 +851,45 @@ func newFlakyReceiver(t *testing.T, flaky string) *flakyReceiver {
 	}))
 	t.Cleanup(r.srv.Close)
 	return r
+}
+
+// undelivered describes expected messages that no 2xx answered (keys "path
+// txHash"): each one's block and the attempts the receiver answered with an
+// error, then what the delivery instances count of retries, drops and
+// deactivations, so a failed run tells a lost message from a late one.
+func undelivered(t *testing.T, keys []string, ledger map[string]*goldenTx, got []received, started time.Time, cp *clusterPipeline) string {
+	failed := map[string][]time.Duration{}
+	for _, m := range got {
+		if m.code >= 300 {
+			hash, _, _ := payloadTx(m.body)
+			failed[m.path+" "+hash] = append(failed[m.path+" "+hash], m.at.Sub(started).Round(time.Millisecond))
+		}
+	}
+	var b strings.Builder
+	for i, k := range keys {
+		if i == 20 {
+			fmt.Fprintf(&b, "  ... and %d more\n", len(keys)-i)
+			break
+		}
+		path, hash, _ := strings.Cut(k, " ")
+		block := ""
+		if g := ledger[hash]; g != nil {
+			block = g.tx["BLOCKNUMBER"]
+		}
+		fmt.Fprintf(&b, "  %s tx %s (block %s): failed attempts at %v\n", path, hash, block, failed[k])
+	}
+	for _, n := range []string{"delivery-1", "delivery-2"} {
+		in := cp.get(n)
+		if in == nil {
+			continue
+		}
+		for _, name := range []string{"moraine_delivery_retries_pending", "moraine_delivery_messages_dropped_total",
+			"moraine_delivery_webhooks_deactivated_total", "moraine_delivery_attempts_total", "moraine_delivery_in_flight",
+			"moraine_delivery_deferred_total", "moraine_delivery_retries_scheduled_total"} {
+			fmt.Fprintf(&b, "  %s %s %v\n", n, name, scrape(t, in.metrics(), name))
+		}
+	}
+	return b.String()
 }
 
 func (r *flakyReceiver) snapshot() []received {
