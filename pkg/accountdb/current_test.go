@@ -1,36 +1,18 @@
 package accountdb
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/moraine-data/moraine/pkg/chclient"
 	"github.com/moraine-data/moraine/pkg/testenv"
-	schema "github.com/moraine-data/moraine/schemas/clickhouse"
 )
-
-// bind replaces each "?" of q with the next literal (client-side binding,
-// as clickhouse-go does).
-func bind(q string, lits ...string) string {
-	for _, l := range lits {
-		q = strings.Replace(q, "?", l, 1)
-	}
-	return q
-}
 
 // TestStatementsRunOnCurrentClickHouse runs every statement of this package
 // on current ClickHouse (chDB); the 18.16 runs are the other tests here.
 func TestStatementsRunOnCurrentClickHouse(t *testing.T) {
-	ms, err := schema.Migrations()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stmts []string
-	for _, m := range ms {
-		stmts = append(stmts, m.Statements...)
-	}
+	bind := testenv.Bind
 	s, n := "'x'", "1"
-	stmts = append(stmts,
+	testenv.OnMigratedCurrentClickHouse(t,
 		iAccount+" VALUES ('a', 'n', 'free', 1, 1)",
 		iKey+" VALUES ('h', 'k', 'mk_1', 'a', 1, 0, 1)",
 		iWebhook+" VALUES ('a', 'w', 'https://x', '43112', 'address_activity', '', '', ['0x01'], 0, 1, 'active', 1, 'r', 12, 1)",
@@ -56,5 +38,4 @@ func TestStatementsRunOnCurrentClickHouse(t *testing.T) {
 		"ALTER TABLE deliveries DROP PARTITION 202311", // the month of the row above
 		"ALTER TABLE deliveries DROP PARTITION 202001", // a month that holds nothing
 	)
-	testenv.OnCurrentClickHouse(t, stmts)
 }

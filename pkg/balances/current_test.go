@@ -13,20 +13,7 @@ import (
 // on current ClickHouse (chDB) over the migrated schema, with rows to read;
 // the other integration tests run them on 18.16.
 func TestStatementsRunOnCurrentClickHouse(t *testing.T) {
-	ms, err := schema.Migrations()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stmts []string
-	for _, m := range ms {
-		stmts = append(stmts, m.Statements...)
-	}
-	bind := func(q string, lits ...string) string {
-		for _, l := range lits {
-			q = strings.Replace(q, "?", l, 1)
-		}
-		return q
-	}
+	bind := testenv.Bind
 	k := func(c string) string { return "'" + strings.Repeat(c, schema.BalanceKeyLen) + "'" }
 	n := func(c string) string { return "'" + strings.Repeat(c, schema.NFTKeyLen) + "'" }
 	var ranges []string
@@ -34,7 +21,7 @@ func TestStatementsRunOnCurrentClickHouse(t *testing.T) {
 		ranges = append(ranges, k("00"), k("ff"))
 	}
 	filtered := Query{Kinds: []uint8{1, 3}, Tokens: make([]evm.Address, 1)}
-	stmts = append(stmts,
+	testenv.OnMigratedCurrentClickHouse(t,
 		"INSERT INTO balances ("+BalanceColumns+") VALUES (unhex("+k("01")+"), '-5', 1)",
 		"INSERT INTO nft_transfers (nft_key, entry, version) VALUES (unhex("+n("02")+"), repeat('a', 41), 1)",
 		"INSERT INTO balance_progress ("+ProgressColumns+") VALUES (1, 0, 5, 18446744073709551610)",
@@ -51,5 +38,4 @@ func TestStatementsRunOnCurrentClickHouse(t *testing.T) {
 		bind(qNFTRowsOf, n("00"), n("ff"), "('"+strings.Repeat("02", 32)+"')"),
 		bind(qSample, k("00"), k("ff"), "77", "10"),
 	)
-	testenv.OnCurrentClickHouse(t, stmts)
 }

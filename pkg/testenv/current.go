@@ -6,7 +6,10 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
+
+	schema "github.com/moraine-data/moraine/schemas/clickhouse"
 )
 
 //go:embed currentch.py
@@ -56,4 +59,29 @@ func ParsesOnCurrentClickHouse(t testing.TB, stmts []string) {
 		explained[i] = "EXPLAIN AST " + s
 	}
 	OnCurrentClickHouse(t, explained)
+}
+
+// OnMigratedCurrentClickHouse runs every migration statement of the schema,
+// then stmts, on current ClickHouse (OnCurrentClickHouse): a package's reads
+// and writes over the tables as the migrations make them.
+func OnMigratedCurrentClickHouse(t testing.TB, stmts ...string) {
+	t.Helper()
+	ms, err := schema.Migrations()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []string
+	for _, m := range ms {
+		all = append(all, m.Statements...)
+	}
+	OnCurrentClickHouse(t, append(all, stmts...))
+}
+
+// Bind replaces each "?" of q with the next literal, as clickhouse-go binds
+// parameters on the client.
+func Bind(q string, lits ...string) string {
+	for _, l := range lits {
+		q = strings.Replace(q, "?", l, 1)
+	}
+	return q
 }

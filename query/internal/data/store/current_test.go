@@ -8,31 +8,15 @@ import (
 	schema "github.com/moraine-data/moraine/schemas/clickhouse"
 )
 
-// bind replaces each "?" of q with the next literal (client-side binding,
-// as clickhouse-go does).
-func bind(q string, lits ...string) string {
-	for _, l := range lits {
-		q = strings.Replace(q, "?", l, 1)
-	}
-	return q
-}
-
 // TestQueriesRunOnCurrentClickHouse runs every read of this package on
 // current ClickHouse (chDB) over the migrated schema; the 18.16 runs are
 // the other tests here.
 func TestQueriesRunOnCurrentClickHouse(t *testing.T) {
-	ms, err := schema.Migrations()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stmts []string
-	for _, m := range ms {
-		stmts = append(stmts, m.Statements...)
-	}
+	bind := testenv.Bind
 	n, h, set := "1", "'"+strings.Repeat("ab", 32)+"'", "(1, 2)"
 	k := "'" + strings.Repeat("cd", schema.ListKeyLen) + "'"
 	t72 := "'" + strings.Repeat("cd", schema.TxKeyLen) + "'"
-	stmts = append(stmts,
+	testenv.OnMigratedCurrentClickHouse(t,
 		bind(qHeads, set), bind(qBlocksRange, n, n, n, n), bind(qBlockLookup, n, n), bind(qBlockByNumber, n, n),
 		bind(qHashToNumber, n, h), bind(qBlockTxs, n, n, h, n, n), qMigrations, schema.CopyAddressIndex,
 		bind(qListDesc, k, k, n), bind(qListDescRoles, k, k, n, n), bind(qListAsc, k, k, n), bind(qListAscRoles, k, k, n, n),
@@ -44,18 +28,9 @@ func TestQueriesRunOnCurrentClickHouse(t *testing.T) {
 		bind(qLatestTxs, n, n, n, "2", "2", n), bind(qOrphanedBlocks, set, n),
 		bind(qFirstBlock, n), bind(qBlockAtOrAfter, n, n), bind(qBlockAtOrBefore, n, n),
 	)
-	testenv.OnCurrentClickHouse(t, stmts)
 }
 
 // TestBlocksBetweenOnCurrentClickHouse: the export jobs' block range.
 func TestBlocksBetweenOnCurrentClickHouse(t *testing.T) {
-	ms, err := schema.Migrations()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stmts []string
-	for _, m := range ms {
-		stmts = append(stmts, m.Statements...)
-	}
-	testenv.OnCurrentClickHouse(t, append(stmts, bind(qBlocksBetween, "1", "0", "10")))
+	testenv.OnMigratedCurrentClickHouse(t, testenv.Bind(qBlocksBetween, "1", "0", "10"))
 }

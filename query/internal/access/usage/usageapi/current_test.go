@@ -6,21 +6,13 @@ import (
 	"testing"
 
 	"github.com/moraine-data/moraine/pkg/testenv"
-	schema "github.com/moraine-data/moraine/schemas/clickhouse"
 )
 
 // TestQueriesRunOnCurrentClickHouse: every metrics read (each interval and
 // groupBy, all filters) and the logs read, on current ClickHouse (chDB);
 // the 18.16 runs are the other tests.
 func TestQueriesRunOnCurrentClickHouse(t *testing.T) {
-	ms, err := schema.Migrations()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var stmts []string
-	for _, m := range ms {
-		stmts = append(stmts, m.Statements...)
-	}
 	stmts = append(stmts, `INSERT INTO api_requests (account_id, at, request_id, key_id, key_alias, route, operation, method, chain_id,
     status, duration_us, compute_units, client_ip, user_agent, host, region, kafka_partition, kafka_offset)
     VALUES ('a', 1772445600000, '0123456789abcdef', 'k', 'mk', '/v1/chains', 'supportedChains', 'GET', '43114', 404, 1500, 1, 'ip', 'ua', 'h', '', 0, 1)`)
@@ -60,5 +52,5 @@ func TestQueriesRunOnCurrentClickHouse(t *testing.T) {
 	cond, args = where("at", uint64(f.from.UnixMilli()), uint64(f.to.UnixMilli()), scope{all: true}, filters{requestType: "rpc"})
 	stmts = append(stmts, bind(`SELECT `+logColumns+` FROM api_requests_by_time WHERE `+cond+
 		` AND (at < ? OR (at = ? AND request_id < ?)) ORDER BY at DESC, request_id DESC LIMIT 11`, append(args, 5, 5, "x")))
-	testenv.OnCurrentClickHouse(t, stmts)
+	testenv.OnMigratedCurrentClickHouse(t, stmts...)
 }
