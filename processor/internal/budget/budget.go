@@ -22,9 +22,11 @@
 // After each backfill batch, the sink waits for Pause(the batch's insert
 // time): at share s, the backfill inserts for s of the time and waits for
 // the rest, so ClickHouse's CPU (and, through fewer parts, its merges' CPU)
-// goes to the reads and the head. A batch that holds a block at the head of
-// its chain (younger than BackfillLag) is never paused: the head of every
-// chain goes before any backfill.
+// goes to the reads and the head. A pause is at most maxPause, so the
+// sink's batches shrink with the share (about s of --processor.batch-rows)
+// to keep the pause each one asks for within it. A batch that holds a block
+// at the head of its chain (younger than BackfillLag) is never paused: the
+// head of every chain goes before any backfill.
 //
 // Throttling changes when rows are written, never which or in what order:
 // the sink's batches, their offsets and their commits are the same, only

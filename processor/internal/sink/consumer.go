@@ -60,7 +60,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	// CPU in all: some moves from ClickHouse, which every reader shares, to
 	// the processor, which scales by instances (bench/history.md, "Larger
 	// inserts"). At the head batches end by --processor.flush-interval.
-	fs.IntVar(&c.BatchRows, "processor.batch-rows", 200000, "flush a batch once it holds this many rows (all tables); smaller batches overlap ClickHouse inserts with consuming, larger ones leave ClickHouse fewer merges")
+	fs.IntVar(&c.BatchRows, "processor.batch-rows", 200000, "flush a batch once it holds this many rows (all tables); smaller batches overlap ClickHouse inserts with consuming, larger ones leave ClickHouse fewer merges. While the write budget holds a backfill back, its batches shrink with its share")
 	fs.DurationVar(&c.FlushInterval, "processor.flush-interval", 100*time.Millisecond, "flush a batch at most this long after its first record (bounds latency at the head)")
 	fs.DurationVar(&c.InsertTimeout, "processor.insert-timeout", 2*time.Minute, "deadline of one batch insert")
 	c.Budget.RegisterFlags(fs)
@@ -283,7 +283,7 @@ func (c *consumer) poll(ctx context.Context, toFinish chan<- *written, finisherD
 		records := c.pausedPoll(ctx)
 		var fetches kgo.Fetches
 		if len(records) == 0 {
-			fetches = c.cl.PollRecords(ctx, pollChunk)
+			fetches = c.cl.PollRecords(ctx, c.pollSize())
 		}
 		if ctx.Err() != nil {
 			c.cl.AllowRebalance()
@@ -306,9 +306,9 @@ func (c *consumer) poll(ctx context.Context, toFinish chan<- *written, finisherD
 		// during backfill, one flush interval of latency at the head.
 		// Not during a backfill's pause: only a head's records go then.
 		deadline := time.Now().Add(c.cfg.FlushInterval)
-		for len(records) > 0 && !time.Now().Before(c.pauseUntil) && rowsEstimate(records) < c.cfg.BatchRows && time.Now().Before(deadline) {
+		for len(records) > 0 && !time.Now().Before(c.pauseUntil) && rowsEstimate(records) < c.batchRows() && time.Now().Before(deadline) {
 			pctx, cancel := context.WithDeadline(ctx, deadline)
-			more := c.cl.PollRecords(pctx, pollChunk)
+			more := c.cl.PollRecords(pctx, c.pollSize())
 			cancel()
 			if len(more.Records()) == 0 {
 				break

@@ -56,7 +56,7 @@ func (c *consumer) pausedPoll(ctx context.Context) []*kgo.Record {
 		defer func() { c.budget.Paused(time.Since(start)) }()
 	}
 	for time.Now().Before(until) {
-		if rowsEstimate(c.held) >= c.cfg.BatchRows {
+		if rowsEstimate(c.held) >= c.batchRows() {
 			select {
 			case <-ctx.Done():
 			case <-time.After(time.Until(until)):
@@ -64,7 +64,7 @@ func (c *consumer) pausedPoll(ctx context.Context) []*kgo.Record {
 			break
 		}
 		pctx, cancel := context.WithDeadline(ctx, until)
-		fetches := c.cl.PollRecords(pctx, pollChunk)
+		fetches := c.cl.PollRecords(pctx, c.pollSize())
 		cancel()
 		if ctx.Err() != nil || fetches.IsClientClosed() {
 			return nil // the held records are not committed: redelivered
@@ -79,6 +79,42 @@ func (c *consumer) pausedPoll(ctx context.Context) []*kgo.Record {
 	out := c.held
 	c.held = nil
 	return out
+}
+
+// The least a batch holds, and the fewest records a poll takes, while the
+// budget holds the backfill back: below them a batch is more parts to merge
+// and round trips than rows.
+const (
+	minThrottledBatchRows = 10000
+	minThrottledPoll      = 8
+)
+
+// batchRows is the most rows a batch takes: --processor.batch-rows, scaled
+// by the write budget's share while it holds the backfill back. A pause is
+// at most maxPause (so the consumer meets head records at least that
+// often), and after a full batch, whose insert takes seconds while the
+// reads are busy, the pause the share asks for is longer than that: the
+// backfill would then go at the rate of a full batch every maxPause,
+// whatever the share. A batch the share's fraction of a full one keeps the
+// pause within maxPause, so the share is the backfill's share down to the
+// floor (--processor.backfill-min-share).
+func (c *consumer) batchRows() int {
+	s := c.budget.Share()
+	if s >= 1 {
+		return c.cfg.BatchRows
+	}
+	return min(c.cfg.BatchRows, max(minThrottledBatchRows, int(float64(c.cfg.BatchRows)*s)))
+}
+
+// pollSize is how many records a poll takes: pollChunk, scaled by the share
+// as batchRows is (a poll of pollChunk large blocks alone is far more than a
+// batch at a small share).
+func (c *consumer) pollSize() int {
+	s := c.budget.Share()
+	if s >= 1 {
+		return pollChunk
+	}
+	return max(minThrottledPoll, int(pollChunk*s))
 }
 
 // partition names one partition of the blocks topic.

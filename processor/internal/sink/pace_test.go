@@ -86,3 +86,29 @@ func values(rs []*kgo.Record) []string {
 	}
 	return out
 }
+
+// TestBatchesShrinkWithTheShare: while the budget holds the backfill back, a
+// batch and a poll are the share's fraction of a full one (with floors), so
+// that a batch's pause, at most maxPause, is what the share asks for.
+func TestBatchesShrinkWithTheShare(t *testing.T) {
+	for _, tc := range []struct {
+		minShare              float64
+		slowProbes, batchRows int
+		wantRows, wantPoll    int
+	}{
+		{minShare: 0.1, slowProbes: 0, batchRows: 200000, wantRows: 200000, wantPoll: pollChunk},
+		{minShare: 0.1, slowProbes: 50, batchRows: 200000, wantRows: 20000, wantPoll: 25},
+		{minShare: 0.01, slowProbes: 50, batchRows: 200000, wantRows: minThrottledBatchRows, wantPoll: minThrottledPoll},
+		{minShare: 0.1, slowProbes: 1, batchRows: 200000, wantRows: 140000, wantPoll: 179},
+		{minShare: 0.1, slowProbes: 50, batchRows: 5000, wantRows: 5000, wantPoll: 25},
+	} {
+		b := budget.New(budget.Config{ReadLatencyTarget: 50 * time.Millisecond, MinShare: tc.minShare, BackfillLag: time.Minute},
+			prometheus.NewRegistry(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+		for range tc.slowProbes {
+			b.Observe(time.Second)
+		}
+		c := &consumer{cfg: Config{BatchRows: tc.batchRows}, budget: b}
+		require.Equal(t, tc.wantRows, c.batchRows(), "rows at share %g", b.Share())
+		require.Equal(t, tc.wantPoll, c.pollSize(), "poll at share %g", b.Share())
+	}
+}
