@@ -98,23 +98,21 @@ const (
 // whatever the share. A batch the share's fraction of a full one keeps the
 // pause within maxPause, so the share is the backfill's share down to the
 // floor (--processor.backfill-min-share).
-func (c *consumer) batchRows() int {
-	s := c.budget.Share()
-	if s >= 1 {
-		return c.cfg.BatchRows
-	}
-	return min(c.cfg.BatchRows, max(minThrottledBatchRows, int(float64(c.cfg.BatchRows)*s)))
-}
+func (c *consumer) batchRows() int { return c.byShare(c.cfg.BatchRows, minThrottledBatchRows) }
 
 // pollSize is how many records a poll takes: pollChunk, scaled by the share
 // as batchRows is (a poll of pollChunk large blocks alone is far more than a
 // batch at a small share).
-func (c *consumer) pollSize() int {
+func (c *consumer) pollSize() int { return c.byShare(pollChunk, minThrottledPoll) }
+
+// byShare is full scaled by the write budget's share, but not below least
+// (nor above full): full itself while the budget does not throttle.
+func (c *consumer) byShare(full, least int) int {
 	s := c.budget.Share()
 	if s >= 1 {
-		return pollChunk
+		return full
 	}
-	return max(minThrottledPoll, int(pollChunk*s))
+	return min(full, max(least, int(float64(full)*s)))
 }
 
 // partition names one partition of the blocks topic.
