@@ -38,6 +38,11 @@ const (
 	// sends beside the activity topic with its own, smaller share of
 	// attempts, so that a replay never delays live messages.
 	Replay = "moraine.replay"
+	// ReplayFence carries no records: a replay's transaction commits offset
+	// 0 of its one partition in the matcher's consumer group, which the
+	// group's coordinator accepts only from a member of the group's current
+	// generation (processor/internal/replay, "Fencing").
+	ReplayFence = "moraine.replay-fence"
 	// IngestLeases carries no records: ingest instances join a consumer
 	// group on it, and the instance assigned a partition writes the chains
 	// whose ids hash to it (ingest/internal/lease).
@@ -144,6 +149,10 @@ var All = []Spec{
 		// outlive a reader's full read; a day is plenty.
 		"delete.retention.ms": "86400000",
 		"max.message.bytes":   maxRecordBytes,
+	}},
+	{Name: ReplayFence, Partitions: 1, Configs: map[string]string{
+		"cleanup.policy": "delete",
+		"retention.ms":   "3600000",
 	}},
 	// 16 leases: enough for the chains of a deployment to spread over its
 	// ingest instances; chains sharing a lease move together.

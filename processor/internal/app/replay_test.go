@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/moraine-data/moraine/pkg/accountdb"
@@ -266,5 +267,19 @@ func TestReplayIntegration(t *testing.T) {
 	}
 	if v := metricLabeled(t, reg, "moraine_processor_replay_messages_total", "kind", "renumbered"); v != 12 {
 		t.Errorf("replay_messages_total{kind=renumbered} = %v, want 12", v)
+	}
+	// The replays' transactions were fenced by the matcher's membership:
+	// they committed the fence topic's offset in the matcher group.
+	cl, err := kgo.NewClient(kcfg.BaseOpts(testenv.Logger(t), "replay-test-admin")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	offs, err := kadm.NewClient(cl).FetchOffsets(t.Context(), kcfg.TopicPrefix+cfg.Matcher.Group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, ok := offs.Lookup(kcfg.Topic(topics.ReplayFence), 0); !ok || o.Err != nil || o.At != 0 {
+		t.Errorf("the matcher group's offset of the replay fence: %+v (found %v), want 0", o, ok)
 	}
 }

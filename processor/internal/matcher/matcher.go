@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -256,6 +257,9 @@ type Consumer struct {
 	// activityCommitted is Deps.ActivityCommitted.
 	activityCommitted func(timestamp uint64, seen time.Time)
 	partitions        Partitions
+	// sessionClient is the client of the running group session (nil between
+	// sessions): GroupMember reads the membership from it.
+	sessionClient atomic.Pointer[kgo.Client]
 }
 
 // New builds the matcher and registers its readiness check and metrics; it
@@ -307,6 +311,23 @@ func New(cfg Config, deps Deps) (*Consumer, error) {
 
 // Streams is the webhook-stream state (shared with the replays).
 func (m *Consumer) Streams() *stream.State { return m.streams }
+
+// GroupMember is the matcher's membership in its consumer group now; ok is
+// false between sessions or before the session joined. A replay's
+// transaction commits only with it (package replay): the group's
+// coordinator accepts it only while the generation in which this instance
+// owns the chain's partition lasts.
+func (m *Consumer) GroupMember() (member kafkautil.GroupMember, ok bool) {
+	cl := m.sessionClient.Load()
+	if cl == nil {
+		return kafkautil.GroupMember{}, false
+	}
+	id, gen := cl.GroupMetadata()
+	if id == "" || gen < 0 {
+		return kafkautil.GroupMember{}, false
+	}
+	return kafkautil.GroupMember{Group: m.group(), MemberID: id, InstanceID: m.txnID(), Generation: gen}, true
+}
 
 // CatchUpStreams reads the webhook-stream topic up to its current end into
 // the state: a replay calls it before it numbers, as every batch does.
@@ -419,16 +440,19 @@ func (m *Consumer) sessionOpts() []kgo.Opt {
 		opts = append(opts,
 			kgo.OnPartitionsAssigned(func(ctx context.Context, _ *kgo.Client, ps map[string][]int32) {
 				if len(ofBlocks(ps)) > 0 {
+					m.logger.Info("blocks partitions assigned", "partitions", ofBlocks(ps))
 					p.Assigned(ctx, ofBlocks(ps))
 				}
 			}),
 			kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, ps map[string][]int32) {
 				if len(ofBlocks(ps)) > 0 {
+					m.logger.Info("blocks partitions revoked", "partitions", ofBlocks(ps))
 					p.Revoked(ofBlocks(ps))
 				}
 			}),
 			kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, ps map[string][]int32) {
 				if len(ofBlocks(ps)) > 0 {
+					m.logger.Info("blocks partitions lost", "partitions", ofBlocks(ps))
 					p.Revoked(ofBlocks(ps))
 				}
 			}),
@@ -444,6 +468,10 @@ func (m *Consumer) session(ctx context.Context) error {
 		return fmt.Errorf("matcher: new session: %w", err)
 	}
 	defer sess.Close()
+	m.sessionClient.Store(sess.Client())
+	// Cleared before Close revokes the partitions: a replay that reads no
+	// membership does not commit.
+	defer m.sessionClient.Store(nil)
 	// Initialize the producer id now rather than at the first produce: that
 	// fences a previous incarnation under the same transactional id and
 	// aborts the transaction it left open, which the group's offset fetch

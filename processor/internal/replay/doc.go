@@ -37,13 +37,25 @@
 //   - Fencing: each partition has its replay producer, whose transactional
 //     id (<prefix><matcher group>-replay-<partition>) the new owner
 //     initializes when the matcher gets the partition, before it matches
-//     any of its records (matcher.Partitions): the previous owner's replay
-//     can no longer commit. A transaction whose end is unknown (an
+//     any of its records (matcher.Partitions): the previous owner's open
+//     replay transaction is ended, and the stream state the new owner
+//     reads holds its outcome. A transaction whose end is unknown (an
 //     EndTransaction error) is settled the same way, and the stream state
 //     read, before anyone numbers again; if the partition moved away
 //     meanwhile, the new owner's initialization settles it, and this
 //     instance's state stays in doubt until it has read the outcome
 //     (stream.State.AbortInDoubt).
+//   - Membership: initializing the transactional id does not say who owns
+//     the partition now (an instance that lost it without knowing yet may
+//     initialize it after the new owner, to settle a transaction of its
+//     own). So every replay transaction also commits, in the matcher's
+//     consumer group, with the matcher's member id and generation
+//     (Matcher.GroupMember), the offset of the moraine.replay-fence topic,
+//     which carries no records (kafkautil.FenceByGroup): the group's
+//     coordinator refuses it once the group left the generation in which
+//     this instance owns the partition, as it refuses the matcher's own
+//     offsets (KIP-447), and the transaction is aborted. A replay commits
+//     only where the chain's live messages are numbered.
 //   - Numbering: the chunk takes the stream state's numbering lock
 //     (stream.Batch.Hold), reads the webhook-stream topic up to its end
 //     while holding it (so a transaction whose end was in doubt is settled

@@ -21,10 +21,10 @@ import (
 // for whichever instance owns the partition, so the new owner's
 // InitProducerID fences the old owner's producer (and aborts its open
 // transaction) before the new owner matches a record of the partition.
-// A replay's numbers are therefore committed only by the instance that
-// numbers the chain's live messages (the matcher's own transactions are
-// fenced by the group generation; a replay's carry no offsets, so they
-// need this).
+// The matcher's own transactions are fenced by the group generation (their
+// offsets); a replay's carry no offsets of the partition, so they need this,
+// and the group fence of each transaction (doc.go, "Membership") for an
+// instance that lost the partition without knowing it yet.
 type Producers struct {
 	kafka  kafkautil.Config
 	base   string
@@ -38,7 +38,8 @@ type Producers struct {
 
 // producer is one partition's; mu serializes its transactions.
 type producer struct {
-	mu sync.Mutex
+	mu    sync.Mutex
+	txnID string
 	// cl is replaced by reset (under mu) and closed by Revoked (not under
 	// mu: that is how a transaction in flight is made to fail).
 	cl   atomic.Pointer[kgo.Client]
@@ -107,8 +108,9 @@ func NewProducers(kafka kafkautil.Config, matcherGroup string, txTimeout time.Du
 // up to a minute; a partition it could not fence runs no replay here.
 func (ps *Producers) Assigned(ctx context.Context, parts []int32) {
 	for _, p := range parts {
+		txnID := ps.base + strconv.Itoa(int(p))
 		opts := append(ps.kafka.ProducerOpts(ps.logger, "moraine-replay"),
-			kgo.TransactionalID(ps.base+strconv.Itoa(int(p))),
+			kgo.TransactionalID(txnID),
 			kgo.TransactionTimeout(ps.txTimeout),
 			kgo.ProducerLinger(0),
 		)
@@ -119,7 +121,7 @@ func (ps *Producers) Assigned(ctx context.Context, parts []int32) {
 		}
 		ps.mu.Lock()
 		old := ps.owned[p]
-		pr := &producer{opts: opts, log: ps.logger}
+		pr := &producer{txnID: txnID, opts: opts, log: ps.logger}
 		pr.cl.Store(cl)
 		ps.owned[p] = pr
 		ps.mu.Unlock()

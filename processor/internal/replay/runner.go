@@ -34,6 +34,9 @@ import (
 type Matcher interface {
 	Streams() *stream.State
 	CatchUpStreams(ctx context.Context) error
+	// GroupMember is the matcher's membership in its group now (ok false
+	// while it has none): every replay transaction is fenced with it.
+	GroupMember() (member kafkautil.GroupMember, ok bool)
 	Native(chain uint64) *chains.Token
 	Tokens() *tokenmeta.Resolver
 }
@@ -607,6 +610,19 @@ func (e *jobEnv) commit(ctx context.Context, prog *record.ReplayProgress, ch chu
 	if err != nil {
 		streams.Abort(sb)
 		return abort(fmt.Errorf("replay: produce: %w", err))
+	}
+	// The transaction commits only while this instance is a member of the
+	// matcher group's generation in which it owns the partition (doc.go,
+	// "Membership"): the membership is read before the ownership is
+	// checked, so a partition revoked in between is seen.
+	member, ok := r.d.Matcher.GroupMember()
+	if cur, owned := r.d.Producers.of(p); !ok || !owned || cur != pr {
+		streams.Abort(sb)
+		return abort(errNotOwner)
+	}
+	if err := kafkautil.FenceByGroup(tctx, cl, pr.txnID, member, r.d.Kafka.Topic(topics.ReplayFence)); err != nil {
+		streams.Abort(sb)
+		return abort(fmt.Errorf("replay: %w", err))
 	}
 	if err := cl.EndTransaction(tctx, kgo.TryCommit); err != nil {
 		// Committed or not, nobody knows: settle it (a new client under
