@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -92,7 +93,10 @@ func New(cfg Config, d Deps) (*Runner, error) {
 
 // Run looks for jobs every PollInterval and runs, up to Concurrency at a
 // time, the oldest unfinished job of each webhook whose chain this
-// instance matches, until ctx ends.
+// instance matches, until ctx ends. A job that stopped on an error starts
+// again after a wait that doubles with each failure in a row (from
+// PollInterval to maxRetryWait): while Kafka or ClickHouse is unreachable
+// it would otherwise start and fail again at once, over and over.
 func (r *Runner) Run(ctx context.Context) error {
 	defer r.d.Producers.closeAll()
 	cl, err := kafkautil.NewClient(ctx, r.logger, r.d.Kafka.BaseOpts(r.logger, "moraine-replay-admin")...)
@@ -123,7 +127,12 @@ func (r *Runner) Run(ctx context.Context) error {
 	env := &jobEnv{r: r, adm: adm, blocks: blocks, nparts: nparts}
 
 	running := map[string]context.CancelFunc{}
-	finished := make(chan string)
+	type ended struct {
+		id     string
+		failed bool
+	}
+	finished := make(chan ended)
+	retries := newRetryWaits(r.cfg.PollInterval, maxRetryWait)
 	defer func() {
 		for _, cancel := range running {
 			cancel()
@@ -140,13 +149,19 @@ func (r *Runner) Run(ctx context.Context) error {
 		if err != nil && ctx.Err() == nil {
 			r.logger.Warn("reading replay jobs failed; trying again", "err", err)
 		}
+		if err == nil {
+			retries.keepOnly(func(id string) bool {
+				_, ok := running[id]
+				return ok || slices.ContainsFunc(jobs, func(j accountdb.ReplayJob) bool { return j.ID == id })
+			})
+		}
 		busy := map[string]bool{} // webhooks with an older unfinished job
 		for _, j := range jobs {
 			if busy[j.WebhookID] {
 				continue
 			}
 			busy[j.WebhookID] = true
-			if _, ok := running[j.ID]; ok || len(running) >= r.cfg.Concurrency {
+			if _, ok := running[j.ID]; ok || len(running) >= r.cfg.Concurrency || !retries.mayStart(j.ID, r.d.Now()) {
 				continue
 			}
 			p := chainPartition(blocks, j.ChainID, nparts)
@@ -155,20 +170,76 @@ func (r *Runner) Run(ctx context.Context) error {
 			}
 			jctx, cancel := context.WithCancel(ctx)
 			running[j.ID] = cancel
+			wait := retries.started(j.ID)
 			go func() {
-				defer func() { finished <- j.ID }()
-				if err := env.run(jctx, j, p); err != nil && jctx.Err() == nil {
-					r.logger.Warn("replay stopped; it resumes from its last chunk", "replay_id", j.ID, "webhook_id", j.WebhookID, "err", err)
+				err := env.run(jctx, j, p)
+				failed := err != nil && jctx.Err() == nil
+				if failed {
+					r.logger.Warn("replay stopped; it resumes from its last chunk", "replay_id", j.ID, "webhook_id", j.WebhookID,
+						"retry_in", wait, "err", err)
 				}
+				finished <- ended{j.ID, failed}
 			}()
 		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case id := <-finished:
-			running[id]()
-			delete(running, id)
+		case e := <-finished:
+			running[e.id]()
+			delete(running, e.id)
+			retries.ended(e.id, e.failed, r.d.Now())
 		case <-t.C:
+		}
+	}
+}
+
+// maxRetryWait bounds the wait before a failed job starts again.
+const maxRetryWait = 30 * time.Second
+
+// retryWaits say when a job that failed may start again: after a wait
+// that starts at least and doubles with each failure in a row, up to most.
+type retryWaits struct {
+	least, most time.Duration
+	jobs        map[string]retryWait
+}
+
+type retryWait struct {
+	at   time.Time     // the job may not start before
+	wait time.Duration // the wait after the current run, if it fails
+}
+
+func newRetryWaits(least, most time.Duration) *retryWaits {
+	return &retryWaits{least: least, most: most, jobs: map[string]retryWait{}}
+}
+
+func (w *retryWaits) mayStart(id string, now time.Time) bool { return !now.Before(w.jobs[id].at) }
+
+// started records that the job starts and returns the wait that follows
+// if this run fails.
+func (w *retryWaits) started(id string) time.Duration {
+	wait := min(max(2*w.jobs[id].wait, w.least), w.most)
+	w.jobs[id] = retryWait{wait: wait}
+	return wait
+}
+
+// ended records how the job's run ended: a failure holds it back, a run
+// that ended well forgets its failures.
+func (w *retryWaits) ended(id string, failed bool, now time.Time) {
+	if !failed {
+		delete(w.jobs, id)
+		return
+	}
+	rw := w.jobs[id]
+	rw.at = now.Add(rw.wait)
+	w.jobs[id] = rw
+}
+
+// keepOnly forgets the jobs that live does not name (ended, here or
+// elsewhere).
+func (w *retryWaits) keepOnly(live func(id string) bool) {
+	for id := range w.jobs {
+		if !live(id) {
+			delete(w.jobs, id)
 		}
 	}
 }
