@@ -105,7 +105,9 @@ func (t *TableReader) Run(ctx context.Context) error {
 	}
 }
 
-// endOffsets lists the partitions' last stable offsets.
+// endOffsets lists the partitions' high watermarks: the end of what is
+// written, open transactions included, so reaching it (a read_committed
+// reader passes a transaction only once it ended) waits for their outcome.
 func (t *TableReader) endOffsets(ctx context.Context) (map[int32]int64, error) {
 	t.mu.Lock()
 	adm := t.adm
