@@ -27,7 +27,8 @@ func TestFenceByGroupOnRealBroker(t *testing.T) {
 	group := cfg.TopicPrefix + "fence-test"
 	fenceTopic, out := cfg.Topic(topics.ReplayFence), cfg.Topic(topics.Replay)
 
-	// join starts a static member of the group and waits for its assignment.
+	// join starts a static member of the group and waits until it is
+	// assigned partitions.
 	join := func(instance string) *kgo.Client {
 		assigned := make(chan struct{}, 1)
 		cl, err := kafkautil.NewClient(ctx, logger, append(cfg.BaseOpts(logger, "fence-"+instance),
@@ -35,7 +36,10 @@ func TestFenceByGroupOnRealBroker(t *testing.T) {
 			kgo.DisableAutoCommit(), kgo.HeartbeatInterval(200*time.Millisecond),
 			// Bounds how long closing a member waits for a join in flight.
 			kgo.SessionTimeout(6*time.Second), kgo.RebalanceTimeout(3*time.Second),
-			kgo.OnPartitionsAssigned(func(context.Context, *kgo.Client, map[string][]int32) {
+			kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, parts map[string][]int32) {
+				if len(parts[cfg.Topic(topics.Blocks)]) == 0 {
+					return
+				}
 				select {
 				case assigned <- struct{}{}:
 				default:
@@ -88,10 +92,12 @@ func TestFenceByGroupOnRealBroker(t *testing.T) {
 	if err := transact("first", first); err != nil {
 		t.Fatalf("fenced by the member of the current generation: %v", err)
 	}
-	join("b")
-	for memberOf(a, "a").Generation == first.Generation {
+	// A cooperative rebalance takes two generations (b is assigned
+	// partitions in the second): wait until both members are in the last.
+	b := join("b")
+	for g := memberOf(a, "a").Generation; g == first.Generation || g != memberOf(b, "b").Generation; g = memberOf(a, "a").Generation {
 		if ctx.Err() != nil {
-			t.Fatal("the group did not move to a new generation")
+			t.Fatal("the group did not settle in a new generation")
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
