@@ -49,6 +49,21 @@ type producer struct {
 	// owner's now; initializing it here again would fence the new owner's
 	// replays (and leave a client nobody closes).
 	revoked atomic.Bool
+	// broken: a reset failed, the client is closed. Guarded by mu.
+	broken bool
+}
+
+// ready makes the producer usable for a transaction: an error if the
+// partition moved away, and a reset first if the last one failed. Called
+// under pr.mu.
+func (pr *producer) ready(ctx context.Context, p int32) error {
+	if pr.revoked.Load() {
+		return errNotOwner
+	}
+	if pr.broken {
+		return pr.reset(ctx, p)
+	}
+	return nil
 }
 
 // fence initializes a new client under the transactional id, which ends
@@ -78,17 +93,21 @@ func fence(ctx context.Context, opts []kgo.Opt, log *slog.Logger, what string, p
 // reset replaces the client after a transaction whose end is unknown (an
 // error from EndTransaction): the new client's initialization settles it
 // before the caller lets anyone else number. A revoked producer is not
-// reset: the new owner's initialization settles the transaction. Called
-// under pr.mu.
+// reset: the new owner's initialization settles the transaction. A reset
+// that failed (no broker answered for a minute) leaves the closed client
+// in place and the producer due for another (ready), so that the
+// partition's replays resume once Kafka does. Called under pr.mu.
 func (pr *producer) reset(ctx context.Context, p int32) error {
 	if pr.revoked.Load() {
 		return errNotOwner
 	}
 	pr.cl.Load().Close()
+	pr.broken = true
 	cl, err := fence(context.WithoutCancel(ctx), pr.opts, pr.log, "re-initializing the replay producer", p)
 	if err != nil {
 		return err
 	}
+	pr.broken = false
 	pr.cl.Store(cl)
 	if pr.revoked.Load() {
 		// Revoked while it was initialized: Revoked closed the old client.

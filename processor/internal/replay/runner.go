@@ -608,6 +608,9 @@ func (e *jobEnv) commit(ctx context.Context, prog *record.ReplayProgress, ch chu
 	}
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
+	if err := pr.ready(ctx, p); err != nil {
+		return fmt.Errorf("replay: producer: %w", err)
+	}
 	cl := pr.cl.Load()
 	tctx, cancel := context.WithTimeout(ctx, r.cfg.TransactionTimeout)
 	defer cancel()
