@@ -41,7 +41,7 @@ const (
 	// ReplayFence carries no records: a replay's transaction commits offset
 	// 0 of its one partition in the matcher's consumer group, which the
 	// group's coordinator accepts only from a member of the group's current
-	// generation (processor/internal/replay, "Fencing").
+	// generation (processor/internal/replay, "Membership").
 	ReplayFence = "moraine.replay-fence"
 	// IngestLeases carries no records: ingest instances join a consumer
 	// group on it, and the instance assigned a partition writes the chains

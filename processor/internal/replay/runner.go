@@ -609,7 +609,7 @@ func (e *jobEnv) commit(ctx context.Context, prog *record.ReplayProgress, ch chu
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
 	if err := pr.ready(ctx, p); err != nil {
-		return fmt.Errorf("replay: producer: %w", err)
+		return fmt.Errorf("replay producer of partition %d: %w", p, err)
 	}
 	cl := pr.cl.Load()
 	tctx, cancel := context.WithTimeout(ctx, r.cfg.TransactionTimeout)
