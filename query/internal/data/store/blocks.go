@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
 )
 
@@ -193,53 +194,34 @@ func scanBlocks(name string, rows driver.Rows, limit int) ([]Block, error) {
 }
 
 // BlockByNumber returns the canonical block number of chainID: from
-// block_lookup, or from blocks for rows written before block_lookup existed.
+// block_lookup, or from blocks for rows written before block_lookup existed
+// (CanonicalBlocks). Concurrent requests are read together (coalescer).
 func (s *ClickHouse) BlockByNumber(ctx context.Context, chainID, number uint64) (Block, error) {
-	b, found, err := s.lookupBlock(ctx, chainID, number)
-	if err != nil || found {
-		return b, err
+	b, ok, err := s.blockReads.get(ctx, blockKey{chainID: chainID, number: number})
+	if err == nil && !ok {
+		err = ErrNotFound
 	}
-	rows, cancel, err := s.query(ctx, "block_by_number", qBlockByNumber, chainID, number)
-	if err != nil {
-		return Block{}, err
-	}
-	defer cancel()
-	bs, err := scanBlocks("block_by_number", rows, 1)
-	if err != nil {
-		return Block{}, err
-	}
-	if len(bs) == 0 {
-		return Block{}, ErrNotFound
-	}
-	return bs[0], nil
+	return b, err
 }
 
-// lookupBlock reads block_lookup. found is true when the table has the key,
-// and then err is ErrNotFound if its newest version is a removal.
-func (s *ClickHouse) lookupBlock(ctx context.Context, chainID, number uint64) (b Block, found bool, err error) {
-	rows, cancel, err := s.query(ctx, "block_lookup", qBlockLookup, chainID, number)
+// blockKey is a block by number, the key of coalesced block reads.
+type blockKey struct{ chainID, number uint64 }
+
+// readBlocksByNumber reads the canonical blocks of keys, all of one chain.
+func (s *ClickHouse) readBlocksByNumber(ctx context.Context, keys []blockKey) (map[blockKey]Block, error) {
+	numbers := make([]uint64, len(keys))
+	for i, k := range keys {
+		numbers[i] = k.number
+	}
+	blocks, err := s.CanonicalBlocks(ctx, keys[0].chainID, numbers)
 	if err != nil {
-		return Block{}, false, err
+		return nil, err
 	}
-	defer cancel()
-	var (
-		header  string
-		removed uint8
-	)
-	if err := eachRow("block_lookup", rows, func() error {
-		found = true
-		return scanError("block_lookup", rows.Scan(&header, &removed))
-	}); err != nil {
-		return Block{}, false, err
+	out := make(map[blockKey]Block, len(blocks))
+	for n, b := range blocks {
+		out[blockKey{chainID: keys[0].chainID, number: n}] = b
 	}
-	if !found {
-		return Block{}, false, nil
-	}
-	if removed != 0 {
-		return Block{}, true, ErrNotFound
-	}
-	b, err = parseHeader(chainID, number, header)
-	return b, true, err
+	return out, nil
 }
 
 // parseHeader decodes block_lookup.header (see migration 5 for the layout).
@@ -312,31 +294,68 @@ func (s *ClickHouse) BlockByHash(ctx context.Context, chainID uint64, h Hash) (B
 
 // BlockTransactions returns up to limit transactions of block b with index
 // >= from, by index; limit <= 0 means all of them (capped by
-// Config.MaxBlockTxs).
+// Config.MaxBlockTxs). Concurrent requests are read together (coalescer).
 func (s *ClickHouse) BlockTransactions(ctx context.Context, b Block, from uint32, limit int) ([]Tx, error) {
 	if limit <= 0 || limit > s.cfg.MaxBlockTxs {
 		limit = s.cfg.MaxBlockTxs
 	}
-	rows, cancel, err := s.query(ctx, "block_transactions", qBlockTxs,
-		b.ChainID, b.Number, hex.EncodeToString(b.Hash[:]), from, limit)
+	txs, _, err := s.blockTxReads.get(ctx, blockTxsKey{chainID: b.ChainID, number: b.Number, hash: b.Hash, from: from, limit: limit})
+	return txs, err
+}
+
+// blockTxsKey is a page of a block's transactions, the key of coalesced
+// transaction reads; the reads of one query share chain, from and limit.
+type blockTxsKey struct {
+	chainID, number uint64
+	hash            Hash
+	from            uint32
+	limit           int
+}
+
+// readBlockTxs reads the transactions of keys, which share chain, from and
+// limit. Rows of other blocks at the same numbers (orphaned by a reorg) are
+// read too, and left out here.
+func (s *ClickHouse) readBlockTxs(ctx context.Context, keys []blockTxsKey) (map[blockTxsKey][]Tx, error) {
+	type blockAt struct {
+		number uint64
+		hash   Hash
+	}
+	k0 := keys[0]
+	want := make(map[blockAt]blockTxsKey, len(keys))
+	numbers := make([]any, len(keys))
+	for i, k := range keys {
+		want[blockAt{number: k.number, hash: k.hash}] = k
+		numbers[i] = k.number
+	}
+	rows, done, err := s.query(ctx, "block_transactions", qBlockTxs, k0.chainID, clickhouse.GroupSet{Value: numbers}, k0.from, k0.limit)
 	if err != nil {
 		return nil, err
 	}
-	defer cancel()
-	var out []Tx
+	defer done()
+	out := make(map[blockTxsKey][]Tx, len(keys))
+	for _, k := range keys {
+		out[k] = nil // read: a block without transactions (from on) is an empty page
+	}
 	err = eachRow("block_transactions", rows, func() error {
 		var (
-			t                      Tx
-			hash, from, to, ca, in string
+			t                                 Tx
+			number                            uint64
+			blockHash, hash, from, to, ca, in string
 		)
-		if err := rows.Scan(&t.BlockIndex, &hash, &t.Type, &from, &to, &ca, &t.Value, &t.Gas,
+		if err := rows.Scan(&number, &blockHash, &t.BlockIndex, &hash, &t.Type, &from, &to, &ca, &t.Value, &t.Gas,
 			&t.GasPrice, &t.EffectiveGasPrice, &t.Nonce, &in, &t.InputLen, &t.Status, &t.GasUsed); err != nil {
 			return scanError("block_transactions", err)
+		}
+		at := blockAt{number: number}
+		copy(at.hash[:], blockHash)
+		k, ok := want[at]
+		if !ok {
+			return nil
 		}
 		copy(t.Hash[:], hash)
 		t.From, t.To, t.ContractAddress = address(from), address(to), address(ca)
 		t.Selector = []byte(in)
-		out = append(out, t)
+		out[k] = append(out[k], t)
 		return nil
 	})
 	if err != nil {

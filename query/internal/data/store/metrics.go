@@ -9,12 +9,13 @@ import (
 )
 
 // queryNames are the values of the query label.
-var queryNames = []string{"heads", "blocks_range", "block_by_number", "block_hash", "block_transactions", "migrations",
+var queryNames = []string{"heads", "blocks_range", "block_hash", "block_transactions", "migrations",
 	"address_list", "address_activity", "blocks_lookup", "blocks_by_numbers", "tx_lookup", "latest_txs", "orphaned_blocks"}
 
 type metrics struct {
-	duration *prometheus.HistogramVec
-	retries  *prometheus.CounterVec
+	duration      *prometheus.HistogramVec
+	retries       *prometheus.CounterVec
+	pointReadKeys *prometheus.HistogramVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -25,6 +26,9 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			[]float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5}, "query"),
 		retries: f.CounterVec("clickhouse_connection_retries_total",
 			"Reads sent again on a new connection after theirs failed without an answer (a replica went away).", "query"),
+		pointReadKeys: f.HistogramVec("clickhouse_point_read_keys",
+			"Keys (blocks) read by one query of the point lookups that read concurrent requests together, by lookup.",
+			[]float64{1, 2, 4, 8, 16, 32, 64}, "lookup"),
 	}
 	for _, q := range queryNames {
 		m.duration.WithLabelValues(q)

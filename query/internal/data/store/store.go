@@ -65,12 +65,16 @@ type Config struct {
 	// replaced by a reorg; rows of deeper blocks are served without reading
 	// their block (settled.go). At least ingest's --ingest.reorg-window.
 	ReorgWindow int
+	// PointReadConcurrency is the most reads of one kind of point lookup
+	// (a block by number, a block's transactions) running at once; requests
+	// beyond it wait and are read together by the next one (coalesce.go).
+	PointReadConcurrency int
 }
 
 // DefaultConfig mirrors the flag defaults.
 func DefaultConfig() Config {
 	return Config{QueryTimeout: 5 * time.Second, HeadCacheTTL: 200 * time.Millisecond, MaxBlockTxs: 50000,
-		AddressScanRows: 16384, LatestScanBlocks: 10000, ReorgWindow: 1024}
+		AddressScanRows: 16384, LatestScanBlocks: 10000, ReorgWindow: 1024, PointReadConcurrency: 4}
 }
 
 // RegisterFlags adds the --query.* flags.
@@ -81,6 +85,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.MaxBlockTxs, "query.max-block-transactions", d.MaxBlockTxs, "most transactions returned for one block when pageSize is 0")
 	fs.IntVar(&c.AddressScanRows, "query.address-scan-rows", d.AddressScanRows, "an address list whose remaining range holds more index rows than this is read in windows of blocks instead of at once")
 	fs.IntVar(&c.ReorgWindow, "query.reorg-window", d.ReorgWindow, "blocks this many or more below a chain's indexed head are final (at least ingest's --ingest.reorg-window): their history rows are served without reading the block")
+	fs.IntVar(&c.PointReadConcurrency, "query.point-read-concurrency", d.PointReadConcurrency, "most ClickHouse reads of one kind of point lookup (a block by number, a block's transactions) running at once; requests beyond it wait and are read together in the next one")
 	fs.IntVar(&c.LatestScanBlocks, "query.latest-scan-blocks", d.LatestScanBlocks, "most blocks one page of latest transactions looks at (with a status filter a page may stop there, short, with a nextPageToken)")
 }
 
@@ -99,6 +104,8 @@ func (c Config) Validate() error {
 		return errors.New("store: --query.latest-scan-blocks must be positive")
 	case c.ReorgWindow < 1:
 		return errors.New("store: --query.reorg-window must be at least 1")
+	case c.PointReadConcurrency < 1:
+		return errors.New("store: --query.point-read-concurrency must be at least 1")
 	}
 	return nil
 }
@@ -133,6 +140,9 @@ type ClickHouse struct {
 
 	first firstBlocks // the lowest indexed block per chain (indexed.go)
 
+	blockReads   *coalescer[blockKey, Block]
+	blockTxReads *coalescer[blockTxsKey, []Tx]
+
 	spacingMu sync.Mutex
 	spacings  map[uint64]float64 // per chain, see Blocks
 }
@@ -159,6 +169,23 @@ func New(cfg Config, deps Deps) (*ClickHouse, error) {
 	s.heads.seen = map[uint64]Head{}
 	s.spacings = map[uint64]float64{}
 	s.ranges.m = map[rangeKey]*rangeEntry{}
+	// A read of 64 headers is still a few granules of block_lookup; a read
+	// of blocks' transactions holds whole blocks (pageSize 0, the SDK's
+	// default, reads every transaction), so it takes fewer.
+	s.blockReads = &coalescer[blockKey, Block]{
+		name: "block_by_number", limit: cfg.PointReadConcurrency, read: s.readBlocksByNumber,
+		keys:     s.metrics.pointReadKeys.WithLabelValues("block_by_number"),
+		maxKeys:  64,
+		together: func(a, b blockKey) bool { return a.chainID == b.chainID },
+	}
+	s.blockTxReads = &coalescer[blockTxsKey, []Tx]{
+		name: "block_transactions", limit: cfg.PointReadConcurrency, read: s.readBlockTxs,
+		keys:    s.metrics.pointReadKeys.WithLabelValues("block_transactions"),
+		maxKeys: 16,
+		together: func(a, b blockTxsKey) bool {
+			return a.chainID == b.chainID && a.from == b.from && a.limit == b.limit
+		},
+	}
 	return s, nil
 }
 

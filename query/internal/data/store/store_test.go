@@ -3,6 +3,8 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -242,6 +244,125 @@ func TestBlockTransactions(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, []uint32{2, 3}, []uint32{got[0].BlockIndex, got[1].BlockIndex})
 		})
+	}
+}
+
+// TestBlocksReadTogether: the reads that serve concurrent requests in one
+// query (coalesce.go) give each block its own header and transactions, and
+// never another block's at the same number (orphaned by a reorg); under
+// concurrent requests, every request gets its own block.
+func TestBlocksReadTogether(t *testing.T) {
+	_, conn := testenv.ClickHouse(t)
+	cfg := store.DefaultConfig()
+	cfg.HeadCacheTTL, cfg.PointReadConcurrency = 0, 1
+	reg := prometheus.NewRegistry()
+	s, err := store.New(cfg, store.Deps{Logger: testenv.Logger(t), Registerer: reg, ChainIDs: []uint64{chain}})
+	require.NoError(t, err)
+	s.SetConn(conn)
+	c := ctx(t)
+
+	blocks := storetest.Chain(chain, 1, 12, 1, "a")
+	orphans := storetest.Chain(chain, 1, 12, 1, "orphan")
+	for i := range orphans {
+		orphans[i].Removed = true
+	}
+	require.NoError(t, storetest.InsertBlocks(c, conn, blocks))
+	var txs []storetest.Tx
+	for _, b := range blocks {
+		// Block n has n transactions; its orphaned sibling one more.
+		for i := range b.Number + 1 {
+			tx := storetest.Tx{
+				ChainID: chain, BlockNumber: b.Number, BlockHash: b.Hash, BlockTimestamp: b.Timestamp,
+				Index: uint32(i), Hash: storetest.HashOf(chain, b.Number*100+i, "tx"), Type: 2,
+				From: storetest.Address(b.Number), To: storetest.Address(2), Value: "1", Gas: 21000,
+				GasPrice: "1", Nonce: i, Status: 1, GasUsed: 21000, Version: 1,
+			}
+			if i == b.Number {
+				tx.BlockHash = storetest.HashOf(chain, b.Number, "orphan")
+			}
+			txs = append(txs, tx)
+		}
+	}
+	require.NoError(t, storetest.InsertTxs(c, conn, txs))
+
+	check := func(b store.Block, got []store.Tx, from uint32, limit int) {
+		t.Helper()
+		want := min(int(b.Number)-int(from), limit)
+		require.Len(t, got, max(want, 0), "block %d from %d", b.Number, from)
+		for i, tx := range got {
+			require.Equal(t, from+uint32(i), tx.BlockIndex, "block %d", b.Number)
+			require.Equal(t, storetest.HashOf(chain, b.Number*100+uint64(from)+uint64(i), "tx"), tx.Hash, "block %d", b.Number)
+			require.Equal(t, storetest.Address(b.Number), tx.From)
+		}
+	}
+	// One query for several blocks, as the coalescer sends it.
+	var all []store.Block
+	var numbers []uint64
+	for _, b := range blocks {
+		all = append(all, store.Block{ChainID: chain, Number: b.Number, Hash: b.Hash})
+		numbers = append(numbers, b.Number)
+	}
+	byNumber, err := store.ReadBlocksTogether(c, s, chain, append(numbers, 99))
+	require.NoError(t, err)
+	require.Len(t, byNumber, len(blocks), "block 99 does not exist")
+	for _, b := range blocks {
+		require.Equal(t, b.Hash, byNumber[b.Number].Hash)
+		require.Equal(t, b.Timestamp, byNumber[b.Number].Timestamp)
+	}
+	for _, page := range []struct {
+		from  uint32
+		limit int
+	}{{0, 100}, {0, 3}, {2, 4}} {
+		got, err := store.ReadBlockTxsTogether(c, s, all, page.from, page.limit)
+		require.NoError(t, err)
+		for i, b := range all {
+			check(b, got[i], page.from, page.limit)
+		}
+	}
+	// A block and its orphaned sibling in one read (a request that resolved
+	// the number just before a reorg): each gets its own rows.
+	sibling := store.Block{ChainID: chain, Number: 5, Hash: storetest.HashOf(chain, 5, "orphan")}
+	got, err := store.ReadBlockTxsTogether(c, s, []store.Block{all[4], sibling}, 0, 100)
+	require.NoError(t, err)
+	check(all[4], got[0], 0, 100)
+	require.Len(t, got[1], 1)
+	require.Equal(t, storetest.HashOf(chain, 505, "tx"), got[1][0].Hash)
+
+	// Concurrent requests, one read at a time: each gets its own.
+	var wg sync.WaitGroup
+	errs := make(chan error, 4*len(all))
+	for range 4 {
+		for _, want := range all {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				b, err := s.BlockByNumber(c, chain, want.Number)
+				if err == nil && b.Hash != want.Hash {
+					err = fmt.Errorf("block %d: hash %x, want %x", want.Number, b.Hash, want.Hash)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				got, err := s.BlockTransactions(c, b, 0, 100)
+				if err == nil && len(got) != int(b.Number) {
+					err = fmt.Errorf("block %d: %d transactions, want %d", b.Number, len(got), b.Number)
+				}
+				for i, tx := range got {
+					if tx.Hash != storetest.HashOf(chain, b.Number*100+uint64(i), "tx") {
+						err = fmt.Errorf("block %d: transaction %d is another block's", b.Number, i)
+					}
+				}
+				if err != nil {
+					errs <- err
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
 	}
 }
 

@@ -1,0 +1,33 @@
+package store
+
+import "context"
+
+// ReadBlockTxsTogether reads the transactions of blocks (one chain) in one
+// query, as concurrent requests are read (coalesce.go), in blocks' order.
+func ReadBlockTxsTogether(ctx context.Context, s *ClickHouse, blocks []Block, from uint32, limit int) ([][]Tx, error) {
+	keys := make([]blockTxsKey, len(blocks))
+	for i, b := range blocks {
+		keys[i] = blockTxsKey{chainID: b.ChainID, number: b.Number, hash: b.Hash, from: from, limit: limit}
+	}
+	got, err := s.readBlockTxs(ctx, keys)
+	out := make([][]Tx, len(keys))
+	for i, k := range keys {
+		out[i] = got[k]
+	}
+	return out, err
+}
+
+// ReadBlocksTogether reads blocks by number (one chain) in one query, as
+// concurrent requests are read.
+func ReadBlocksTogether(ctx context.Context, s *ClickHouse, chainID uint64, numbers []uint64) (map[uint64]Block, error) {
+	keys := make([]blockKey, len(numbers))
+	for i, n := range numbers {
+		keys[i] = blockKey{chainID: chainID, number: n}
+	}
+	got, err := s.readBlocksByNumber(ctx, keys)
+	out := map[uint64]Block{}
+	for k, b := range got {
+		out[k.number] = b
+	}
+	return out, err
+}
