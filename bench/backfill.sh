@@ -8,7 +8,8 @@
 # Settings (environment): MORAINE_BENCH_NOTE (a paragraph put at the head of the report), MORAINE_BENCH_CORPUS (the corpus directory; built with the CORPUS_* sizes
 # when missing), MORAINE_BENCH_READ_RATE (200), MORAINE_BENCH_REPORT (10s), MORAINE_BENCH_AFTER_RATE
 # (500), MORAINE_BENCH_AFTER_DURATION (30s), MORAINE_BENCH_AFTER_WARMUP (60s), MORAINE_BENCH_AFTER_TX_RATE (200: a block's
-# transactions, read after the backfill), MORAINE_BENCH_STUDY_ROWS
+# transactions, read after the backfill), MORAINE_BENCH_CAPACITY_RATES (500,1000,1500,2000; empty for
+# none: the serving phase's read mix after the idle backfill at each rate), MORAINE_BENCH_STUDY_ROWS
 # (1000000), MORAINE_BENCH_COLUMN_STUDY=0 to skip the study, MORAINE_BENCH_INGEST_ARGS, MORAINE_BENCH_PHASES
 # ("idle serving"), MORAINE_BENCH_READ_TARGET (50ms), MORAINE_BENCH_HEAD_TARGET (0: off; the processor's
 # --processor.head-latency-target when serving), MORAINE_BENCH_MAX_LEAD (2000: ingest's --ingest.max-lead
@@ -16,7 +17,8 @@
 # replay source's autogroup nice, their CPU weight below the serving processes'), MORAINE_BENCH_HEAD_INGEST=1
 # (the development chain followed by an ingest instance of its own, not lowered), MORAINE_BENCH_DEVCHAIN=0 (no
 # development chain),
-# MORAINE_E2E_PROCESSOR_ARGS, MORAINE_TEST_KEEP_DB=1 to keep the database afterwards.
+# MORAINE_E2E_PROCESSOR_ARGS and MORAINE_E2E_QUERY_ARGS (more flags of the processor and the query service),
+# MORAINE_TEST_KEEP_DB=1 to keep the database afterwards.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source bench/longrun.sh
@@ -49,6 +51,7 @@ for phase in $PHASES; do
     idle)
         echo "backfill phase idle: nothing served, the write budget off" | tee -a "$TMP/out.txt"
         (cd e2e && MORAINE_BENCH_READ_RATE=0 MORAINE_BENCH_DEVCHAIN=0 MORAINE_BENCH_INDEXING_NICE=0 \
+            MORAINE_BENCH_CAPACITY_RATES=${MORAINE_BENCH_CAPACITY_RATES-500,1000,1500,2000} \
             go test -run '^$' -bench 'BenchmarkBackfillCorpus' -benchtime 1x -count 1 -timeout 6h . 2>&1) | tee -a "$TMP/out.txt"
         ;;
     serving)

@@ -94,8 +94,11 @@ func envFloat(tb testing.TB, name string, def float64) float64 {
 // MORAINE_BENCH_AFTER_DURATION (30 s) on the newest blocks and on random
 // blocks, after a warm-up of MORAINE_BENCH_AFTER_WARMUP (60 s), then random
 // blocks' transactions at MORAINE_BENCH_AFTER_TX_RATE (200) req/s, each
-// with the CPU per read of ClickHouse and the query service; and what
-// other column types and codecs would store (columnStudy).
+// with the CPU per read of ClickHouse and the query service, and the
+// serving phase's read mix at each rate of MORAINE_BENCH_CAPACITY_RATES
+// (e.g. "500,1000,1500,2000"; none by default) for as long, with its served
+// rate, latency and CPU per read; and what other column types and codecs
+// would store (columnStudy).
 func BenchmarkBackfillCorpus(b *testing.B) {
 	dir := os.Getenv("MORAINE_BENCH_CORPUS")
 	if dir == "" {
@@ -297,9 +300,15 @@ func runBackfill(b *testing.B, dir string, meta corpusMeta) {
 	if reads != nil {
 		// Where the reads' time went: the query service's time per route and
 		// its ClickHouse time per query, means over the run.
-		fmt.Printf("backfill reads, mean time in the query service: %s; in ClickHouse: %s\n",
-			meanBy(b, s.metrics["query"], "moraine_query_http_request_duration_seconds", "route"),
-			meanBy(b, s.metrics["query"], "moraine_query_clickhouse_query_duration_seconds", "query"))
+		// And how many blocks each ClickHouse query of the coalesced point
+		// reads took (1: every request read alone).
+		seconds := func(v float64) string {
+			return time.Duration(v * float64(time.Second)).Round(10 * time.Microsecond).String()
+		}
+		fmt.Printf("backfill reads, mean time in the query service: %s; in ClickHouse: %s; blocks per point read: %s\n",
+			meanBy(b, s.metrics["query"], "moraine_query_http_request_duration_seconds", "route", seconds),
+			meanBy(b, s.metrics["query"], "moraine_query_clickhouse_query_duration_seconds", "query", seconds),
+			meanBy(b, s.metrics["query"], "moraine_query_clickhouse_point_read_keys", "lookup", func(v float64) string { return fmt.Sprintf("%.2f", v) }))
 	}
 	// What the processor's write budget did: the time backfill batches
 	// waited, and its two signals' means over the run.
@@ -563,28 +572,49 @@ func afterBackfillReads(b *testing.B, s *stackUp, chain string, meta corpusMeta)
 	for _, run := range []struct{ path, rate string }{
 		{"/v1/chains/" + chain + "/blocks", rate}, {random, rate}, {random + "/transactions", txRate},
 	} {
-		before := sampleCPU(s)
-		out := runTool(b, "querybench", "load", "--url", s.api, "--rate", run.rate, "--duration", dur.String(), "--path", run.path)
-		after := sampleCPU(s)
-		for _, l := range strings.Split(out, "\n") {
-			if strings.HasPrefix(l, "/v1/") || strings.HasPrefix(l, "elapsed ") {
-				fmt.Printf("backfill after %s req/s: %s\n", run.rate, strings.Join(strings.Fields(l), " "))
-			}
-			m := intervalField.FindStringSubmatch(l)
-			if !strings.HasPrefix(l, "/v1/") || m == nil || m[1] != "n" {
-				continue
-			}
-			if n, err := strconv.ParseFloat(m[2], 64); err == nil && n > 0 {
-				fmt.Printf("backfill after %s req/s: %s CPU µs per read: clickhouse %.0f, query %.0f\n", run.rate, run.path,
-					(after["clickhouse"]-before["clickhouse"])/n*1e6, (after["query"]-before["query"])/n*1e6)
-			}
+		measureReads(b, s, "backfill after "+run.rate+" req/s", run.path, run.rate, dur, run.path)
+	}
+	// The serving phase's read mix at rising rates: how many reads a second
+	// the finished database serves on this machine, and what each costs as
+	// the load nears the cores' limit (the query service reads concurrent
+	// point lookups together, store/coalesce.go).
+	for _, r := range strings.Split(os.Getenv("MORAINE_BENCH_CAPACITY_RATES"), ",") {
+		if r = strings.TrimSpace(r); r != "" {
+			measureReads(b, s, "backfill capacity "+r+" req/s", "mix", r, dur,
+				"/v1/chains/"+chain+"/blocks", random, random+"/transactions")
+		}
+	}
+}
+
+// measureReads runs querybench over paths at rate for dur and prints its
+// per-path and overall lines, then the CPU each read took from ClickHouse
+// and the query service, every line prefixed by label.
+func measureReads(b *testing.B, s *stackUp, label, name, rate string, dur time.Duration, paths ...string) {
+	args := []string{"load", "--url", s.api, "--rate", rate, "--duration", dur.String()}
+	for _, p := range paths {
+		args = append(args, "--path", p)
+	}
+	before := sampleCPU(s)
+	out := runTool(b, "querybench", args...)
+	after := sampleCPU(s)
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "/v1/") || strings.HasPrefix(l, "elapsed ") || (len(paths) > 1 && strings.HasPrefix(l, "all ")) {
+			fmt.Printf("%s: %s\n", label, strings.Join(strings.Fields(l), " "))
+		}
+		m := intervalField.FindStringSubmatch(l)
+		if !strings.HasPrefix(l, "all ") || m == nil || m[1] != "n" {
+			continue
+		}
+		if n, err := strconv.ParseFloat(m[2], 64); err == nil && n > 0 {
+			fmt.Printf("%s: %s CPU µs per read: clickhouse %.0f, query %.0f\n", label, name,
+				(after["clickhouse"]-before["clickhouse"])/n*1e6, (after["query"]-before["query"])/n*1e6)
 		}
 	}
 }
 
 // meanBy is a histogram's mean per value of one label (sum / count), as
-// "value 1.2ms, ...".
-func meanBy(tb testing.TB, url, name, label string) string {
+// "value 1.2ms, ..." with format giving each mean.
+func meanBy(tb testing.TB, url, name, label string, format func(mean float64) string) string {
 	sums, counts := scrape(tb, url, name+"_sum"), scrape(tb, url, name+"_count")
 	re := regexp.MustCompile(label + `="([^"]*)"`)
 	var parts []string
@@ -594,7 +624,7 @@ func meanBy(tb testing.TB, url, name, label string) string {
 		if n == 0 || m == nil {
 			continue
 		}
-		parts = append(parts, fmt.Sprintf("%s %s", m[1], time.Duration(sum/n*float64(time.Second)).Round(10*time.Microsecond)))
+		parts = append(parts, m[1]+" "+format(sum/n))
 	}
 	sort.Strings(parts)
 	return strings.Join(parts, ", ")

@@ -124,7 +124,7 @@ func startServices(t testing.TB, chainJSON string, o pipelineOpts) *stackUp {
 		// rate limits have their own tests in query.
 		"--ratelimit.enabled=false", "--log.level", "warn",
 		// The tests' webhook receivers listen on loopback.
-		"--delivery.allow-private-targets"}, o.queryArgs)...)
+		"--delivery.allow-private-targets"}, strings.Fields(os.Getenv("MORAINE_E2E_QUERY_ARGS")), o.queryArgs)...)
 	if o.delivery {
 		run("delivery", true, args(common, chArgs, []string{"--chains.file", chainsFile, "--delivery.allow-private-targets"}, o.deliveryArgs)...)
 	}
