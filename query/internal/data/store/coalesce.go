@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -36,6 +37,11 @@ type coalescer[K comparable, V any] struct {
 	read func(ctx context.Context, keys []K) (map[K]V, error)
 	// keys observes how many keys each read took.
 	keys prometheus.Observer
+	// wait bounds a request from its arrival to its answer, whether it
+	// waits for a read or is in one: the store's Config.QueryTimeout, so a
+	// request queued behind reads that hang fails when one read alone would
+	// have.
+	wait time.Duration
 
 	mu      sync.Mutex
 	waiting []*pointRead[K, V]
@@ -54,6 +60,8 @@ type pointRead[K comparable, V any] struct {
 
 // get returns key's value; ok is false when the read found none.
 func (c *coalescer[K, V]) get(ctx context.Context, key K) (val V, ok bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, c.wait)
+	defer cancel()
 	p := &pointRead[K, V]{ctx: ctx, key: key, done: make(chan struct{})}
 	c.mu.Lock()
 	c.waiting = append(c.waiting, p)
@@ -66,7 +74,8 @@ func (c *coalescer[K, V]) get(ctx context.Context, key K) (val V, ok bool, err e
 	case <-p.done:
 		return p.val, p.ok, p.err
 	case <-ctx.Done():
-		// The read goes on for the others that wait with this request.
+		// The read goes on for the others that wait with this request; a
+		// request still waiting is dropped by the next take.
 		return val, false, classify(c.name, ctx.Err())
 	}
 }

@@ -56,7 +56,7 @@ func (f *fakeReads) recorded() [][]int {
 
 func newTestCoalescer(f *fakeReads, limit, maxKeys int) *coalescer[int, string] {
 	return &coalescer[int, string]{
-		name: "test", limit: limit, read: f.read, maxKeys: maxKeys,
+		name: "test", limit: limit, read: f.read, maxKeys: maxKeys, wait: time.Minute,
 		together: func(a, b int) bool { return (a >= 100) == (b >= 100) }, // two groups: below 100 and from 100
 		keys:     prometheus.NewHistogram(prometheus.HistogramOpts{Name: "keys"}),
 	}
@@ -173,4 +173,21 @@ func TestCoalescerLetsACallerGoWithoutEndingTheRead(t *testing.T) {
 	require.NoError(t, r.err)
 	require.Equal(t, "vc", r.val)
 	require.Equal(t, [][]int{{0}, {2}}, f.recorded(), "the request whose caller left was not read")
+}
+
+// A request queued behind a read that hangs fails when its wait is over, as
+// a read of its own would have at the store's deadline.
+func TestCoalescerBoundsAWaitBehindAHungRead(t *testing.T) {
+	f := newFakeReads()
+	defer close(f.release)
+	c := newTestCoalescer(f, 1, 64)
+	c.wait = 50 * time.Millisecond
+	hung := getAsync(t.Context(), c, 0)
+	<-f.started
+	start := time.Now()
+	_, _, err := c.get(t.Context(), 1)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.ErrorIs(t, err, ErrUnavailable)
+	require.Less(t, time.Since(start), 5*time.Second)
+	require.ErrorIs(t, (<-hung).err, context.DeadlineExceeded)
 }

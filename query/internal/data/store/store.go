@@ -173,13 +173,13 @@ func New(cfg Config, deps Deps) (*ClickHouse, error) {
 	// of blocks' transactions holds whole blocks (pageSize 0, the SDK's
 	// default, reads every transaction), so it takes fewer.
 	s.blockReads = &coalescer[blockKey, Block]{
-		name: "block_by_number", limit: cfg.PointReadConcurrency, read: s.readBlocksByNumber,
+		name: "block_by_number", limit: cfg.PointReadConcurrency, wait: cfg.QueryTimeout, read: s.readBlocksByNumber,
 		keys:     s.metrics.pointReadKeys.WithLabelValues("block_by_number"),
 		maxKeys:  64,
 		together: func(a, b blockKey) bool { return a.chainID == b.chainID },
 	}
 	s.blockTxReads = &coalescer[blockTxsKey, []Tx]{
-		name: "block_transactions", limit: cfg.PointReadConcurrency, read: s.readBlockTxs,
+		name: "block_transactions", limit: cfg.PointReadConcurrency, wait: cfg.QueryTimeout, read: s.readBlockTxs,
 		keys:    s.metrics.pointReadKeys.WithLabelValues("block_transactions"),
 		maxKeys: 16,
 		together: func(a, b blockTxsKey) bool {
