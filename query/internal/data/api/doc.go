@@ -95,7 +95,7 @@
 // # Metrics
 //
 //	moraine_query_clickhouse_query_duration_seconds{query}           histogram (package store): heads, blocks_range, blocks_lookup, block_hash, block_transactions, migrations, ...
-//	moraine_query_clickhouse_point_read_keys{lookup}                 histogram (package store): blocks per query of the coalesced reads, block_by_number and block_transactions
+//	moraine_query_clickhouse_point_read_keys{lookup}                 histogram (package store): keys per query of the coalesced reads: block_by_number, block_transactions, tx_lookup
 //
 // The HTTP series are package server's. Handlers validate with params,
 // call their store with the request context, and send every error through

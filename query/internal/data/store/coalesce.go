@@ -9,9 +9,10 @@ import (
 )
 
 // coalescer reads concurrent point lookups of one kind (a block by number,
-// a block's transactions) together. At most limit reads of the kind run at
-// once; a request that arrives while they all run waits, and the next read
-// to start takes every waiting request that fits one query.
+// a block's transactions, a transaction by hash) together. At most limit
+// reads of the kind run at once; a request that arrives while they all run
+// waits, and the next read to start takes every waiting request that fits
+// one query.
 //
 // Why: ClickHouse 18.16 charges about a millisecond of server CPU for any
 // query, whatever it reads (a thread per query, handing every block
@@ -84,26 +85,25 @@ func (c *coalescer[K, V]) get(ctx context.Context, key K) (val V, ok bool, err e
 func (c *coalescer[K, V]) drain() {
 	for {
 		c.mu.Lock()
-		batch := c.take()
+		batch, keys := c.take()
 		if len(batch) == 0 {
 			c.running--
 			c.mu.Unlock()
 			return
 		}
 		c.mu.Unlock()
-		c.run(batch)
+		c.run(batch, keys)
 	}
 }
 
 // take removes the requests of the next read from waiting: the oldest
 // request's and every later one that can be read with it, up to maxKeys
-// distinct keys. Requests whose callers have gone are dropped. The
-// caller holds mu.
-func (c *coalescer[K, V]) take() []*pointRead[K, V] {
+// distinct keys, which it returns too. Requests whose callers have gone are
+// dropped. The caller holds mu.
+func (c *coalescer[K, V]) take() (batch []*pointRead[K, V], keys []K) {
 	var (
-		batch []*pointRead[K, V]
-		keys  = map[K]struct{}{}
-		rest  = c.waiting[:0]
+		seen = map[K]struct{}{}
+		rest = c.waiting[:0]
 	)
 	for _, p := range c.waiting {
 		switch {
@@ -113,28 +113,24 @@ func (c *coalescer[K, V]) take() []*pointRead[K, V] {
 			rest = append(rest, p)
 			continue
 		}
-		if _, dup := keys[p.key]; !dup && len(keys) == c.maxKeys {
-			rest = append(rest, p)
-			continue
+		if _, dup := seen[p.key]; !dup {
+			if len(keys) == c.maxKeys {
+				rest = append(rest, p)
+				continue
+			}
+			seen[p.key] = struct{}{}
+			keys = append(keys, p.key)
 		}
-		keys[p.key] = struct{}{}
 		batch = append(batch, p)
 	}
 	clear(c.waiting[len(rest):])
 	c.waiting = rest
-	return batch
+	return batch, keys
 }
 
-// run reads batch's keys in one query and answers each request.
-func (c *coalescer[K, V]) run(batch []*pointRead[K, V]) {
-	keys := make([]K, 0, len(batch))
-	seen := make(map[K]struct{}, len(batch))
-	for _, p := range batch {
-		if _, dup := seen[p.key]; !dup {
-			seen[p.key] = struct{}{}
-			keys = append(keys, p.key)
-		}
-	}
+// run reads keys, the distinct keys of batch, in one query and answers each
+// request.
+func (c *coalescer[K, V]) run(batch []*pointRead[K, V], keys []K) {
 	c.keys.Observe(float64(len(keys)))
 	// The read serves every request of the batch, so no one caller's end
 	// cancels it; the store's deadline (Config.QueryTimeout) bounds it.

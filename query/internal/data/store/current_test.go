@@ -24,7 +24,7 @@ func TestQueriesRunOnCurrentClickHouse(t *testing.T) {
 		bind(qActivityExcept, k, k, "(('"+strings.Repeat("00", 8)+"', '"+strings.Repeat("AB", 32)+"'), ('"+
 			strings.Repeat("01", 8)+"', '"+strings.Repeat("CD", 32)+"'))", n),
 		bind(qBlocksLookup, n, set), bind(qBlocksByNumbers, n, set),
-		bind(qTxLookup, t72, t72), schema.CopyTransactionLookup, schema.CopyTransactions,
+		bind(txLookupQuery(1), t72, t72, "64"), bind(txLookupQuery(2), t72, t72, t72, t72, "128"), schema.CopyTransactionLookup, schema.CopyTransactions,
 		bind(qLatestTxs, n, n, n, "2", "2", n), bind(qOrphanedBlocks, set, n),
 		bind(qFirstBlock, n), bind(qBlockAtOrAfter, n, n), bind(qBlockAtOrBefore, n, n),
 	)

@@ -1,6 +1,9 @@
 package store
 
-import "context"
+import (
+	"context"
+	"slices"
+)
 
 // ReadBlockTxsTogether reads the transactions of blocks (one chain) in one
 // query, as concurrent requests are read (coalesce.go), in blocks' order.
@@ -28,6 +31,25 @@ func ReadBlocksTogether(ctx context.Context, s *ClickHouse, chainID uint64, numb
 	out := map[uint64]Block{}
 	for k, b := range got {
 		out[k.number] = b
+	}
+	return out, err
+}
+
+// ReadTxsTogether reads transactions by hash (one chain) in one query, as
+// concurrent requests are read: for each hash, the numbers of the blocks
+// that included it.
+func ReadTxsTogether(ctx context.Context, s *ClickHouse, chainID uint64, hashes []Hash) ([][]uint64, error) {
+	keys := make([]txKey, len(hashes))
+	for i, h := range hashes {
+		keys[i] = txKey{chainID: chainID, hash: h}
+	}
+	got, err := s.readTxs(ctx, keys)
+	out := make([][]uint64, len(keys))
+	for i, k := range keys {
+		for _, p := range got[k] {
+			out[i] = append(out[i], p.number)
+		}
+		slices.Sort(out[i])
 	}
 	return out, err
 }

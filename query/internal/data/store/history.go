@@ -482,42 +482,9 @@ func (s *ClickHouse) HasActivity(ctx context.Context, chainID uint64, a Address)
 // Transaction finds a canonical transaction by hash (transactions_by_hash)
 // with its detail; ErrNotFound when no canonical block holds it. A row of a
 // settled block whose detail carries the block's fields (settled.go) needs
-// no block read.
+// no block read. Concurrent requests are read together (coalescer).
 func (s *ClickHouse) Transaction(ctx context.Context, chainID uint64, h Hash) (TxRef, FullTx, error) {
-	from, to := schema.TxKeyRange(chainID, h)
-	rows, done, err := s.query(ctx, "tx_lookup", qTxLookup, hex.EncodeToString(from[:]), hex.EncodeToString(to[:]))
-	if err != nil {
-		return TxRef{}, FullTx{}, err
-	}
-	type placement struct {
-		number uint64
-		hash   Hash
-		index  uint32
-		detail *record.TxDetail
-	}
-	var found []placement
-	err = eachRow("tx_lookup", rows, func() error {
-		var key, entry string
-		if err := rows.Scan(&key, &entry); err != nil {
-			return scanError("tx_lookup", err)
-		}
-		var p placement
-		if len(key) != schema.TxKeyLen {
-			return fmt.Errorf("store: tx_lookup: tx_key of %d bytes", len(key))
-		}
-		copy(p.hash[:], key[schema.TxPrefixLen:])
-		number, index, detail, err := schema.ParseTxEntry([]byte(entry))
-		if err != nil {
-			return fmt.Errorf("store: tx_lookup: %w", err)
-		}
-		if p.detail, err = codec.DecodeTxDetail(detail); err != nil {
-			return fmt.Errorf("store: tx_lookup: %w", err)
-		}
-		p.number, p.index = number, index
-		found = append(found, p)
-		return nil
-	})
-	done()
+	found, _, err := s.txReads.get(ctx, txKey{chainID: chainID, hash: h})
 	if err != nil {
 		return TxRef{}, FullTx{}, err
 	}
@@ -541,7 +508,7 @@ func (s *ClickHouse) Transaction(ctx context.Context, chainID uint64, h Hash) (T
 		if err != nil {
 			return TxRef{}, FullTx{}, err
 		}
-		at = slices.IndexFunc(found, func(p placement) bool { b, ok := blocks[p.number]; return ok && b.Hash == p.hash })
+		at = slices.IndexFunc(found, func(p txPlacement) bool { b, ok := blocks[p.number]; return ok && b.Hash == p.hash })
 		if at < 0 {
 			return TxRef{}, FullTx{}, ErrNotFound
 		}
@@ -557,6 +524,63 @@ func (s *ClickHouse) Transaction(ctx context.Context, chainID uint64, h Hash) (T
 		Transfers: transfersOf(d.Transfers), Internals: internalsOf(d.InternalTransactions),
 	}
 	return TxRef{Block: block, Index: p.index}, full, nil
+}
+
+// txKey is a transaction by hash, the key of coalesced transaction reads.
+type txKey struct {
+	chainID uint64
+	hash    Hash
+}
+
+// txPlacement is a row of transactions_by_hash: a block that included the
+// transaction, its index there and its detail.
+type txPlacement struct {
+	number uint64
+	hash   Hash
+	index  uint32
+	detail *record.TxDetail
+}
+
+// readTxs reads the rows of keys' hashes in one query.
+func (s *ClickHouse) readTxs(ctx context.Context, keys []txKey) (map[txKey][]txPlacement, error) {
+	args := make([]any, 0, 2*len(keys)+1)
+	for _, k := range keys {
+		from, to := schema.TxKeyRange(k.chainID, k.hash)
+		args = append(args, hex.EncodeToString(from[:]), hex.EncodeToString(to[:]))
+	}
+	rows, done, err := s.query(ctx, "tx_lookup", txLookupQuery(len(keys)), append(args, 64*len(keys))...)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	out := make(map[txKey][]txPlacement, len(keys))
+	err = eachRow("tx_lookup", rows, func() error {
+		var key, entry string
+		if err := rows.Scan(&key, &entry); err != nil {
+			return scanError("tx_lookup", err)
+		}
+		if len(key) != schema.TxKeyLen {
+			return fmt.Errorf("store: tx_lookup: tx_key of %d bytes", len(key))
+		}
+		k := txKey{chainID: binary.BigEndian.Uint64([]byte(key[:8]))}
+		copy(k.hash[:], key[8:schema.TxPrefixLen])
+		var p txPlacement
+		copy(p.hash[:], key[schema.TxPrefixLen:])
+		number, index, detail, err := schema.ParseTxEntry([]byte(entry))
+		if err != nil {
+			return fmt.Errorf("store: tx_lookup: %w", err)
+		}
+		if p.detail, err = codec.DecodeTxDetail(detail); err != nil {
+			return fmt.Errorf("store: tx_lookup: %w", err)
+		}
+		p.number, p.index = number, index
+		out[k] = append(out[k], p)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // Transaction status filters of LatestTxs.

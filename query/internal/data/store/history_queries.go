@@ -1,5 +1,7 @@
 package store
 
+import "strings"
+
 // Named queries of the transaction-history reads (migrations 6 and 8). Like the
 // block queries they are bounded by a key prefix and a LIMIT. They read
 // without FINAL: rows with one key are identical copies (a redelivered
@@ -65,15 +67,6 @@ GROUP BY number`
 FROM blocks FINAL
 WHERE chain_id = ? AND number IN ? AND removed = 0`
 
-	// qTxLookup reads the rows of a transaction hash (transactions_by_hash,
-	// migration 9; one per block that included it: normally one), a range
-	// of tx_key.
-	qTxLookup = `SELECT tx_key, entry
-FROM transactions_by_hash
-WHERE tx_key >= unhex(?) AND tx_key <= unhex(?)
-LIMIT 1 BY tx_key
-LIMIT 64`
-
 	// qLatestTxs reads the transactions of a block range, newest first,
 	// optionally of one receipt status (? = 2: any).
 	qLatestTxs = `SELECT block_number, block_hash, tx_index, hash, type, from_address, to_address, contract_address, value,
@@ -84,3 +77,17 @@ ORDER BY block_number DESC, tx_index DESC
 LIMIT 1 BY block_number, block_hash, tx_index
 LIMIT ?`
 )
+
+// txLookupQuery reads the rows of n transaction hashes (transactions_by_hash,
+// migration 9; one per block that included a hash: normally one): a range
+// of tx_key per hash, joined by OR, which ClickHouse's index reads as that
+// many ranges. Each hash's bounds are two parameters, then the LIMIT (64
+// per hash).
+func txLookupQuery(n int) string {
+	ranges := strings.TrimSuffix(strings.Repeat("(tx_key >= unhex(?) AND tx_key <= unhex(?)) OR ", n), " OR ")
+	return `SELECT tx_key, entry
+FROM transactions_by_hash
+WHERE ` + ranges + `
+LIMIT 1 BY tx_key
+LIMIT ?`
+}

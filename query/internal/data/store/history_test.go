@@ -258,6 +258,11 @@ func TestTxByHashAndLatest(t *testing.T) {
 		full.Transfers)
 	_, _, err = s.Transaction(c, chain, storetest.HashOf(chain, 1, "nope"))
 	require.ErrorIs(t, err, store.ErrNotFound)
+	// Several hashes in one read, as concurrent requests are read: each gets
+	// the blocks that included it, the moved one both, the unknown none.
+	placed, err := store.ReadTxsTogether(c, s, chain, []store.Hash{txs[0].Hash, moved, storetest.HashOf(chain, 1, "nope"), txs[5].Hash})
+	require.NoError(t, err)
+	require.Equal(t, [][]uint64{{txs[0].BlockNumber}, {50, 52}, nil, {txs[5].BlockNumber}}, placed)
 
 	// Latest: newest first from an inclusive position, no orphan, no copy.
 	got, resume, err := s.LatestTxs(c, chain, store.Seek{Block: 99, TxIndex: ^uint32(0)}, 5, store.StatusAny)

@@ -66,8 +66,9 @@ type Config struct {
 	// their block (settled.go). At least ingest's --ingest.reorg-window.
 	ReorgWindow int
 	// PointReadConcurrency is the most reads of one kind of point lookup
-	// (a block by number, a block's transactions) running at once; requests
-	// beyond it wait and are read together by the next one (coalesce.go).
+	// (a block by number, a block's transactions, a transaction by hash)
+	// running at once; requests beyond it wait and are read together by the
+	// next one (coalesce.go).
 	PointReadConcurrency int
 }
 
@@ -85,7 +86,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.MaxBlockTxs, "query.max-block-transactions", d.MaxBlockTxs, "most transactions returned for one block when pageSize is 0")
 	fs.IntVar(&c.AddressScanRows, "query.address-scan-rows", d.AddressScanRows, "an address list whose remaining range holds more index rows than this is read in windows of blocks instead of at once")
 	fs.IntVar(&c.ReorgWindow, "query.reorg-window", d.ReorgWindow, "blocks this many or more below a chain's indexed head are final (at least ingest's --ingest.reorg-window): their history rows are served without reading the block")
-	fs.IntVar(&c.PointReadConcurrency, "query.point-read-concurrency", d.PointReadConcurrency, "most ClickHouse reads of one kind of point lookup (a block by number, a block's transactions) running at once; requests beyond it wait and are read together in the next one")
+	fs.IntVar(&c.PointReadConcurrency, "query.point-read-concurrency", d.PointReadConcurrency, "most ClickHouse reads of one kind of point lookup (a block by number, a block's transactions, a transaction by hash) running at once; requests beyond it wait and are read together in the next one")
 	fs.IntVar(&c.LatestScanBlocks, "query.latest-scan-blocks", d.LatestScanBlocks, "most blocks one page of latest transactions looks at (with a status filter a page may stop there, short, with a nextPageToken)")
 }
 
@@ -142,6 +143,7 @@ type ClickHouse struct {
 
 	blockReads   *coalescer[blockKey, Block]
 	blockTxReads *coalescer[blockTxsKey, []Tx]
+	txReads      *coalescer[txKey, []txPlacement]
 
 	spacingMu sync.Mutex
 	spacings  map[uint64]float64 // per chain, see Blocks
@@ -171,7 +173,9 @@ func New(cfg Config, deps Deps) (*ClickHouse, error) {
 	s.ranges.m = map[rangeKey]*rangeEntry{}
 	// A read of 64 headers is still a few granules of block_lookup; a read
 	// of blocks' transactions holds whole blocks (pageSize 0, the SDK's
-	// default, reads every transaction), so it takes fewer.
+	// default, reads every transaction), so it takes fewer; a hash's rows
+	// are a granule of their own each, and reads of more than eight cost no
+	// less per hash (bench/history.md, "Coalesced point reads").
 	s.blockReads = &coalescer[blockKey, Block]{
 		name: "block_by_number", limit: cfg.PointReadConcurrency, wait: cfg.QueryTimeout, read: s.readBlocksByNumber,
 		keys:     s.metrics.pointReadKeys.WithLabelValues("block_by_number"),
@@ -185,6 +189,12 @@ func New(cfg Config, deps Deps) (*ClickHouse, error) {
 		together: func(a, b blockTxsKey) bool {
 			return a.chainID == b.chainID && a.from == b.from && a.limit == b.limit
 		},
+	}
+	s.txReads = &coalescer[txKey, []txPlacement]{
+		name: "tx_lookup", limit: cfg.PointReadConcurrency, wait: cfg.QueryTimeout, read: s.readTxs,
+		keys:     s.metrics.pointReadKeys.WithLabelValues("tx_lookup"),
+		maxKeys:  16,
+		together: func(txKey, txKey) bool { return true }, // tx_key starts with the chain
 	}
 	return s, nil
 }
