@@ -332,10 +332,7 @@ func (s *ClickHouse) readBlockTxs(ctx context.Context, keys []blockTxsKey) (map[
 		return nil, err
 	}
 	defer done()
-	out := make(map[blockTxsKey][]Tx, len(keys))
-	for _, k := range keys {
-		out[k] = nil // read: a block without transactions (from on) is an empty page
-	}
+	out := make(map[blockTxsKey][]Tx, len(keys)) // a key without rows is an empty page
 	err = eachRow("block_transactions", rows, func() error {
 		var (
 			t                                 Tx

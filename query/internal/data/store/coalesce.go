@@ -49,6 +49,16 @@ type coalescer[K comparable, V any] struct {
 	running int
 }
 
+// newCoalescer is s's coalescer of the reads named name (its metric label
+// and error prefix), at most maxKeys keys a read, at most
+// Config.PointReadConcurrency reads at once, each request answered within
+// Config.QueryTimeout.
+func newCoalescer[K comparable, V any](s *ClickHouse, name string, maxKeys int,
+	read func(ctx context.Context, keys []K) (map[K]V, error), together func(a, b K) bool) *coalescer[K, V] {
+	return &coalescer[K, V]{name: name, limit: s.cfg.PointReadConcurrency, maxKeys: maxKeys, together: together,
+		read: read, keys: s.metrics.pointReadKeys.WithLabelValues(name), wait: s.cfg.QueryTimeout}
+}
+
 // pointRead is one request waiting for its key.
 type pointRead[K comparable, V any] struct {
 	ctx  context.Context

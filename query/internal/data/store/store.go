@@ -176,26 +176,12 @@ func New(cfg Config, deps Deps) (*ClickHouse, error) {
 	// default, reads every transaction), so it takes fewer; a hash's rows
 	// are a granule of their own each, and reads of more than eight cost no
 	// less per hash (bench/history.md, "Coalesced point reads").
-	s.blockReads = &coalescer[blockKey, Block]{
-		name: "block_by_number", limit: cfg.PointReadConcurrency, wait: cfg.QueryTimeout, read: s.readBlocksByNumber,
-		keys:     s.metrics.pointReadKeys.WithLabelValues("block_by_number"),
-		maxKeys:  64,
-		together: func(a, b blockKey) bool { return a.chainID == b.chainID },
-	}
-	s.blockTxReads = &coalescer[blockTxsKey, []Tx]{
-		name: "block_transactions", limit: cfg.PointReadConcurrency, wait: cfg.QueryTimeout, read: s.readBlockTxs,
-		keys:    s.metrics.pointReadKeys.WithLabelValues("block_transactions"),
-		maxKeys: 16,
-		together: func(a, b blockTxsKey) bool {
-			return a.chainID == b.chainID && a.from == b.from && a.limit == b.limit
-		},
-	}
-	s.txReads = &coalescer[txKey, []txPlacement]{
-		name: "tx_lookup", limit: cfg.PointReadConcurrency, wait: cfg.QueryTimeout, read: s.readTxs,
-		keys:     s.metrics.pointReadKeys.WithLabelValues("tx_lookup"),
-		maxKeys:  16,
-		together: func(txKey, txKey) bool { return true }, // tx_key starts with the chain
-	}
+	s.blockReads = newCoalescer(s, "block_by_number", 64, s.readBlocksByNumber,
+		func(a, b blockKey) bool { return a.chainID == b.chainID })
+	s.blockTxReads = newCoalescer(s, "block_transactions", 16, s.readBlockTxs,
+		func(a, b blockTxsKey) bool { return a.chainID == b.chainID && a.from == b.from && a.limit == b.limit })
+	s.txReads = newCoalescer(s, "tx_lookup", 16, s.readTxs,
+		func(txKey, txKey) bool { return true }) // tx_key starts with the chain
 	return s, nil
 }
 
