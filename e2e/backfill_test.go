@@ -290,9 +290,11 @@ func runBackfill(b *testing.B, dir string, meta corpusMeta) {
 	}
 	fmt.Printf("backfill summary: ClickHouse %.1f MB on disk = %.0f bytes/tx; Kafka %.1f MB = %.0f bytes/tx (every topic of the run)\n",
 		float64(chTotal)/1e6, float64(chTotal)/float64(last.txs), float64(kafkaBytes)/1e6, float64(kafkaBytes)/float64(last.txs))
+	work := tableWork(b, s.conn, s.ch.Database)
 	for _, t := range tables {
-		fmt.Printf("backfill table %-22s %10d rows %9.1f MB %7.0f bytes/tx  compressed %5.1fx, %d parts\n",
-			t.name, t.rows, float64(t.bytes)/1e6, float64(t.bytes)/float64(last.txs), float64(t.uncompressed)/float64(max(t.compressed, 1)), t.parts)
+		fmt.Printf("backfill table %-22s %10d rows %9.1f MB %7.0f bytes/tx  compressed %5.1fx, %d parts%s\n",
+			t.name, t.rows, float64(t.bytes)/1e6, float64(t.bytes)/float64(last.txs), float64(t.uncompressed)/float64(max(t.compressed, 1)), t.parts,
+			work[t.name])
 	}
 	for _, l := range readSummary {
 		fmt.Printf("backfill reads %s\n", l)
@@ -418,6 +420,44 @@ func queryUint(tb testing.TB, conn driver.Conn, q string, args ...any) uint64 {
 		tb.Logf("%s: %v", q, err)
 	}
 	return n
+}
+
+// tableWork is what ClickHouse did to each table of db, from
+// system.part_log: its inserts (parts and rows), and the rows its merges
+// wrote per row inserted and their time (wall time of the merge threads,
+// which on a saturated machine includes their wait for a core). Empty when
+// the server keeps no part_log (the local stack's does).
+func tableWork(tb testing.TB, conn driver.Conn, db string) map[string]string {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := conn.Exec(ctx, "SYSTEM FLUSH LOGS"); err != nil {
+		tb.Logf("flush logs: %v", err)
+		return nil
+	}
+	// event_type by number: its names differ between 18.16 (NEW_PART) and
+	// current releases (NewPart); 1 is a new part, 2 a merge in both.
+	rows, err := conn.Query(ctx, `SELECT table, countIf(toInt8(event_type) = 1), sumIf(rows, toInt8(event_type) = 1),
+ countIf(toInt8(event_type) = 2), sumIf(rows, toInt8(event_type) = 2), sumIf(duration_ms, toInt8(event_type) = 2)
+FROM system.part_log WHERE database = ? GROUP BY table`, db)
+	if err != nil {
+		tb.Logf("system.part_log (absent unless configured): %v", err)
+		return nil
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var (
+			table                                        string
+			inserts, inserted, merges, merged, mergeTime uint64
+		)
+		if err := rows.Scan(&table, &inserts, &inserted, &merges, &merged, &mergeTime); err != nil {
+			tb.Logf("system.part_log: %v", err)
+			return out
+		}
+		out[table] = fmt.Sprintf("; %d inserts of %.0f rows, %d merges wrote %.2f rows per row inserted in %.1f s",
+			inserts, float64(inserted)/float64(max(inserts, 1)), merges, float64(merged)/float64(max(inserted, 1)), float64(mergeTime)/1000)
+	}
+	return out
 }
 
 // settleMerges waits up to timeout for ClickHouse to have no merge running
