@@ -35,10 +35,13 @@ type Config struct {
 	// bucket must end to be summed (--processor.balances-settle-blocks).
 	Balances       bool
 	BalancesSettle uint64
-	Group          string
-	BatchRows      int
-	FlushInterval  time.Duration
-	InsertTimeout  time.Duration
+	// InternalInputOutput stores each internal transaction's input and
+	// output (--processor.internal-input-output).
+	InternalInputOutput bool
+	Group               string
+	BatchRows           int
+	FlushInterval       time.Duration
+	InsertTimeout       time.Duration
 	// ShutdownTimeout (the processor's --shutdown.timeout, not a sink flag)
 	// is how long past the insert timeout a batch already polled may take
 	// to finish on shutdown.
@@ -54,6 +57,11 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.AddressIndex, "processor.address-index", true, "write the transaction-history tables (transactions_by_hash, address_lists) that the Data API's transaction and address endpoints read; false saves their cost where only blocks are served")
 	fs.BoolVar(&c.Balances, "processor.balances", true, "write the balance tables (balances, nft_transfers, balance_progress) that the Data API's balance and NFT routes read, and sum their settled buckets; false saves their cost where balances are not served")
 	fs.Uint64Var(&c.BalancesSettle, "processor.balances-settle-blocks", balances.DefaultRollerConfig().Settle, "sum a bucket of balance deltas once the indexed head is this many blocks past its end; at least ingest's --ingest.reorg-window, so no reorg reaches a summed bucket")
+	// No route or webhook payload reads these two columns (the internal
+	// transaction lists, details and payloads show type, parties, value and
+	// gas); they are the largest share of the bytes ClickHouse inserts and
+	// merges (bench/history.md, "Where ClickHouse's work goes").
+	fs.BoolVar(&c.InternalInputOutput, "processor.internal-input-output", true, "store each internal transaction's input and output in internal_transactions; no route or webhook payload reads them, and false stores them empty, saving about a seventh of what ClickHouse inserts and merges")
 	fs.StringVar(&c.Group, "processor.group", "moraine-processor", "Kafka consumer group of the ClickHouse sink (--kafka.topic-prefix is prepended)")
 	// 200,000 rather than less: over a 5M-transaction backfill, ClickHouse
 	// merged 2.8 rows per row inserted instead of 3.5 (50,000), for the same
@@ -368,7 +376,8 @@ func (c *consumer) writeChildren(ctx context.Context, records []*kgo.Record) (*w
 			w.last[b.Block.ChainId] = lastBlock{number: b.Block.Number, timestamp: b.Block.Timestamp}
 		}
 	}
-	batch, err := NewBatchOf(events, Tables{Index: c.cfg.AddressIndex, Balances: c.cfg.Balances})
+	batch, err := NewBatchOf(events, Tables{Index: c.cfg.AddressIndex, Balances: c.cfg.Balances,
+		NoInternalInputOutput: !c.cfg.InternalInputOutput})
 	if err != nil {
 		return nil, err
 	}

@@ -98,6 +98,8 @@ type Batch struct {
 	txs      []*txRow
 	logs     []logRow
 	internal []internalRow
+	// noInternalIO: internal's rows go in without input and output.
+	noInternalIO bool
 	// indexed: the batch also holds the transaction-history rows
 	// (transactions_by_hash from txs, and index).
 	indexed bool
@@ -161,6 +163,9 @@ type Tables struct {
 	// Balances: the balance tables (balances level 0, nft_transfers,
 	// balance_progress; package balances).
 	Balances bool
+	// NoInternalInputOutput: internal_transactions rows are written with
+	// an empty input and output (--processor.internal-input-output=false).
+	NoInternalInputOutput bool
 }
 
 // NewBatch returns the batch of events for the block tables and, with
@@ -197,6 +202,8 @@ func NewBatchOf(events []Event, t Tables) (*Batch, error) {
 		logs:     make([]logRow, 0, logs),
 		internal: make([]internalRow, 0, internal),
 		indexed:  index,
+
+		noInternalIO: t.NoInternalInputOutput,
 
 		withBalances: t.Balances,
 	}
@@ -316,7 +323,7 @@ func (w *Writer) WriteChildren(ctx context.Context, b *Batch) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return w.insertTxs(gctx, b.txs) })
 	g.Go(func() error { return w.insertLogs(gctx, b.logs) })
-	g.Go(func() error { return w.insertInternal(gctx, b.internal) })
+	g.Go(func() error { return w.insertInternal(gctx, b.internal, !b.noInternalIO) })
 	if b.indexed {
 		g.Go(func() error { return w.insertTxLookup(gctx, b.txs) })
 		g.Go(func() error { return w.insertIndex(gctx, b.index) })
@@ -498,8 +505,8 @@ const internalColumns = "chain_id, block_number, block_hash, block_timestamp, tx
 const flushRows = 4096
 
 // insertInternal is the largest insert: about 20 frames per transaction on
-// busy chains.
-func (w *Writer) insertInternal(ctx context.Context, rows []internalRow) error {
+// busy chains. Without withIO every row's input and output are empty.
+func (w *Writer) insertInternal(ctx context.Context, rows []internalRow, withIO bool) error {
 	n := min(len(rows), flushRows)
 	var (
 		chainID, blockNumber, blockTimestamp, gas, gasUsed, version = make([]uint64, n), make([]uint64, n), make([]uint64, n), make([]uint64, n), make([]uint64, n), make([]uint64, n)
@@ -513,7 +520,10 @@ func (w *Writer) insertInternal(ctx context.Context, rows []internalRow) error {
 			chainID[i], blockNumber[i], blockHash[i], blockTimestamp[i] = b.ChainId, b.Number, fixed32(b.Hash), b.Timestamp
 			txIndex[i], txHash[i], tracePosition[i], callIndex[i], depth[i] = tx.Index, fixed32(tx.Hash), it.TracePosition, it.CallIndex, it.Depth
 			typ[i], from[i], to[i], value[i], gas[i], gasUsed[i] = it.Type, view(it.From), view(it.To), it.Value, it.Gas, it.GasUsed
-			errs[i], revertReason[i], input[i], output[i], version[i] = it.Error, it.RevertReason, view(it.Input), view(it.Output), r.version
+			errs[i], revertReason[i], version[i] = it.Error, it.RevertReason, r.version
+			if withIO {
+				input[i], output[i] = view(it.Input), view(it.Output)
+			}
 		}
 		// The order matches internalColumns.
 		return appendColumns(batch, hi-lo, chainID, blockNumber, blockHash, blockTimestamp, txIndex, txHash,

@@ -3,6 +3,8 @@ package sink
 import (
 	"context"
 	"encoding/hex"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -129,5 +131,65 @@ func TestWriteBalancesIntegration(t *testing.T) {
 	}
 	if deltas != 16 || pairs != 8 || nfts != 6 || first != 100 {
 		t.Fatalf("%d deltas (want 16), %d pairs (want 8), %d NFT rows (want 6), first block %d (want 100)", deltas, pairs, nfts, first)
+	}
+}
+
+// Without --processor.internal-input-output the call frames go in whole but
+// for their input and output, which are empty; with it (the default) they
+// go in as recorded.
+func TestWriteInternalInputOutputIntegration(t *testing.T) {
+	_, conn := testenv.ClickHouse(t)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	w := NewWriter(conn, time.Minute)
+	write := func(chain uint64, tables Tables) {
+		tx := indexedTx()
+		for i, it := range tx.InternalTransactions {
+			it.Input, it.Output = []byte{0xca, 0x11, byte(i)}, []byte{0x0e, byte(i)}
+			it.Gas, it.GasUsed = 100+uint64(i), 10+uint64(i)
+		}
+		b, err := NewBatchOf([]Event{{Offset: int64(chain), Event: &record.ChainEvent{Event: &record.ChainEvent_Block{Block: &record.Block{
+			ChainId: chain, Number: 100, Hash: word(0xb10c), Transactions: []*record.Transaction{tx}}}}}}, tables)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.WriteChildren(ctx, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(1, Tables{})
+	write(2, Tables{NoInternalInputOutput: true})
+	rows, err := conn.Query(ctx, `SELECT chain_id, trace_position, type, hex(from_address), hex(to_address), value, gas, gas_used,
+ hex(input), hex(output) FROM internal_transactions ORDER BY chain_id, trace_position`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	frames := len(indexedTx().InternalTransactions)
+	got := map[uint64][]string{}
+	for rows.Next() {
+		var (
+			chain, gas, gasUsed                 uint64
+			pos                                 uint32
+			typ, from, to, value, input, output string
+		)
+		if err := rows.Scan(&chain, &pos, &typ, &from, &to, &value, &gas, &gasUsed, &input, &output); err != nil {
+			t.Fatal(err)
+		}
+		got[chain] = append(got[chain], fmt.Sprintf("%d %s %s>%s %s %d/%d in %q out %q", pos, typ, from, to, value, gas, gasUsed, input, output))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(got[1]) != frames || len(got[2]) != frames {
+		t.Fatalf("%d and %d frames written, want %d each", len(got[1]), len(got[2]), frames)
+	}
+	for i := range frames {
+		kept, dropped := got[1][i], got[2][i]
+		wantIn, wantOut := fmt.Sprintf("in %q out %q", fmt.Sprintf("CA11%02X", i), fmt.Sprintf("0E%02X", i)), `in "" out ""`
+		if !strings.HasSuffix(kept, wantIn) || !strings.HasSuffix(dropped, wantOut) ||
+			strings.TrimSuffix(kept, wantIn) != strings.TrimSuffix(dropped, wantOut) {
+			t.Errorf("frame %d: kept %q, without input and output %q", i, kept, dropped)
+		}
 	}
 }
