@@ -196,16 +196,17 @@ func (r *Runner) Run(ctx context.Context) error {
 // maxRetryWait bounds the wait before a failed job starts again.
 const maxRetryWait = 30 * time.Second
 
-// retryWaits say when a job that failed may start again: after a wait
-// that starts at least and doubles with each failure in a row, up to most.
+// retryWaits say when a job that failed may start again: after
+// obs.Backoff's wait for its failures in a row, from least up to most.
 type retryWaits struct {
 	least, most time.Duration
 	jobs        map[string]retryWait
 }
 
 type retryWait struct {
-	at   time.Time     // the job may not start before
-	wait time.Duration // the wait after the current run, if it fails
+	at       time.Time     // the job may not start before
+	failures int           // failed runs in a row
+	wait     time.Duration // the wait after the current run, if it fails
 }
 
 func newRetryWaits(least, most time.Duration) *retryWaits {
@@ -217,9 +218,10 @@ func (w *retryWaits) mayStart(id string, now time.Time) bool { return !now.Befor
 // started records that the job starts and returns the wait that follows
 // if this run fails.
 func (w *retryWaits) started(id string) time.Duration {
-	wait := min(max(2*w.jobs[id].wait, w.least), w.most)
-	w.jobs[id] = retryWait{wait: wait}
-	return wait
+	rw := w.jobs[id]
+	rw.wait = obs.Backoff(rw.failures, w.least, w.most)
+	w.jobs[id] = rw
+	return rw.wait
 }
 
 // ended records how the job's run ended: a failure holds it back, a run
@@ -230,7 +232,7 @@ func (w *retryWaits) ended(id string, failed bool, now time.Time) {
 		return
 	}
 	rw := w.jobs[id]
-	rw.at = now.Add(rw.wait)
+	rw.at, rw.failures = now.Add(rw.wait), rw.failures+1
 	w.jobs[id] = rw
 }
 
