@@ -379,40 +379,42 @@ func (h *handlers) nftItems(ctx context.Context, l balanceList) ([]any, error) {
 // listErc721Balances: GET .../balances:listErc721, the NFTs the holder
 // owns at the block (blockNumber: moraine's extension).
 func (h *handlers) listErc721Balances(c *gin.Context) {
-	l, read := h.readBalanceList(c, balanceSpec{kinds: []uint8{uint8(evm.ERC721)}, token: tokenErc721Balances, native: true})
+	l, items, read := readNFTsOf[erc721TokenBalance](h, c, evm.ERC721, tokenErc721Balances)
 	if !read {
 		return
 	}
-	items, err := h.nftItems(c.Request.Context(), l)
-	if err != nil {
-		apierr.Write(c, balanceErr(err))
-		return
-	}
-	out := listErc721BalancesResponse{NextPageToken: l.next, NativeTokenBalance: nativeOf(l.chain, l.native),
-		Erc721TokenBalances: make([]erc721TokenBalance, 0, len(items))}
-	for _, it := range items {
-		out.Erc721TokenBalances = append(out.Erc721TokenBalances, it.(erc721TokenBalance))
-	}
-	ok(c, out)
+	ok(c, listErc721BalancesResponse{NextPageToken: l.next, NativeTokenBalance: nativeOf(l.chain, l.native),
+		Erc721TokenBalances: items})
 }
 
 // listErc1155Balances: GET .../balances:listErc1155.
 func (h *handlers) listErc1155Balances(c *gin.Context) {
-	l, read := h.readBalanceList(c, balanceSpec{kinds: []uint8{uint8(evm.ERC1155)}, token: tokenErc1155Balances, native: true})
+	l, items, read := readNFTsOf[erc1155TokenBalance](h, c, evm.ERC1155, tokenErc1155Balances)
 	if !read {
 		return
+	}
+	ok(c, listErc1155BalancesResponse{NextPageToken: l.next, NativeTokenBalance: nativeOf(l.chain, l.native),
+		Erc1155TokenBalances: items})
+}
+
+// readNFTsOf reads a page of the holder's NFTs of one standard, with the
+// native balance, as the items of that standard's list (T: what nftItems
+// makes of its holdings); false when it has answered with an error.
+func readNFTsOf[T any](h *handlers, c *gin.Context, kind evm.Kind, token balanceTokenKind) (balanceList, []T, bool) {
+	l, read := h.readBalanceList(c, balanceSpec{kinds: []uint8{uint8(kind)}, token: token, native: true})
+	if !read {
+		return l, nil, false
 	}
 	items, err := h.nftItems(c.Request.Context(), l)
 	if err != nil {
 		apierr.Write(c, balanceErr(err))
-		return
+		return l, nil, false
 	}
-	out := listErc1155BalancesResponse{NextPageToken: l.next, NativeTokenBalance: nativeOf(l.chain, l.native),
-		Erc1155TokenBalances: make([]erc1155TokenBalance, 0, len(items))}
+	out := make([]T, 0, len(items))
 	for _, it := range items {
-		out.Erc1155TokenBalances = append(out.Erc1155TokenBalances, it.(erc1155TokenBalance))
+		out = append(out, it.(T))
 	}
-	ok(c, out)
+	return l, out, true
 }
 
 // listCollectibleBalances: GET .../balances:listCollectibles, ERC-721 and
