@@ -310,14 +310,27 @@ func compareTransactions(t *testing.T, d dataset, s *stackUp) {
 	m.done(len(txs))
 }
 
+// txHashesByPlace maps "block hash/tx index" to the transaction's hash
+// (0x...): logs and call frames name their transaction by its place
+// (migration 17).
+func txHashesByPlace(t *testing.T, d dataset, s *stackUp) map[string]string {
+	out := map[string]string{}
+	for _, r := range query(t, s.conn, `SELECT lower(hex(block_hash)) AS block, toString(tx_index) AS tx_index, lower(hex(hash)) AS hash
+		FROM transactions_by_block FINAL WHERE chain_id = ?`, d.chainID) {
+		out[r["block"]+"/"+r["tx_index"]] = "0x" + r["hash"]
+	}
+	return out
+}
+
 func compareLogs(t *testing.T, d dataset, s *stackUp) {
 	golden := d.goldenTable(t, "LOGS")
+	hashes := txHashesByPlace(t, d, s)
 	got := map[string]map[string]string{}
-	for _, r := range query(t, s.conn, `SELECT lower(hex(tx_hash)) AS tx, toString(log_index) AS idx, toString(tx_index) AS tx_index,
+	for _, r := range query(t, s.conn, `SELECT lower(hex(block_hash)) AS block, toString(log_index) AS idx, toString(tx_index) AS tx_index,
 		lower(hex(address)) AS address, lower(hex(topic0)) AS t0, lower(hex(topic1)) AS t1, lower(hex(topic2)) AS t2,
 		lower(hex(topic3)) AS t3, lower(hex(data)) AS data
 		FROM logs FINAL WHERE chain_id = ?`, d.chainID) {
-		got["0x"+r["tx"]+"/"+r["idx"]] = r
+		got[hashes[r["block"]+"/"+r["tx_index"]]+"/"+r["idx"]] = r
 	}
 	if len(got) != len(golden) {
 		t.Errorf("ClickHouse has %d logs, golden %d", len(got), len(golden))
@@ -355,12 +368,13 @@ func compareInternal(t *testing.T, d dataset, s *stackUp) {
 		FROM transactions_by_block FINAL WHERE chain_id = ?`, d.chainID) {
 		intrinsic["0x"+r["hash"]] = intrinsicGas(r["input"], r["to_len"] == "0")
 	}
+	hashes := txHashesByPlace(t, d, s)
 	got := map[string]map[string]string{}
-	for _, r := range query(t, s.conn, `SELECT lower(hex(tx_hash)) AS tx, call_index, toString(trace_position) AS pos, type,
+	for _, r := range query(t, s.conn, `SELECT lower(hex(block_hash)) AS block, toString(tx_index) AS tx_index, call_index, toString(trace_position) AS pos, type,
 		lower(hex(from_address)) AS from_addr, lower(hex(to_address)) AS to_addr, value, toString(gas) AS gas,
 		toString(gas_used) AS gas_used, error, revert_reason, lower(hex(input)) AS input, lower(hex(output)) AS output
 		FROM internal_transactions FINAL WHERE chain_id = ?`, d.chainID) {
-		got["0x"+r["tx"]+"/"+r["call_index"]] = r
+		got[hashes[r["block"]+"/"+r["tx_index"]]+"/"+r["call_index"]] = r
 	}
 	if len(got) != len(golden) {
 		t.Errorf("ClickHouse has %d internal transactions, golden %d", len(got), len(golden))

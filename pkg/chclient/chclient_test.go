@@ -135,7 +135,8 @@ func TestConcurrentApply(t *testing.T) {
 
 // TestApplyRecreatesMissingTables drops a table of a migrated database, as a
 // replica added to a cluster lacks them, and checks that Apply creates it
-// again without recording the migration twice.
+// again without recording the migration twice, with the columns of every
+// later migration (logs: migration 2 creates tx_hash, 17 drops it).
 func TestApplyRecreatesMissingTables(t *testing.T) {
 	_, conn := testenv.ClickHouse(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -151,6 +152,13 @@ func TestApplyRecreatesMissingTables(t *testing.T) {
 		t.Errorf("Apply recorded %v again; only the table was missing", applied)
 	}
 	checkSchemaWhole(ctx, t, conn)
+	var n uint64
+	if err := conn.QueryRow(ctx, "SELECT count() FROM system.columns WHERE database = currentDatabase() AND table = 'logs' AND name = 'tx_hash'").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Error("logs recreated with tx_hash, which migration 17 drops")
+	}
 }
 
 // TestApplyDropsReplacedViews: views that a migration replaced (15

@@ -10,9 +10,9 @@ import (
 
 // TestMigrationsRunOnCurrentClickHouse applies every migration statement,
 // twice (idempotence), on current ClickHouse; the 18.16 run is
-// TestMigrationsApplyOnRealClickHouse. An ADD COLUMN runs once: it is
-// idempotent through Apply, which skips it when the column exists
-// (schema.AddedColumn), not as a statement.
+// TestMigrationsApplyOnRealClickHouse. An ADD or DROP COLUMN runs once: it
+// is idempotent through Apply, which skips it when the column is there or
+// gone (schema.ColumnChange), not as a statement.
 func TestMigrationsRunOnCurrentClickHouse(t *testing.T) {
 	ms, err := schema.Migrations()
 	if err != nil {
@@ -22,7 +22,7 @@ func TestMigrationsRunOnCurrentClickHouse(t *testing.T) {
 	for _, m := range ms {
 		stmts = append(stmts, m.Statements...)
 		for _, s := range m.Statements {
-			if _, _, add := schema.AddedColumn(s); !add {
+			if _, column := schema.ColumnChange(s); !column {
 				again = append(again, s)
 			}
 		}

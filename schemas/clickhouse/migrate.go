@@ -119,8 +119,8 @@ type Options struct {
 // CLUSTER statements wait for every server, and a service must start while
 // a replica is down.
 //
-// Every statement is idempotent (IF NOT EXISTS, or an ADD COLUMN that Apply
-// skips when the column exists: AddedColumn), so several services
+// Every statement is idempotent (IF NOT EXISTS, or an ADD or DROP COLUMN
+// that Apply skips when the column is there or gone: ColumnChange), so several services
 // migrating at once, or a migration interrupted halfway and run again, end
 // in the same schema (TestConcurrentApply).
 func Apply(ctx context.Context, conn driver.Conn, opts Options) ([]uint32, error) {
@@ -155,12 +155,12 @@ func Apply(ctx context.Context, conn driver.Conn, opts Options) ([]uint32, error
 			if name := DroppedObject(s); name != "" && existing[name] {
 				pending = true
 			}
-			if table, column, ok := AddedColumn(s); ok {
-				has, err := hasColumn(ctx, conn, table, column)
+			if c, ok := ColumnChange(s); ok {
+				has, err := hasColumn(ctx, conn, c.Table, c.Column)
 				if err != nil {
 					return applied, err
 				}
-				pending = pending || !has
+				pending = pending || has != c.Add
 			}
 		}
 		if !pending {
@@ -171,7 +171,7 @@ func Apply(ctx context.Context, conn driver.Conn, opts Options) ([]uint32, error
 			if name != "" && gone(name, m.Version) && !existing[name] {
 				continue
 			}
-			if err := execAddColumn(ctx, conn, opts, s); err != nil {
+			if err := execColumnChange(ctx, conn, opts, s); err != nil {
 				return applied, fmt.Errorf("migration %d_%s statement %d: %w", m.Version, m.Name, i+1, err)
 			}
 			if name != "" {
@@ -325,18 +325,26 @@ func (o Options) logger() *slog.Logger {
 	return o.Logger
 }
 
-// AddedColumn recognises ALTER TABLE t ADD COLUMN c ...: ClickHouse 18.16
-// has no ADD COLUMN IF NOT EXISTS, so Apply makes the statement idempotent
-// itself (execAddColumn).
-func AddedColumn(stmt string) (table, column string, ok bool) {
-	m := addColumn.FindStringSubmatch(strings.TrimSpace(stmt))
-	if m == nil {
-		return "", "", false
-	}
-	return m[1], m[2], true
+// A Column is an ALTER TABLE t ADD COLUMN c ... or DROP COLUMN c.
+// ClickHouse 18.16 has neither ADD COLUMN IF NOT EXISTS nor DROP COLUMN
+// IF EXISTS, so Apply makes these statements idempotent itself
+// (execColumnChange).
+type Column struct {
+	Table, Column string
+	// Add is true for ADD COLUMN, false for DROP COLUMN.
+	Add bool
 }
 
-var addColumn = regexp.MustCompile(`(?is)^ALTER\s+TABLE\s+([A-Za-z_][A-Za-z0-9_]*)\s+ADD\s+COLUMN\s+([A-Za-z_][A-Za-z0-9_]*)\s`)
+// ColumnChange recognises an ADD COLUMN or DROP COLUMN statement.
+func ColumnChange(stmt string) (Column, bool) {
+	m := columnChange.FindStringSubmatch(strings.TrimSpace(stmt))
+	if m == nil {
+		return Column{}, false
+	}
+	return Column{Table: m[1], Column: m[3], Add: strings.EqualFold(m[2], "ADD")}, true
+}
+
+var columnChange = regexp.MustCompile(`(?is)^ALTER\s+TABLE\s+([A-Za-z_][A-Za-z0-9_]*)\s+(ADD|DROP)\s+COLUMN\s+([A-Za-z_][A-Za-z0-9_]*)(\s|$)`)
 
 // hasColumn reports whether this server's table has column.
 func hasColumn(ctx context.Context, conn driver.Conn, table, column string) (bool, error) {
@@ -347,21 +355,21 @@ func hasColumn(ctx context.Context, conn driver.Conn, table, column string) (boo
 	return n > 0, nil
 }
 
-// execAddColumn runs stmt (execDDL), except that an ADD COLUMN of a column
-// this server's table already has is skipped, and one that fails because
-// another service added the column meanwhile succeeds: the ADD COLUMN
-// IF NOT EXISTS that 18.16 lacks.
-func execAddColumn(ctx context.Context, conn driver.Conn, opts Options, stmt string) error {
-	table, column, ok := AddedColumn(stmt)
+// execColumnChange runs stmt (execDDL), except that an ADD COLUMN of a
+// column this server's table has, or a DROP COLUMN of one it lacks, is
+// skipped, and one that fails because another service made the change
+// meanwhile succeeds: the IF [NOT] EXISTS that 18.16 lacks.
+func execColumnChange(ctx context.Context, conn driver.Conn, opts Options, stmt string) error {
+	c, ok := ColumnChange(stmt)
 	if !ok {
 		return execDDL(ctx, conn, opts, stmt)
 	}
-	if has, err := hasColumn(ctx, conn, table, column); err != nil || has {
+	if has, err := hasColumn(ctx, conn, c.Table, c.Column); err != nil || has == c.Add {
 		return err
 	}
 	err := execDDL(ctx, conn, opts, stmt)
 	if err != nil {
-		if has, herr := hasColumn(ctx, conn, table, column); herr == nil && has {
+		if has, herr := hasColumn(ctx, conn, c.Table, c.Column); herr == nil && has == c.Add {
 			return nil
 		}
 	}

@@ -21,7 +21,7 @@ func TestMigrationsAreOrderedAndPortable(t *testing.T) {
 			t.Errorf("migration %d has no statements", m.Version)
 		}
 		for _, s := range m.Statements {
-			if _, _, addCol := AddedColumn(s); !addCol && DroppedObject(s) == "" && !strings.Contains(s, "IF NOT EXISTS") && !strings.HasPrefix(strings.ToUpper(s), "INSERT") {
+			if _, column := ColumnChange(s); !column && DroppedObject(s) == "" && !strings.Contains(s, "IF NOT EXISTS") && !strings.HasPrefix(strings.ToUpper(s), "INSERT") {
 				t.Errorf("migration %d: statement is not idempotent (no IF NOT EXISTS): %.80s", m.Version, s)
 			}
 			for _, b := range banned {
@@ -155,5 +155,25 @@ func TestDroppedObjects(t *testing.T) {
 	}
 	if DroppedObject("DROP TABLE IF EXISTS x") != "x" || DroppedObject("DROP TABLE x") != "" || DroppedObject("CREATE TABLE IF NOT EXISTS x (a UInt8) ENGINE = Memory") != "" {
 		t.Error("DroppedObject recognises only DROP TABLE IF EXISTS")
+	}
+}
+
+// TestColumnChanges: ADD and DROP COLUMN statements are recognised with
+// their table and column, whatever their case and spacing; nothing else is,
+// nor a statement of several changes (Apply could skip only all of them).
+func TestColumnChanges(t *testing.T) {
+	for stmt, want := range map[string]Column{
+		"ALTER TABLE api_usage_key_days ADD COLUMN duration_counts AggregateFunction(sumForEach, Array(UInt64))": {Table: "api_usage_key_days", Column: "duration_counts", Add: true},
+		"alter table logs drop column tx_hash":       {Table: "logs", Column: "tx_hash"},
+		"ALTER TABLE  logs\n  DROP COLUMN tx_hash\n": {Table: "logs", Column: "tx_hash"},
+	} {
+		if got, ok := ColumnChange(stmt); !ok || got != want {
+			t.Errorf("ColumnChange(%q) = %+v, %v; want %+v", stmt, got, ok, want)
+		}
+	}
+	for _, stmt := range []string{"ALTER TABLE logs DROP COLUMN tx_hash, DROP COLUMN x", "ALTER TABLE logs DROP PARTITION 1", "DROP TABLE IF EXISTS logs", "ALTER TABLE logs MODIFY COLUMN tx_hash String"} {
+		if got, ok := ColumnChange(stmt); ok {
+			t.Errorf("ColumnChange(%q) = %+v, want none", stmt, got)
+		}
 	}
 }

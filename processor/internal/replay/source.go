@@ -30,13 +30,15 @@ type source struct {
 }
 
 // External tables: the webhook's addresses (a: 20 bytes; t: the same
-// left-padded to 32 bytes, as an indexed event topic holds an address) and
-// the transactions wanted (block hash, transaction hash). They travel with
-// the query (native protocol), so a webhook with 100,000 addresses costs
-// no query text.
+// left-padded to 32 bytes, as an indexed event topic holds an address), the
+// transactions wanted (h: block hash, t: transaction hash) and the same by
+// their place in the block (h, i: tx_index), as logs and call frames name
+// their transaction (migration 17). They travel with the query (native
+// protocol), so a webhook with 100,000 addresses costs no query text.
 const (
 	watchedTable = "replay_watched"
 	wantedTable  = "replay_wanted"
+	placesTable  = "replay_places"
 )
 
 const (
@@ -53,22 +55,24 @@ WHERE removed = 0`
 	// superset (any indexed topic of a log counts, not only a transfer's
 	// parties), which the matcher then decides on. Rows of orphaned blocks
 	// come too; the caller keeps the canonical ones.
-	qCandidates = `SELECT block_number, block_hash, hash FROM transactions_by_block
-WHERE chain_id = ? AND block_number >= ? AND block_number <= ?
-  AND (from_address IN (SELECT a FROM ` + watchedTable + `) OR to_address IN (SELECT a FROM ` + watchedTable + `)
-    OR contract_address IN (SELECT a FROM ` + watchedTable + `))
-UNION ALL
-SELECT block_number, block_hash, tx_hash FROM logs
-WHERE chain_id = ? AND block_number >= ? AND block_number <= ?
-  AND (address IN (SELECT a FROM ` + watchedTable + `) OR topic1 IN (SELECT t FROM ` + watchedTable + `)
-    OR topic2 IN (SELECT t FROM ` + watchedTable + `) OR topic3 IN (SELECT t FROM ` + watchedTable + `))`
+	qCandidates = candidatesOf + `)`
 	// qCandidatesInternal adds the parties of call frames (webhooks with
 	// includeInternalTxs).
-	qCandidatesInternal = qCandidates + `
-UNION ALL
-SELECT block_number, block_hash, tx_hash FROM internal_transactions
+	qCandidatesInternal = candidatesOf + `
+    OR (block_hash, tx_index) IN (SELECT block_hash, tx_index FROM internal_transactions
+      WHERE chain_id = ? AND block_number >= ? AND block_number <= ?
+        AND (from_address IN (SELECT a FROM ` + watchedTable + `) OR to_address IN (SELECT a FROM ` + watchedTable + `))))`
+	// candidatesOf is the two queries' common part: a transaction's own
+	// parties, and its logs' (a log names its transaction by block hash and
+	// tx_index).
+	candidatesOf = `SELECT block_number, block_hash, hash FROM transactions_by_block
 WHERE chain_id = ? AND block_number >= ? AND block_number <= ?
-  AND (from_address IN (SELECT a FROM ` + watchedTable + `) OR to_address IN (SELECT a FROM ` + watchedTable + `))`
+  AND (from_address IN (SELECT a FROM ` + watchedTable + `) OR to_address IN (SELECT a FROM ` + watchedTable + `)
+    OR contract_address IN (SELECT a FROM ` + watchedTable + `)
+    OR (block_hash, tx_index) IN (SELECT block_hash, tx_index FROM logs
+      WHERE chain_id = ? AND block_number >= ? AND block_number <= ?
+        AND (address IN (SELECT a FROM ` + watchedTable + `) OR topic1 IN (SELECT t FROM ` + watchedTable + `)
+          OR topic2 IN (SELECT t FROM ` + watchedTable + `) OR topic3 IN (SELECT t FROM ` + watchedTable + `)))`
 
 	// The rows of the wanted transactions. No FINAL: a redelivered block
 	// wrote its rows twice until a merge, and the reader keeps one per key.
@@ -77,12 +81,12 @@ WHERE chain_id = ? AND block_number >= ? AND block_number <= ?
   effective_gas_price, contract_address, access_list
 FROM transactions_by_block WHERE chain_id = ? AND block_number >= ? AND block_number <= ?
   AND (block_hash, hash) IN (SELECT h, t FROM ` + wantedTable + `)`
-	qLogs = `SELECT block_hash, tx_hash, log_index, address, topic0, topic1, topic2, topic3, data
+	qLogs = `SELECT block_hash, tx_index, log_index, address, topic0, topic1, topic2, topic3, data
 FROM logs WHERE chain_id = ? AND block_number >= ? AND block_number <= ?
-  AND (block_hash, tx_hash) IN (SELECT h, t FROM ` + wantedTable + `)`
-	qInternal = `SELECT block_hash, tx_hash, trace_position, call_index, depth, type, from_address, to_address, value, gas, gas_used
+  AND (block_hash, tx_index) IN (SELECT h, i FROM ` + placesTable + `)`
+	qInternal = `SELECT block_hash, tx_index, trace_position, call_index, depth, type, from_address, to_address, value, gas, gas_used
 FROM internal_transactions WHERE chain_id = ? AND block_number >= ? AND block_number <= ?
-  AND (block_hash, tx_hash) IN (SELECT h, t FROM ` + wantedTable + `)`
+  AND (block_hash, tx_index) IN (SELECT h, i FROM ` + placesTable + `)`
 	// qBlockVersion is the blocks-topic offset of the record that wrote a
 	// canonical block (the sink's version).
 	qBlockVersion = `SELECT version FROM (SELECT removed, version FROM blocks FINAL WHERE chain_id = ? AND number = ?) WHERE removed = 0`
@@ -100,6 +104,19 @@ func keyOf(block, tx []byte) txKey {
 	copy(k.block[:], block)
 	copy(k.tx[:], tx)
 	return k
+}
+
+// placeKey names a transaction by its place in a block, as logs and call
+// frames do.
+type placeKey struct {
+	block [32]byte
+	index uint32
+}
+
+func placeOf(block []byte, index uint32) placeKey {
+	p := placeKey{index: index}
+	copy(p.block[:], block)
+	return p
 }
 
 // header is what a payload shows of a block.
@@ -228,21 +245,14 @@ func (s *source) transactions(ctx context.Context, chain, from, to uint64, wante
 	if len(wanted) == 0 {
 		return out, nil
 	}
-	table := func() (*ext.Table, error) {
-		t, err := ext.NewTable(wantedTable, ext.Column("h", column.Type("FixedString(32)")), ext.Column("t", column.Type("FixedString(32)")))
-		if err != nil {
-			return nil, err
-		}
-		for k := range wanted {
-			if err := t.Append(string(k.block[:]), string(k.tx[:])); err != nil {
-				return nil, err
-			}
-		}
-		return t, nil
-	}
-	t, err := table()
+	t, err := ext.NewTable(wantedTable, ext.Column("h", column.Type("FixedString(32)")), ext.Column("t", column.Type("FixedString(32)")))
 	if err != nil {
 		return nil, err
+	}
+	for k := range wanted {
+		if err := t.Append(string(k.block[:]), string(k.tx[:])); err != nil {
+			return nil, err
+		}
 	}
 	err = s.query(ctx, "transactions", qTxs, []*ext.Table{t}, func(r driver.Rows) error {
 		var (
@@ -273,15 +283,36 @@ func (s *source) transactions(ctx context.Context, chain, from, to uint64, wante
 	if err != nil {
 		return nil, err
 	}
-	if t, err = table(); err != nil {
+	if len(out) == 0 {
+		return out, nil
+	}
+	// Logs and call frames name their transaction by its place in the block.
+	keys := map[placeKey]txKey{}
+	for k, row := range out {
+		keys[placeKey{block: k.block, index: row.tx.Index}] = k
+	}
+	places := func() (*ext.Table, error) {
+		t, err := ext.NewTable(placesTable, ext.Column("h", column.Type("FixedString(32)")), ext.Column("i", column.Type("UInt32")))
+		if err != nil {
+			return nil, err
+		}
+		for p := range keys {
+			if err := t.Append(string(p.block[:]), p.index); err != nil {
+				return nil, err
+			}
+		}
+		return t, nil
+	}
+	if t, err = places(); err != nil {
 		return nil, err
 	}
 	logs := map[txKey]map[uint32]*record.Log{}
 	err = s.query(ctx, "logs", qLogs, []*ext.Table{t}, func(r driver.Rows) error {
-		var blockHash, txHash, address, data string
+		var blockHash, address, data string
+		var txIndex uint32
 		var topics [4]string
 		l := &record.Log{}
-		if err := r.Scan(&blockHash, &txHash, &l.LogIndex, &address, &topics[0], &topics[1], &topics[2], &topics[3], &data); err != nil {
+		if err := r.Scan(&blockHash, &txIndex, &l.LogIndex, &address, &topics[0], &topics[1], &topics[2], &topics[3], &data); err != nil {
 			return err
 		}
 		l.Address, l.Data = bytesOf(address), bytesOf(data)
@@ -292,7 +323,7 @@ func (s *source) transactions(ctx context.Context, chain, from, to uint64, wante
 			}
 			l.Topics = append(l.Topics, []byte(tp))
 		}
-		k := keyOf([]byte(blockHash), []byte(txHash))
+		k := keys[placeOf([]byte(blockHash), txIndex)]
 		if logs[k] == nil {
 			logs[k] = map[uint32]*record.Log{}
 		}
@@ -302,18 +333,19 @@ func (s *source) transactions(ctx context.Context, chain, from, to uint64, wante
 	if err != nil {
 		return nil, err
 	}
-	if t, err = table(); err != nil {
+	if t, err = places(); err != nil {
 		return nil, err
 	}
 	frames := map[txKey]map[uint32]*record.InternalTransaction{}
 	err = s.query(ctx, "internal transactions", qInternal, []*ext.Table{t}, func(r driver.Rows) error {
-		var blockHash, txHash, from, to string
+		var blockHash, from, to string
+		var txIndex uint32
 		f := &record.InternalTransaction{}
-		if err := r.Scan(&blockHash, &txHash, &f.TracePosition, &f.CallIndex, &f.Depth, &f.Type, &from, &to, &f.Value, &f.Gas, &f.GasUsed); err != nil {
+		if err := r.Scan(&blockHash, &txIndex, &f.TracePosition, &f.CallIndex, &f.Depth, &f.Type, &from, &to, &f.Value, &f.Gas, &f.GasUsed); err != nil {
 			return err
 		}
 		f.From, f.To = bytesOf(from), bytesOf(to)
-		k := keyOf([]byte(blockHash), []byte(txHash))
+		k := keys[placeOf([]byte(blockHash), txIndex)]
 		if frames[k] == nil {
 			frames[k] = map[uint32]*record.InternalTransaction{}
 		}

@@ -463,21 +463,21 @@ func (w *Writer) insertTxs(ctx context.Context, rows []*txRow) error {
 	})
 }
 
-const logColumns = "chain_id, block_number, block_hash, block_timestamp, tx_index, tx_hash, log_index, address, topic0, topic1, topic2, topic3, data, version"
+const logColumns = "chain_id, block_number, block_hash, block_timestamp, tx_index, log_index, address, topic0, topic1, topic2, topic3, data, version"
 
 func (w *Writer) insertLogs(ctx context.Context, rows []logRow) error {
 	n := min(len(rows), flushRows)
 	var (
 		chainID, blockNumber, blockTimestamp, version = make([]uint64, n), make([]uint64, n), make([]uint64, n), make([]uint64, n)
 		txIndex, logIndex                             = make([]uint32, n), make([]uint32, n)
-		blockHash, txHash, address, data              = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		blockHash, address, data                      = make([]string, n), make([]string, n), make([]string, n)
 		topics                                        = [4][]string{make([]string, n), make([]string, n), make([]string, n), make([]string, n)}
 	)
 	return w.sendBlocks(ctx, "logs", logColumns, len(rows), func(batch driver.Batch, lo, hi int) error {
 		for i, r := range rows[lo:hi] {
 			b, tx, l := r.tx.b, r.tx.tx, r.l
 			chainID[i], blockNumber[i], blockHash[i], blockTimestamp[i] = b.ChainId, b.Number, fixed32(b.Hash), b.Timestamp
-			txIndex[i], txHash[i], logIndex[i], address[i], data[i], version[i] = tx.Index, fixed32(tx.Hash), l.LogIndex, view(l.Address), view(l.Data), r.version
+			txIndex[i], logIndex[i], address[i], data[i], version[i] = tx.Index, l.LogIndex, view(l.Address), view(l.Data), r.version
 			for j := range topics {
 				topics[j][i] = ""
 				if j < len(l.Topics) {
@@ -486,12 +486,12 @@ func (w *Writer) insertLogs(ctx context.Context, rows []logRow) error {
 			}
 		}
 		// The order matches logColumns.
-		return appendColumns(batch, hi-lo, chainID, blockNumber, blockHash, blockTimestamp, txIndex, txHash, logIndex,
+		return appendColumns(batch, hi-lo, chainID, blockNumber, blockHash, blockTimestamp, txIndex, logIndex,
 			address, topics[0], topics[1], topics[2], topics[3], data, version)
 	})
 }
 
-const internalColumns = "chain_id, block_number, block_hash, block_timestamp, tx_index, tx_hash, trace_position, call_index, depth, type, from_address, to_address, value, gas, gas_used, error, revert_reason, input, output, version"
+const internalColumns = "chain_id, block_number, block_hash, block_timestamp, tx_index, trace_position, call_index, depth, type, from_address, to_address, value, gas, gas_used, error, revert_reason, input, output, version"
 
 // flushRows is how many rows the driver buffers before it sends them as one
 // block of the INSERT (the server squashes the blocks of an INSERT into one
@@ -511,14 +511,14 @@ func (w *Writer) insertInternal(ctx context.Context, rows []internalRow, withIO 
 	var (
 		chainID, blockNumber, blockTimestamp, gas, gasUsed, version = make([]uint64, n), make([]uint64, n), make([]uint64, n), make([]uint64, n), make([]uint64, n), make([]uint64, n)
 		txIndex, tracePosition, depth                               = make([]uint32, n), make([]uint32, n), make([]uint32, n)
-		blockHash, txHash, callIndex, typ, from, to, value          = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		blockHash, callIndex, typ, from, to, value                  = make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 		errs, revertReason, input, output                           = make([]string, n), make([]string, n), make([]string, n), make([]string, n)
 	)
 	return w.sendBlocks(ctx, "internal_transactions", internalColumns, len(rows), func(batch driver.Batch, lo, hi int) error {
 		for i, r := range rows[lo:hi] {
 			b, tx, it := r.tx.b, r.tx.tx, r.it
 			chainID[i], blockNumber[i], blockHash[i], blockTimestamp[i] = b.ChainId, b.Number, fixed32(b.Hash), b.Timestamp
-			txIndex[i], txHash[i], tracePosition[i], callIndex[i], depth[i] = tx.Index, fixed32(tx.Hash), it.TracePosition, it.CallIndex, it.Depth
+			txIndex[i], tracePosition[i], callIndex[i], depth[i] = tx.Index, it.TracePosition, it.CallIndex, it.Depth
 			typ[i], from[i], to[i], value[i], gas[i], gasUsed[i] = it.Type, view(it.From), view(it.To), it.Value, it.Gas, it.GasUsed
 			errs[i], revertReason[i], version[i] = it.Error, it.RevertReason, r.version
 			if withIO {
@@ -526,7 +526,7 @@ func (w *Writer) insertInternal(ctx context.Context, rows []internalRow, withIO 
 			}
 		}
 		// The order matches internalColumns.
-		return appendColumns(batch, hi-lo, chainID, blockNumber, blockHash, blockTimestamp, txIndex, txHash,
+		return appendColumns(batch, hi-lo, chainID, blockNumber, blockHash, blockTimestamp, txIndex,
 			tracePosition, callIndex, depth, typ, from, to, value, gas, gasUsed, errs, revertReason, input, output, version)
 	})
 }

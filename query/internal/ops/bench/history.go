@@ -159,16 +159,16 @@ SELECT ` + schema.SQLTxKey("chain", "th", "bh") + `, concat(` + schema.SQLTxEntr
 	` + detailTx("input", "erc AND status = 1") + `, ` + detailBlockTime + `, ` + detailBaseFee + `), toUInt64(1)
 FROM (SELECT *, if(erc, ` + transferCall + `, '') AS input FROM (` + historyRows + `))`
 
-	seedLogs = `INSERT INTO logs (chain_id, block_number, block_hash, block_timestamp, tx_index, tx_hash, log_index, address,
+	seedLogs = `INSERT INTO logs (chain_id, block_number, block_hash, block_timestamp, tx_index, log_index, address,
 	topic0, topic1, topic2, topic3, data, version)
-SELECT chain, blk, bh, ts, idx, th, idx, token, ` + transferTopic + `, ` + topicOf + `fromA), ` + topicOf + `xferTo), '',
+SELECT chain, blk, bh, ts, idx, idx, token, ` + transferTopic + `, ` + topicOf + `fromA), ` + topicOf + `xferTo), '',
 	` + transferData + `, toUInt64(1)
 FROM (` + historyRows + `) WHERE erc AND status = 1`
 
-	seedFrames = `INSERT INTO internal_transactions (chain_id, block_number, block_hash, block_timestamp, tx_index, tx_hash,
+	seedFrames = `INSERT INTO internal_transactions (chain_id, block_number, block_hash, block_timestamp, tx_index,
 	trace_position, call_index, depth, type, from_address, to_address, value, gas, gas_used, error, revert_reason, input,
 	output, version)
-SELECT chain, blk, bh, ts, idx, th, toUInt32(0), 'call_0', toUInt32(0), 'CALL', fromA, toA, value, toUInt64(100000), gasUsed,
+SELECT chain, blk, bh, ts, idx, toUInt32(0), 'call_0', toUInt32(0), 'CALL', fromA, toA, value, toUInt64(100000), gasUsed,
 	if(status = 1, '', 'execution reverted'), '', if(erc, ` + transferCall + `, ''), '', toUInt64(1)
 FROM (` + historyRows + `)`
 

@@ -45,10 +45,10 @@ func TestDiscoverFromLogsIntegration(t *testing.T) {
 		{15, contract(4), approval, word(1), word(2), word(3), ""},               // another event
 		{90, contract(1), transfer, word(0), word(2), word(8), ""},               // outside the range
 	}
-	b, err := conn.PrepareBatch(ctx, "INSERT INTO logs (chain_id, block_number, block_hash, block_timestamp, tx_index, tx_hash, log_index, address, topic0, topic1, topic2, topic3, data, version)")
+	b, err := conn.PrepareBatch(ctx, "INSERT INTO logs (chain_id, block_number, block_hash, block_timestamp, tx_index, log_index, address, topic0, topic1, topic2, topic3, data, version)")
 	require.NoError(t, err)
 	for i, l := range logs {
-		require.NoError(t, b.Append(uint64(43112), l.block, string(make([]byte, 32)), uint64(1), uint32(0), string(make([]byte, 32)),
+		require.NoError(t, b.Append(uint64(43112), l.block, string(make([]byte, 32)), uint64(1), uint32(0),
 			uint32(i), l.address, l.t0, l.t1, l.t2, l.t3, l.data, uint64(1)))
 	}
 	require.NoError(t, b.Send())
