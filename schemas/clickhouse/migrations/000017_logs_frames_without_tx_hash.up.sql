@@ -4,8 +4,8 @@
 -- from there.
 --
 -- Why: about 21 call frames and 2 logs per transaction each repeated the
--- 32-byte hash: 4.9% of the bytes a backfill leaves in ClickHouse and 6% of
--- what it inserts (and merges again), for a column no route reads
+-- 32-byte hash: about 5% of the bytes a backfill leaves in ClickHouse and 6%
+-- of what it inserts (and merges again), for a column no route reads
 -- (bench/history.md, "The logs and call frames without their transaction's
 -- hash").
 --
