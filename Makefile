@@ -7,6 +7,8 @@ SERVICES    := ingest processor query delivery
 STACK       := deploy/stack/stack.sh
 BIN         := bin
 STATE_DIR   := $(or $(MORAINE_STATE_DIR),.moraine)
+# Each test run's whole output, kept for reading after a failure.
+TEST_OUT    := $(abspath $(STATE_DIR))/logs/tests
 # Test binaries are built with -race; CI has 2 cores, so keep package parallelism modest.
 GOTEST_FLAGS ?= -race -count=1 -timeout 30m -p 2
 
@@ -36,10 +38,11 @@ test: stack-up ## Start the local stack, then run unit and integration tests of 
 	@eval "$$(bash $(STACK) env)"; \
 	export MORAINE_CHDB_PYTHON=$$(bash deploy/stack/chdb.sh install) || exit 1; \
 	export MORAINE_SCHEMATHESIS=$$(bash deploy/stack/schemathesis.sh install) || exit 1; \
-	fail=0; for m in $(MODULE_DIRS); do \
+	out=$(TEST_OUT)/test; mkdir -p $$out; fail=0; for m in $(MODULE_DIRS); do \
 	  echo "=== go test $$m"; \
-	  (cd $$m && go test $(GOTEST_FLAGS) ./...) || fail=1; \
-	done; exit $$fail
+	  (cd $$m && go test $(GOTEST_FLAGS) ./... 2>&1 | tee $$out/$$m.out; exit $${PIPESTATUS[0]}) || \
+	    { fail=1; failed="$$failed $$m"; }; \
+	done; for m in $$failed; do bash e2e/failure-summary.sh $$out/$$m.out; done; exit $$fail
 
 .PHONY: run
 run: build stack-up ## Start the stack, the development chain and the four services (background; logs in .moraine/logs).
@@ -84,12 +87,16 @@ test-cluster: ## Fault suite on the local cluster: kills Kafka, ClickHouse and s
 	echo "=== pkg integration tests on the cluster"; \
 	(cd pkg && go test -count=1 -timeout 10m ./chclient/ ./kafkautil/ ./accountdb/) || exit 1; \
 	echo "=== fault suite"; \
-	cd e2e && go test -tags cluster -count=1 -timeout 30m -run TestClusterFaults -v . 2>&1 | grep -v "level=INFO"; exit $${PIPESTATUS[0]}
+	out=$(TEST_OUT)/test-cluster.out; mkdir -p $(TEST_OUT); \
+	cd e2e && go test -tags cluster -count=1 -timeout 30m -run TestClusterFaults -v . 2>&1 | grep -v "level=INFO" | tee $$out; \
+	rc=$${PIPESTATUS[0]}; [ $$rc = 0 ] || bash failure-summary.sh $$out; exit $$rc
 
 .PHONY: test-nodes
 test-nodes: stack-up ## Node fault suite: one chain on 3 replay nodes that die, freeze, lag, answer 429s, drop logs, receipts and traces, and fork, in a backfill and at the head; checks ClickHouse and Kafka against the corpus (about 3 min; MORAINE_NODE_FAULT_SEED replays a run).
 	@eval "$$(bash $(STACK) env)"; \
-	cd e2e && go test -tags nodes -count=1 -timeout 15m -run TestNodeFaults -v . 2>&1 | grep -v "level=INFO"; exit $${PIPESTATUS[0]}
+	out=$(TEST_OUT)/test-nodes.out; mkdir -p $(TEST_OUT); \
+	cd e2e && go test -tags nodes -count=1 -timeout 15m -run TestNodeFaults -v . 2>&1 | grep -v "level=INFO" | tee $$out; \
+	rc=$${PIPESTATUS[0]}; [ $$rc = 0 ] || bash failure-summary.sh $$out; exit $$rc
 
 .PHONY: cluster-down
 cluster-down: ## Stop the local cluster's services and nodes (data is kept); the single-node stack keeps running.
