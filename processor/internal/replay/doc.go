@@ -77,9 +77,12 @@
 //     committed as the job's progress, so no runner starts it again, and
 //     reported to ClickHouse (replay_progress), which the API reads.
 //
-// Jobs are paced at their messages per second (the plan's), one chunk
-// holding at most a second's worth, and a webhook's jobs run one at a
-// time, oldest first; --replay.concurrency bounds the jobs of an instance.
+// Jobs are paced at their messages per second (the plan's) on average: a
+// chunk holds a second's worth and what the job is behind its schedule by
+// (at most 10 s's worth), so the fixed price of a chunk does not lower the
+// rate (pace.go); a chunk reads about twice the blocks the last one used.
+// A webhook's jobs run one at a time, oldest first; --replay.concurrency
+// bounds the jobs of an instance.
 //
 // # Metrics
 //

@@ -317,6 +317,8 @@ func (e *jobEnv) run(ctx context.Context, job accountdb.ReplayJob, p int32) erro
 	log.Info("replay running", "from_block", prog.GetNextBlock(), "to_block", job.ToBlock)
 	report(accountdb.ReplayRunning, "")
 	refreshed := r.d.Now()
+	pace := newPacer(job.MessagesPerSecond, r.d.Now())
+	window := newReadWindow(r.cfg.ChunkBlocks)
 	for prog.GetNextBlock() <= job.ToBlock {
 		if ctx.Err() != nil {
 			return nil
@@ -339,18 +341,16 @@ func (e *jobEnv) run(ctx context.Context, job accountdb.ReplayJob, p int32) erro
 			}
 			refreshed = r.d.Now()
 		}
-		start := r.d.Now()
-		n, err := e.chunk(ctx, job, prog, hook, p)
+		from := prog.GetNextBlock()
+		maxTo := min(job.ToBlock, from+window.blocks-1)
+		n, err := e.chunk(ctx, job, prog, hook, p, maxTo, pace.budget(r.d.Now(), r.cfg.ChunkMessages))
 		if err != nil {
 			return fail(err)
 		}
+		window.chunked(prog.GetNextBlock()-from, prog.GetNextBlock() <= maxTo)
 		report(accountdb.ReplayRunning, "")
-		// Pace the job at its messages per second.
-		if rate := job.MessagesPerSecond; rate > 0 && n > 0 {
-			want := time.Duration(float64(n) / float64(rate) * float64(time.Second))
-			if !obs.Sleep(ctx, want-r.d.Now().Sub(start)) {
-				return nil
-			}
+		if !obs.Sleep(ctx, pace.produced(n, r.d.Now())) {
+			return nil
 		}
 	}
 	if err := e.finish(ctx, prog, p); err != nil {
@@ -531,9 +531,11 @@ func (e *jobEnv) clickHouseCaughtUp(ctx context.Context, p int32) error {
 // errReorged: a reorg of the chain committed while the chunk was derived.
 var errReorged = errors.New("replay: the chain reorganized while the chunk was read")
 
-// chunk derives and commits the next chunk of the job, advancing prog;
-// it returns the messages produced.
-func (e *jobEnv) chunk(ctx context.Context, job accountdb.ReplayJob, prog *record.ReplayProgress, hook webhookNow, p int32) (int, error) {
+// chunk derives and commits the next chunk of the job, of blocks up to
+// maxTo and at most maxMsgs messages (whole blocks), advancing prog; it
+// returns the messages produced.
+func (e *jobEnv) chunk(ctx context.Context, job accountdb.ReplayJob, prog *record.ReplayProgress, hook webhookNow, p int32,
+	maxTo uint64, maxMsgs int) (int, error) {
 	r := e.r
 	for {
 		head, _, err := r.src.head(ctx, job.ChainID)
@@ -544,7 +546,6 @@ func (e *jobEnv) chunk(ctx context.Context, job accountdb.ReplayJob, prog *recor
 		if head+1 > r.d.RetractionWindow {
 			recentFrom = head + 1 - r.d.RetractionWindow
 		}
-		maxTo := min(job.ToBlock, prog.GetNextBlock()+r.cfg.ChunkBlocks-1)
 		// Blocks that may still be orphaned are read only once ClickHouse
 		// holds every reorg the matcher handled; a reorg committed while
 		// they are read makes the chunk read again.
@@ -560,10 +561,6 @@ func (e *jobEnv) chunk(ctx context.Context, job accountdb.ReplayJob, prog *recor
 		entries, err := ledger.Range(ctx, r.d.Conn, r.d.LedgerTimeout, job.WebhookID, prog.GetNextBlock(), maxTo)
 		if err != nil {
 			return 0, err
-		}
-		maxMsgs := r.cfg.ChunkMessages
-		if rate := int(job.MessagesPerSecond); rate > 0 {
-			maxMsgs = min(maxMsgs, rate)
 		}
 		ch, err := derive(ctx, r.src, r.d.Matcher.Tokens(), r.d.Matcher.Native(job.ChainID), deriveInput{
 			job:  jobSpec{id: job.ID, webhookID: job.WebhookID, accountID: job.AccountID, chain: job.ChainID},
