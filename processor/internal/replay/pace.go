@@ -14,12 +14,12 @@ const maxBehind = 10 * time.Second
 //
 // A chunk costs a fixed price besides its messages: its reads, and a Kafka
 // transaction with its group fence and the webhook-stream catch-up, from a
-// few tens of milliseconds to seconds on a busy cluster. Paced chunk by
-// chunk, each holding a second's worth and followed by the rest of its
-// second, a job fell to a fraction of its rate whenever that price passed
-// the second. So the pacer keeps a schedule instead (the time by which the
-// messages produced so far were due) and lets a chunk hold what the job is
-// behind it by, so that the price is spread over more messages.
+// few tens of milliseconds to seconds on a busy cluster. Were each chunk
+// to hold a second's worth and then wait out the rest of its second, a job
+// would fall to a fraction of its rate whenever that price passes the
+// second. So the pacer keeps a schedule (the time by which the messages
+// produced so far were due) and lets a chunk hold what the job is behind
+// it by, so that the price is spread over more messages.
 type pacer struct {
 	rate float64 // messages per second; 0: unpaced
 	due  time.Time
@@ -57,8 +57,9 @@ func (p *pacer) produced(n int, now time.Time) time.Duration {
 // readWindow is how many blocks the next chunk reads. Each chunk's reads
 // (its canonical blocks, its candidates, its ledger entries) cost
 // ClickHouse the whole range read, while a paced job's chunk holds a
-// second or a few of messages: a dense webhook's job read --replay.chunk-
-// blocks blocks for a few blocks' worth of messages, chunk after chunk.
+// second or a few of messages: reading --replay.chunk-blocks blocks each
+// time, a dense webhook's job would read thousands of blocks for a few
+// blocks' worth, chunk after chunk (bench/history.md, "Paced replays").
 // The window starts at most blocks and follows the chunks: twice the
 // blocks of a chunk that its message budget cut, twice the window after
 // one that read its window whole without filling its budget.
