@@ -600,17 +600,28 @@ func TestClusterFaults(t *testing.T) {
 	}
 	for _, r := range started2 {
 		var j struct {
-			Status, Error string
-			Messages      struct{ Retransmitted, Renumbered, Delivered, Failed uint64 }
+			Status, Error        string
+			NextBlock, ToBlock   uint64
+			Messages             struct{ Retransmitted, Renumbered, Delivered, Failed uint64 }
+			MessagesPerSecond    uint32
+			CreatedAt, UpdatedAt uint64
 		}
-		eventually(t, 5*time.Minute, "replay "+r.id+" done", func() bool {
-			return call(t, "GET", env.apiURL+"/v1/webhooks/"+r.webhook+"/replays/"+r.id, key, nil, &j) == http.StatusOK &&
-				(j.Status == "done" || j.Status == "failed")
-		})
+		// Its progress in the failure, so that a slow replay tells from a
+		// stuck one.
+		deadline := time.Now().Add(5 * time.Minute)
+		for call(t, "GET", env.apiURL+"/v1/webhooks/"+r.webhook+"/replays/"+r.id, key, nil, &j) != http.StatusOK ||
+			(j.Status != "done" && j.Status != "failed") {
+			if time.Now().After(deadline) {
+				t.Fatalf("replay %s not done after 5m0s: %s, next block %d of %d, messages %+v, created %s ago",
+					r.id, j.Status, j.NextBlock, j.ToBlock, j.Messages, time.Since(time.UnixMilli(int64(j.CreatedAt))).Round(time.Second))
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
 		if j.Status != "done" {
 			t.Errorf("replay %s: %s (%s)", r.id, j.Status, j.Error)
 		}
-		t.Logf("replay %s of webhook %s: %+v", r.id, r.webhook, j.Messages)
+		t.Logf("replay %s of webhook %s: %+v, blocks to %d in %s at %d messages/s", r.id, r.webhook, j.Messages, j.ToBlock,
+			time.UnixMilli(int64(j.UpdatedAt)).Sub(time.UnixMilli(int64(j.CreatedAt))).Round(time.Second), j.MessagesPerSecond)
 	}
 	// A replayed message that repeats a sequence is the same message.
 	bySeq := map[string]received{} // path seq -> the first message
