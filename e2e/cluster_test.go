@@ -606,17 +606,13 @@ func TestClusterFaults(t *testing.T) {
 			MessagesPerSecond    uint32
 			CreatedAt, UpdatedAt uint64
 		}
-		// Its progress in the failure, so that a slow replay tells from a
-		// stuck one.
-		deadline := time.Now().Add(5 * time.Minute)
-		for call(t, "GET", env.apiURL+"/v1/webhooks/"+r.webhook+"/replays/"+r.id, key, nil, &j) != http.StatusOK ||
-			(j.Status != "done" && j.Status != "failed") {
-			if time.Now().After(deadline) {
-				t.Fatalf("replay %s not done after 5m0s: %s, next block %d of %d, messages %+v, created %s ago",
-					r.id, j.Status, j.NextBlock, j.ToBlock, j.Messages, time.Since(time.UnixMilli(int64(j.CreatedAt))).Round(time.Second))
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
+		eventuallyShowing(t, 5*time.Minute, "replay "+r.id+" done", func() bool {
+			return call(t, "GET", env.apiURL+"/v1/webhooks/"+r.webhook+"/replays/"+r.id, key, nil, &j) == http.StatusOK &&
+				(j.Status == "done" || j.Status == "failed")
+		}, func() string {
+			return fmt.Sprintf("%s, next block %d of %d, messages %+v, created %s ago", j.Status, j.NextBlock, j.ToBlock, j.Messages,
+				time.Since(time.UnixMilli(int64(j.CreatedAt))).Round(time.Second))
+		})
 		if j.Status != "done" {
 			t.Errorf("replay %s: %s (%s)", r.id, j.Status, j.Error)
 		}

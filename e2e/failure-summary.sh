@@ -18,5 +18,5 @@ awk '/--- last lines of .* log:/ { dump = 1; next }
      !dump && /^[[:space:]]+/ && !/level=/ { print }' "$file" | tail -n "$lines"
 # A panic's first line, and the seeds that replay a fault suite's run.
 grep -E -m 2 '^panic: ' "$file" || true
-grep -E -o '(fault suite|node faults?)[^:]*: seed [0-9]+[^,]*' "$file" | head -n 2 || true
+grep -E -o 'fault suite: seed [0-9]+[^,]*' "$file" | head -n 2 || true
 grep -E -- '--- FAIL|^FAIL' "$file" | tail -n 8

@@ -235,11 +235,21 @@ func waitReady(t testing.TB, p *proc, url string, timeout time.Duration) {
 // eventually polls cond until it holds, or fails the test naming what.
 func eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
+	eventuallyShowing(t, timeout, what, cond, nil)
+}
+
+// eventuallyShowing is eventually whose failure also says state() (what
+// cond last saw, when not nil), so that a slow wait tells from a stuck one.
+func eventuallyShowing(t testing.TB, timeout time.Duration, what string, cond func() bool, state func() string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	for !cond() {
 		select {
 		case <-ctx.Done():
+			if state != nil {
+				t.Fatalf("timed out after %s waiting for %s; last seen: %s", timeout, what, state())
+			}
 			t.Fatalf("timed out after %s waiting for %s", timeout, what)
 		case <-time.After(200 * time.Millisecond):
 		}
