@@ -116,13 +116,31 @@ func (c Config) ProducerOpts(logger *slog.Logger, clientID string) []kgo.Opt {
 	)
 }
 
-// ConsumerOpts are for group consumers that commit only what they finished.
+// ConsumerOpts are for group consumers that commit only what they finished,
+// themselves: CommitRecords after each batch.
 func (c Config) ConsumerOpts(logger *slog.Logger, clientID, group string, topicNames ...string) []kgo.Opt {
+	return c.groupOpts(logger, clientID, group, kgo.DisableAutoCommit(), topicNames...)
+}
+
+// MarkingConsumerOpts are for group consumers for which a batch read twice
+// costs only repeated work: they mark what they finished
+// (kgo.Client.MarkCommitRecords) and franz-go commits the marks every
+// interval and when partitions are revoked (the group left, a rebalance),
+// instead of an offset commit per batch, which during a backfill is one per
+// record batch ingest produces. After a crash, what was finished within the
+// last interval is read again.
+func (c Config) MarkingConsumerOpts(logger *slog.Logger, clientID, group string, interval time.Duration, topicNames ...string) []kgo.Opt {
+	return append(c.groupOpts(logger, clientID, group, kgo.AutoCommitMarks(), topicNames...),
+		kgo.AutoCommitInterval(interval))
+}
+
+// groupOpts are a group consumer's options with commit, how it commits.
+func (c Config) groupOpts(logger *slog.Logger, clientID, group string, commit kgo.Opt, topicNames ...string) []kgo.Opt {
 	return append(c.BaseOpts(logger, clientID),
 		kgo.ConsumerGroup(group),
 		kgo.ConsumeTopics(topicNames...),
 		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.DisableAutoCommit(),
+		commit,
 		kgo.BlockRebalanceOnPoll(),
 		kgo.FetchMaxBytes(64<<20),
 		kgo.FetchMaxPartitionBytes(maxRecordBytes*2),

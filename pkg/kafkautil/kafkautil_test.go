@@ -231,3 +231,88 @@ func TestRecordRoundTripOnRealBroker(t *testing.T) {
 		}
 	}
 }
+
+// TestMarkingConsumerCommitsMarksOnRealBroker checks MarkingConsumerOpts on
+// the real broker: nothing is committed per batch, the marked records are
+// committed when the group is left and every interval, and records polled
+// but not marked are read again by the group's next member.
+func TestMarkingConsumerCommitsMarksOnRealBroker(t *testing.T) {
+	cfg := testenv.Kafka(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	logger := testenv.Logger(t)
+	prod, err := kafkautil.NewClient(ctx, logger, cfg.ProducerOpts(logger, "test-producer")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	topic := cfg.Topic(topics.Blocks)
+	var recs []*kgo.Record
+	for i := range 20 {
+		recs = append(recs, &kgo.Record{Topic: topic, Key: []byte("43112"), Value: []byte(strconv.Itoa(i))})
+	}
+	if err := prod.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	partition, end := recs[0].Partition, recs[len(recs)-1].Offset+1
+	group := "test-marks-" + testenv.Suffix()
+	adm := kadm.NewClient(prod)
+	committed := func() int64 {
+		offs, err := adm.FetchOffsets(ctx, group)
+		if err != nil {
+			t.Fatalf("fetch offsets: %v", err)
+		}
+		o, ok := offs.Lookup(topic, partition)
+		if !ok {
+			return -1
+		}
+		return o.At
+	}
+	poll := func(cl *kgo.Client, n int) []*kgo.Record {
+		var got []*kgo.Record
+		for len(got) < n && ctx.Err() == nil {
+			got = append(got, cl.PollRecords(ctx, n-len(got)).Records()...)
+			cl.AllowRebalance()
+		}
+		if len(got) != n {
+			t.Fatalf("polled %d records, want %d", len(got), n)
+		}
+		return got
+	}
+
+	// A member whose interval never comes: only leaving commits.
+	first, err := kafkautil.NewClient(ctx, logger, cfg.MarkingConsumerOpts(logger, "test-marks", group, time.Hour, topic)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := poll(first, 20)
+	first.MarkCommitRecords(got[:12]...)
+	if c := committed(); c != -1 {
+		t.Fatalf("committed offset %d before the group was left, want none", c)
+	}
+	if err := first.LeaveGroupContext(ctx); err != nil {
+		t.Fatalf("leave group: %v", err)
+	}
+	first.Close()
+	if c, want := committed(), got[11].Offset+1; c != want {
+		t.Fatalf("committed offset %d after leaving, want %d (the marked records)", c, want)
+	}
+
+	// The next member reads the records polled but not marked again, and
+	// commits its marks within its interval without leaving.
+	second, err := kafkautil.NewClient(ctx, logger, cfg.MarkingConsumerOpts(logger, "test-marks", group, 200*time.Millisecond, topic)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Close()
+	again := poll(second, 8)
+	if string(again[0].Value) != "12" {
+		t.Fatalf("the next member read from record %s, want 12", again[0].Value)
+	}
+	second.MarkCommitRecords(again...)
+	for deadline := time.Now().Add(10 * time.Second); committed() != end; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("committed offset %d 10 s after marking, want %d", committed(), end)
+		}
+	}
+}

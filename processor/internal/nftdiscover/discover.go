@@ -101,7 +101,7 @@ func New(cfg Config, d Deps) (*Discoverer, error) {
 	f := obs.NewMetrics(d.Registerer, "processor")
 	x := &Discoverer{cfg: cfg, d: d, logger: d.Logger.With("component", "nftdiscover"), seen: newRecent(cfg.CacheSize),
 		produced: f.CounterVec("nft_discovered_total", "NFT metadata requests produced by discovery, by token standard.", "standard"),
-		duration: f.Histogram("nft_discovery_batch_duration_seconds", "Time per discovery batch (decode, produce, commit).",
+		duration: f.Histogram("nft_discovery_batch_duration_seconds", "Time per discovery batch (decode, produce).",
 			prometheus.ExponentialBuckets(0.0005, 2, 16)),
 	}
 	for _, s := range []string{"721", "1155"} {
@@ -109,6 +109,12 @@ func New(cfg Config, d Deps) (*Discoverer, error) {
 	}
 	return x, nil
 }
+
+// commitInterval is how often the offsets of finished batches are committed
+// (and when partitions are revoked): a batch read again after a crash
+// repeats requests the worker skips, so there is no need for a commit per
+// batch.
+const commitInterval = 5 * time.Second
 
 // Group is the consumer group, prefixed.
 func (x *Discoverer) Group() string { return x.d.Kafka.TopicPrefix + x.cfg.Group }
@@ -132,7 +138,7 @@ func (x *Discoverer) session(ctx context.Context) error {
 	if x.cfg.StartOffset == "end" {
 		reset = kgo.NewOffset().AtEnd()
 	}
-	opts := append(k.ConsumerOpts(x.logger, "moraine-nft-discovery", x.Group(), k.Topic(topics.Blocks)),
+	opts := append(k.MarkingConsumerOpts(x.logger, "moraine-nft-discovery", x.Group(), commitInterval, k.Topic(topics.Blocks)),
 		kgo.ConsumeResetOffset(reset),
 		// Requests are small; acks=all and idempotence (franz-go's default)
 		// as for every moraine producer: an acknowledged request is kept.
@@ -180,8 +186,8 @@ func (x *Discoverer) session(ctx context.Context) error {
 	}
 }
 
-// batch produces the requests of records, then commits them. A batch
-// already polled is finished even when shutdown begins.
+// batch produces the requests of records, then marks them for the next
+// commit. A batch already polled is finished even when shutdown begins.
 func (x *Discoverer) batch(ctx context.Context, cl *kgo.Client, records []*kgo.Record) error {
 	start := time.Now()
 	bctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
@@ -192,10 +198,7 @@ func (x *Discoverer) batch(ctx context.Context, cl *kgo.Client, records []*kgo.R
 			return fmt.Errorf("nftdiscover: produce requests: %w", err)
 		}
 	}
-	if err := cl.CommitRecords(bctx, records...); err != nil {
-		// Not fatal: a redelivered batch repeats requests the worker skips.
-		x.logger.Warn("offset commit failed; blocks may be read again", "err", err)
-	}
+	cl.MarkCommitRecords(records...)
 	x.duration.Observe(time.Since(start).Seconds())
 	return nil
 }
