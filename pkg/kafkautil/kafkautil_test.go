@@ -2,6 +2,7 @@ package kafkautil_test
 
 import (
 	"context"
+	"log/slog"
 	"strconv"
 	"testing"
 	"time"
@@ -176,15 +177,7 @@ func brokerTopicConfig(ctx context.Context, t *testing.T, cl *kgo.Client, broker
 // real broker with the producer options the services use and consumes them
 // back with the consumer options, checking order and content.
 func TestRecordRoundTripOnRealBroker(t *testing.T) {
-	cfg := testenv.Kafka(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	logger := testenv.Logger(t)
-	prod, err := kafkautil.NewClient(ctx, logger, cfg.ProducerOpts(logger, "test-producer")...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
+	cfg, ctx, logger, prod := producerOnRealBroker(t, 60*time.Second)
 	topic := cfg.Topic(topics.Blocks)
 	var sent []*record.ChainEvent
 	var recs []*kgo.Record
@@ -237,15 +230,7 @@ func TestRecordRoundTripOnRealBroker(t *testing.T) {
 // committed when the group is left and every interval, and records polled
 // but not marked are read again by the group's next member.
 func TestMarkingConsumerCommitsMarksOnRealBroker(t *testing.T) {
-	cfg := testenv.Kafka(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	logger := testenv.Logger(t)
-	prod, err := kafkautil.NewClient(ctx, logger, cfg.ProducerOpts(logger, "test-producer")...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
+	cfg, ctx, logger, prod := producerOnRealBroker(t, 90*time.Second)
 	topic := cfg.Topic(topics.Blocks)
 	var recs []*kgo.Record
 	for i := range 20 {
@@ -315,4 +300,21 @@ func TestMarkingConsumerCommitsMarksOnRealBroker(t *testing.T) {
 			t.Fatalf("committed offset %d 10 s after marking, want %d", committed(), end)
 		}
 	}
+}
+
+// producerOnRealBroker returns the test's Kafka (topics of its own), a
+// context that ends after timeout, a logger and a producer with the
+// services' options.
+func producerOnRealBroker(t *testing.T, timeout time.Duration) (kafkautil.Config, context.Context, *slog.Logger, *kgo.Client) {
+	t.Helper()
+	cfg := testenv.Kafka(t)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	t.Cleanup(cancel)
+	logger := testenv.Logger(t)
+	prod, err := kafkautil.NewClient(ctx, logger, cfg.ProducerOpts(logger, "test-producer")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(prod.Close)
+	return cfg, ctx, logger, prod
 }
