@@ -32,3 +32,12 @@ func DecodeAccessList(b []byte) ([]*record.AccessTuple, error) {
 	}
 	return l.GetTuples(), nil
 }
+
+// EncodeBlockTxList encodes the entry of a block's block_transactions row
+// (ClickHouse, migration 18).
+func EncodeBlockTxList(l *record.BlockTxList) ([]byte, error) { return encode("block tx list", l) }
+
+// DecodeBlockTxList decodes that entry.
+func DecodeBlockTxList(b []byte) (*record.BlockTxList, error) {
+	return decode[record.BlockTxList]("block tx list", b)
+}

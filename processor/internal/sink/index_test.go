@@ -175,10 +175,10 @@ func TestIndexRows(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("rows:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if b.Len() != 1+1+3+4+9+3+len(b.index) {
+	if b.Len() != 1+1+3+1+4+9+3+len(b.index) { // block, hash, txs, the block's tx list, logs, frames, lookups
 		t.Errorf("Len %d", b.Len())
 	}
-	if plain, err := NewBatch(events, false); err != nil || plain.index != nil || plain.Len() != 1+1+3+4+9 {
+	if plain, err := NewBatch(events, false); err != nil || plain.index != nil || plain.Len() != 1+1+3+1+4+9 {
 		t.Error("index rows without the address index")
 	}
 	// The transaction's lookup detail: every transfer and internal

@@ -1,9 +1,9 @@
 // Package sink writes blocks-topic events to ClickHouse: the block tables
-// (blocks, block_hashes, chain_heads, transactions, logs,
-// internal_transactions) and, unless turned off (--processor.address-index),
-// the transaction-history tables the Data API's address and transaction
-// endpoints read (transactions_by_hash and address_lists; index.go, migrations
-// 8 and 9), and unless turned off (--processor.balances) the balance tables
+// (blocks, block_hashes, chain_heads, transactions_by_block,
+// block_transactions, logs, internal_transactions) and, unless turned off
+// (--processor.address-index), the transaction-history tables the Data
+// API's address and transaction endpoints read (transactions_by_hash and
+// address_lists; index.go, migrations 8 and 9), and unless turned off (--processor.balances) the balance tables
 // the balance and NFT routes read (balances level 0, nft_transfers,
 // balance_progress; balances.go, migration 12), whose settled buckets its
 // roller (pkg/balances.Roller) sums once each chain's written head is past
@@ -92,10 +92,13 @@ type Event struct {
 
 // Batch accumulates the rows of many events, one slice per table.
 type Batch struct {
-	blocks   []blockRow
-	hashes   []hashRow
-	heads    map[uint64]headRow
-	txs      []*txRow
+	blocks []blockRow
+	hashes []hashRow
+	heads  map[uint64]headRow
+	txs    []*txRow
+	// txLists are the block_transactions rows, one per block with
+	// transactions.
+	txLists  []txListRow
 	logs     []logRow
 	internal []internalRow
 	// noInternalIO: internal's rows go in without input and output.
@@ -142,6 +145,14 @@ type txRow struct {
 	version uint64
 	// lookup is the transactions_by_hash detail (indexed batches).
 	lookup []byte
+}
+
+// txListRow is a block's row of block_transactions: entry is its
+// transactions' BlockTxList.
+type txListRow struct {
+	b       *record.Block
+	entry   []byte
+	version uint64
 }
 
 type logRow struct {
@@ -199,6 +210,7 @@ func NewBatchOf(events []Event, t Tables) (*Batch, error) {
 		blocks:   make([]blockRow, 0, blocks),
 		hashes:   make([]hashRow, 0, blocks),
 		txs:      make([]*txRow, 0, txs),
+		txLists:  make([]txListRow, 0, blocks),
 		logs:     make([]logRow, 0, logs),
 		internal: make([]internalRow, 0, internal),
 		indexed:  index,
@@ -226,7 +238,7 @@ func NewBatchOf(events []Event, t Tables) (*Batch, error) {
 
 // Len is the number of rows the batch would insert.
 func (b *Batch) Len() int {
-	n := len(b.blocks) + len(b.hashes) + len(b.txs) + len(b.logs) + len(b.internal)
+	n := len(b.blocks) + len(b.hashes) + len(b.txs) + len(b.txLists) + len(b.logs) + len(b.internal)
 	if b.indexed {
 		n += len(b.txs) + len(b.index)
 	}
@@ -250,6 +262,9 @@ func (b *Batch) add(e Event) error {
 		}
 		if b.withBalances {
 			b.addBalances(blk, v)
+		}
+		if err := b.addTxList(blk, v); err != nil {
+			return err
 		}
 		for _, tx := range blk.Transactions {
 			b.Txs++
@@ -277,6 +292,31 @@ func (b *Batch) add(e Event) error {
 			b.hashes = append(b.hashes, hashRow{chainID: r.ChainId, number: o.Number, hash: o.Hash, removed: 1, version: v})
 		}
 	}
+	return nil
+}
+
+// addTxList appends the block_transactions row of a block with
+// transactions.
+func (b *Batch) addTxList(blk *record.Block, version uint64) error {
+	if len(blk.Transactions) == 0 {
+		return nil
+	}
+	l := &record.BlockTxList{Txs: make([]*record.ListedTx, len(blk.Transactions))}
+	details := make([]record.TxDetail, len(blk.Transactions))
+	for i, tx := range blk.Transactions {
+		d := &details[i]
+		*d = record.TxDetail{
+			Type: tx.Type, From: tx.From, To: tx.To, ContractAddress: tx.ContractAddress, Value: tx.Value, Gas: tx.Gas,
+			GasPrice: txGasPrice(tx), Nonce: tx.Nonce, Input: tx.Input[:min(len(tx.Input), 4)], Status: tx.Status,
+			GasUsed: tx.GasUsed,
+		}
+		l.Txs[i] = &record.ListedTx{Index: tx.Index, Hash: tx.Hash, Detail: d, InputLength: uint64(len(tx.Input))}
+	}
+	entry, err := codec.EncodeBlockTxList(l)
+	if err != nil {
+		return fmt.Errorf("sink: block %d: %w", blk.Number, err)
+	}
+	b.txLists = append(b.txLists, txListRow{b: blk, entry: entry, version: version})
 	return nil
 }
 
@@ -322,6 +362,7 @@ func (w *Writer) WriteChildren(ctx context.Context, b *Batch) error {
 	defer cancel()
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error { return w.insertTxs(gctx, b.txs) })
+	g.Go(func() error { return w.insertTxLists(gctx, b.txLists) })
 	g.Go(func() error { return w.insertLogs(gctx, b.logs) })
 	g.Go(func() error { return w.insertInternal(gctx, b.internal, !b.noInternalIO) })
 	if b.indexed {
@@ -460,6 +501,15 @@ func (w *Writer) insertTxs(ctx context.Context, rows []*txRow) error {
 		return appendColumns(batch, hi-lo, chainID, blockNumber, blockHash, blockTimestamp, txIndex, hash, typ, from, to,
 			value, gas, gasPrice, maxFee, maxPriorityFee, nonce, input, status, gasUsed, cumulativeGasUsed,
 			effectiveGasPrice, contractAddress, accessList, version)
+	})
+}
+
+const txListColumns = "chain_id, block_number, block_hash, entry, version"
+
+func (w *Writer) insertTxLists(ctx context.Context, rows []txListRow) error {
+	return w.send(ctx, "block_transactions", txListColumns, len(rows), func(batch driver.Batch, i int) error {
+		r := rows[i]
+		return batch.Append(r.b.ChainId, r.b.Number, fixed32(r.b.Hash), view(r.entry), r.version)
 	})
 }
 

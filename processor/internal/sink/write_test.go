@@ -10,6 +10,7 @@ import (
 
 	"github.com/moraine-data/moraine/pkg/testenv"
 	schema "github.com/moraine-data/moraine/schemas/clickhouse"
+	"github.com/moraine-data/moraine/schemas/codec"
 	"github.com/moraine-data/moraine/schemas/record"
 )
 
@@ -80,6 +81,16 @@ func TestWriteIndexIntegration(t *testing.T) {
 		string(d.To) != string(router) || len(d.Transfers) != 3 {
 		t.Fatalf("alice's transaction row: roles %d, %v, %v", roles, &d, err)
 	}
+	// The block's listing: one row however often the batch was written.
+	var lists uint64
+	if err := conn.QueryRow(ctx, "SELECT count(), any(entry) FROM block_transactions FINAL WHERE chain_id = 1 AND block_number = 100").
+		Scan(&lists, &entry); err != nil {
+		t.Fatal(err)
+	}
+	l, err := codec.DecodeBlockTxList([]byte(entry))
+	if err != nil || lists != 1 || len(l.Txs) != 1 || string(l.Txs[0].Hash) != string(word(0xfeed)) || l.Txs[0].Index != 3 {
+		t.Fatalf("%d block_transactions rows, %v, %v", lists, l, err)
+	}
 }
 
 // The balance tables go in with the block tables: one delta per holder and
@@ -113,7 +124,7 @@ func TestWriteBalancesIntegration(t *testing.T) {
 	write(block(6, 101))
 	// indexedTx: alice -1000 usd, bob +1000 usd; bob -1 nft#7, carol +1;
 	// carol -5 items#1 and -6 items#2, alice +5 and +6: 8 deltas, 3 NFT rows.
-	if len(b.balances.Deltas) != 8 || len(b.balances.NFTs) != 3 || b.Len() != 1+1+1+4+9+2*8+3+1 {
+	if len(b.balances.Deltas) != 8 || len(b.balances.NFTs) != 3 || b.Len() != 1+1+1+1+4+9+2*8+3+1 {
 		t.Fatalf("batch of %d deltas, %d NFT rows, %d rows in all", len(b.balances.Deltas), len(b.balances.NFTs), b.Len())
 	}
 	var deltas, pairs, nfts, first uint64

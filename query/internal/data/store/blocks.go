@@ -13,6 +13,9 @@ import (
 
 	"github.com/ClickHouse/clickhouse-go/v2"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+
+	"github.com/moraine-data/moraine/schemas/codec"
+	"github.com/moraine-data/moraine/schemas/record"
 )
 
 // Window sizes of Blocks: the first range is the page times the chain's
@@ -294,8 +297,12 @@ func (s *ClickHouse) BlockByHash(ctx context.Context, chainID uint64, h Hash) (B
 
 // BlockTransactions returns up to limit transactions of block b with index
 // >= from, by index; limit <= 0 means all of them (capped by
-// Config.MaxBlockTxs). Concurrent requests are read together (coalescer).
+// Config.MaxBlockTxs). A block without transactions is not read.
+// Concurrent requests are read together (coalescer).
 func (s *ClickHouse) BlockTransactions(ctx context.Context, b Block, from uint32, limit int) ([]Tx, error) {
+	if b.TxCount == 0 {
+		return nil, nil
+	}
 	if limit <= 0 || limit > s.cfg.MaxBlockTxs {
 		limit = s.cfg.MaxBlockTxs
 	}
@@ -312,14 +319,94 @@ type blockTxsKey struct {
 	limit           int
 }
 
+// blockAt names a block by number and hash: the rows of an orphaned block at
+// the same number are read too, and left out by their hash.
+type blockAt struct {
+	number uint64
+	hash   Hash
+}
+
 // readBlockTxs reads the transactions of keys, which share chain, from and
-// limit. Rows of other blocks at the same numbers (orphaned by a reorg) are
-// read too, and left out here.
+// limit, from their blocks' block_transactions rows (migration 18); the
+// blocks without one, processed before that migration, from
+// transactions_by_block.
 func (s *ClickHouse) readBlockTxs(ctx context.Context, keys []blockTxsKey) (map[blockTxsKey][]Tx, error) {
-	type blockAt struct {
-		number uint64
-		hash   Hash
+	want := make(map[blockAt]blockTxsKey, len(keys))
+	numbers := make([]any, len(keys))
+	for i, k := range keys {
+		want[blockAt{number: k.number, hash: k.hash}] = k
+		numbers[i] = k.number
 	}
+	rows, done, err := s.query(ctx, "block_transactions", qBlockTxLists, keys[0].chainID, clickhouse.GroupSet{Value: numbers})
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	out := make(map[blockTxsKey][]Tx, len(keys)) // a key without transactions is an empty page
+	found := make(map[blockTxsKey]bool, len(keys))
+	err = eachRow("block_transactions", rows, func() error {
+		var (
+			at               blockAt
+			blockHash, entry string
+		)
+		if err := rows.Scan(&at.number, &blockHash, &entry); err != nil {
+			return scanError("block_transactions", err)
+		}
+		copy(at.hash[:], blockHash)
+		k, ok := want[at]
+		if !ok {
+			return nil
+		}
+		l, err := codec.DecodeBlockTxList([]byte(entry))
+		if err != nil {
+			return fmt.Errorf("store: block_transactions: block %d: %w", at.number, err)
+		}
+		found[k] = true
+		out[k] = listedPage(l, k.from, k.limit)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	var older []blockTxsKey
+	for _, k := range keys {
+		if !found[k] {
+			older = append(older, k)
+		}
+	}
+	if len(older) == 0 {
+		return out, nil
+	}
+	rest, err := s.readBlockTxRows(ctx, older)
+	for k, txs := range rest {
+		out[k] = txs
+	}
+	return out, err
+}
+
+// listedPage is the page of l from index from on, at most limit long.
+func listedPage(l *record.BlockTxList, from uint32, limit int) []Tx {
+	var page []Tx
+	for _, lt := range l.Txs {
+		if lt.Index < from {
+			continue
+		}
+		if len(page) == limit {
+			break
+		}
+		d := lt.Detail
+		t := Tx{BlockIndex: lt.Index, Type: uint8(d.GetType()), From: d.GetFrom(), To: d.GetTo(), ContractAddress: d.GetContractAddress(),
+			Value: d.GetValue(), Gas: d.GetGas(), GasPrice: d.GetGasPrice(), Nonce: d.GetNonce(), Selector: d.GetInput(),
+			InputLen: lt.InputLength, Status: uint8(d.GetStatus()), GasUsed: d.GetGasUsed()}
+		copy(t.Hash[:], lt.Hash)
+		page = append(page, t)
+	}
+	return page
+}
+
+// readBlockTxRows reads the transactions of keys from transactions_by_block:
+// the blocks processed before migration 18 have no block_transactions row.
+func (s *ClickHouse) readBlockTxRows(ctx context.Context, keys []blockTxsKey) (map[blockTxsKey][]Tx, error) {
 	k0 := keys[0]
 	want := make(map[blockAt]blockTxsKey, len(keys))
 	numbers := make([]any, len(keys))
@@ -327,13 +414,13 @@ func (s *ClickHouse) readBlockTxs(ctx context.Context, keys []blockTxsKey) (map[
 		want[blockAt{number: k.number, hash: k.hash}] = k
 		numbers[i] = k.number
 	}
-	rows, done, err := s.query(ctx, "block_transactions", qBlockTxs, k0.chainID, clickhouse.GroupSet{Value: numbers}, k0.from, k0.limit)
+	rows, done, err := s.query(ctx, "block_transaction_rows", qBlockTxs, k0.chainID, clickhouse.GroupSet{Value: numbers}, k0.from, k0.limit)
 	if err != nil {
 		return nil, err
 	}
 	defer done()
-	out := make(map[blockTxsKey][]Tx, len(keys)) // a key without rows is an empty page
-	err = eachRow("block_transactions", rows, func() error {
+	out := make(map[blockTxsKey][]Tx, len(keys))
+	err = eachRow("block_transaction_rows", rows, func() error {
 		var (
 			t                                 Tx
 			number                            uint64
@@ -341,7 +428,7 @@ func (s *ClickHouse) readBlockTxs(ctx context.Context, keys []blockTxsKey) (map[
 		)
 		if err := rows.Scan(&number, &blockHash, &t.BlockIndex, &hash, &t.Type, &from, &to, &ca, &t.Value, &t.Gas,
 			&t.GasPrice, &t.EffectiveGasPrice, &t.Nonce, &in, &t.InputLen, &t.Status, &t.GasUsed); err != nil {
-			return scanError("block_transactions", err)
+			return scanError("block_transaction_rows", err)
 		}
 		at := blockAt{number: number}
 		copy(at.hash[:], blockHash)

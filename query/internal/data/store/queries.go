@@ -33,12 +33,20 @@ FROM block_hashes FINAL
 WHERE chain_id = ? AND hash = unhex(?) AND removed = 0
 LIMIT 1`
 
-	// qBlockTxs reads the transactions of blocks (numbers IN ?) from index ?
-	// on, at most ? of each block. Every block at those numbers is read
-	// (child rows are keyed by block hash), and the caller keeps the
-	// canonical block's: filtering here by (number, hash) pairs made a read
-	// of four blocks cost the server a fifth more (bench/history.md,
-	// "Coalesced point reads").
+	// qBlockTxLists reads the block_transactions rows of blocks (numbers IN
+	// ?): one row and one column per block (migration 18). Every block at
+	// those numbers is read (child rows are keyed by block hash), and the
+	// caller keeps the canonical block's: filtering here by (number, hash)
+	// pairs made a read of four blocks cost the server a fifth more
+	// (bench/history.md, "Coalesced point reads").
+	qBlockTxLists = `SELECT block_number, block_hash, entry
+FROM block_transactions FINAL
+WHERE chain_id = ? AND block_number IN ?
+LIMIT 10000`
+
+	// qBlockTxs reads the transactions of blocks processed before migration
+	// 18, which have no block_transactions row, from transactions_by_block:
+	// from index ? on, at most ? of each block, as qBlockTxLists.
 	qBlockTxs = `SELECT block_number, block_hash, tx_index, hash, type, from_address, to_address, contract_address, value, gas,
 	gas_price, effective_gas_price, nonce, input_selector, toUInt64(input_length), status, gas_used
 FROM transactions_by_block FINAL

@@ -192,12 +192,14 @@ func TestReorgRowsAreNotServed(t *testing.T) {
 }
 
 // TestBlockTransactions reads a block's transactions as the processor
-// writes them, and as a deployment upgrading past migration 16 has them:
-// written to transactions before, then copied by the upgrade statement (run
-// twice, as an operator may).
+// writes them (block_transactions, migration 18), as processors wrote them
+// before migration 18 (transactions_by_block only), and as a deployment
+// upgrading past migration 16 has them: written to transactions before,
+// then copied by the upgrade statement (run twice, as an operator may).
 func TestBlockTransactions(t *testing.T) {
 	for name, insert := range map[string]func(context.Context, driver.Conn, []storetest.Tx) error{
-		"written": storetest.InsertTxs,
+		"written":                       storetest.InsertTxs,
+		"processed before migration 18": storetest.InsertTxRows,
 		"copied": func(c context.Context, conn driver.Conn, txs []storetest.Tx) error {
 			if err := storetest.InsertTransactions(c, conn, txs); err != nil {
 				return err
@@ -230,7 +232,8 @@ func TestBlockTransactions(t *testing.T) {
 			orphan.BlockHash, orphan.Index = storetest.HashOf(chain, b.Number, "orphan"), 9
 			require.NoError(t, insert(c, conn, append(txs, orphan)))
 
-			got, err := s.BlockTransactions(c, store.Block{ChainID: chain, Number: b.Number, Hash: b.Hash}, 0, 0)
+			block := store.Block{ChainID: chain, Number: b.Number, Hash: b.Hash, TxCount: 5}
+			got, err := s.BlockTransactions(c, block, 0, 0)
 			require.NoError(t, err)
 			require.Len(t, got, 5)
 			for i, tx := range got {
@@ -240,9 +243,12 @@ func TestBlockTransactions(t *testing.T) {
 				require.Equal(t, storetest.Address(1), tx.From)
 				require.Empty(t, tx.ContractAddress)
 			}
-			got, err = s.BlockTransactions(c, store.Block{ChainID: chain, Number: b.Number, Hash: b.Hash}, 2, 2)
+			got, err = s.BlockTransactions(c, block, 2, 2)
 			require.NoError(t, err)
 			require.Equal(t, []uint32{2, 3}, []uint32{got[0].BlockIndex, got[1].BlockIndex})
+			got, err = s.BlockTransactions(c, block, 5, 2)
+			require.NoError(t, err)
+			require.Empty(t, got, "past the last index")
 		})
 	}
 }
@@ -265,6 +271,9 @@ func TestBlocksReadTogether(t *testing.T) {
 	orphans := storetest.Chain(chain, 1, 12, 1, "orphan")
 	for i := range orphans {
 		orphans[i].Removed = true
+	}
+	for i := range blocks {
+		blocks[i].TxCount = uint32(blocks[i].Number)
 	}
 	require.NoError(t, storetest.InsertBlocks(c, conn, blocks))
 	var txs []storetest.Tx

@@ -4,11 +4,13 @@
 package storetest
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
 	"math/big"
+	"slices"
 	"testing"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
@@ -142,9 +144,70 @@ func SetHead(ctx context.Context, conn driver.Conn, b Block, version uint64) err
 	return nil
 }
 
-// InsertTxs writes rows to transactions_by_block.
+// InsertTxs writes rows to transactions_by_block and their blocks' rows to
+// block_transactions, as the processor does.
 func InsertTxs(ctx context.Context, conn driver.Conn, rows []Tx) error {
+	if err := insertTxs(ctx, conn, "transactions_by_block", rows); err != nil {
+		return err
+	}
+	return insertTxLists(ctx, conn, rows)
+}
+
+// InsertTxRows writes rows to transactions_by_block only, as processors did
+// before migration 18.
+func InsertTxRows(ctx context.Context, conn driver.Conn, rows []Tx) error {
 	return insertTxs(ctx, conn, "transactions_by_block", rows)
+}
+
+// insertTxLists writes a block_transactions row for each block (and
+// version) of rows, its transactions in index order, each as the
+// processor's sink encodes it.
+func insertTxLists(ctx context.Context, conn driver.Conn, rows []Tx) error {
+	type blockKey struct {
+		chainID, number uint64
+		hash            store.Hash
+		version         uint64
+	}
+	lists := map[blockKey]*record.BlockTxList{}
+	var order []blockKey
+	for _, r := range rows {
+		k := blockKey{r.ChainID, r.BlockNumber, r.BlockHash, r.Version}
+		l, ok := lists[k]
+		if !ok {
+			l = &record.BlockTxList{}
+			lists[k] = l
+			order = append(order, k)
+		}
+		price := r.GasPrice
+		if price == "" {
+			price = r.EffectiveGasPrice
+		}
+		l.Txs = append(l.Txs, &record.ListedTx{Index: r.Index, Hash: r.Hash[:], Detail: &record.TxDetail{
+			Type: uint32(r.Type), From: r.From, To: r.To, ContractAddress: r.ContractAddress, Value: r.Value, Gas: r.Gas,
+			GasPrice: price, Nonce: r.Nonce, Input: r.Input[:min(len(r.Input), 4)], Status: uint32(r.Status), GasUsed: r.GasUsed,
+		}, InputLength: uint64(len(r.Input))})
+	}
+	b, err := conn.PrepareBatch(ctx, `INSERT INTO block_transactions (chain_id, block_number, block_hash, entry, version)`)
+	if err != nil {
+		return fmt.Errorf("prepare block_transactions: %w", err)
+	}
+	for _, k := range order {
+		l := lists[k]
+		// Rows written twice (a redelivery) are one transaction of the list.
+		slices.SortStableFunc(l.Txs, func(a, b *record.ListedTx) int { return cmp.Compare(a.Index, b.Index) })
+		l.Txs = slices.CompactFunc(l.Txs, func(a, b *record.ListedTx) bool { return a.Index == b.Index })
+		entry, err := codec.EncodeBlockTxList(l)
+		if err != nil {
+			return err
+		}
+		if err := b.Append(k.chainID, k.number, string(k.hash[:]), string(entry), k.version); err != nil {
+			return fmt.Errorf("append block_transactions: %w", err)
+		}
+	}
+	if err := b.Send(); err != nil {
+		return fmt.Errorf("send block_transactions: %w", err)
+	}
+	return nil
 }
 
 // InsertTransactions writes rows to transactions, as processors did before
