@@ -331,17 +331,11 @@ type blockAt struct {
 // blocks without one, processed before that migration, from
 // transactions_by_block.
 func (s *ClickHouse) readBlockTxs(ctx context.Context, keys []blockTxsKey) (map[blockTxsKey][]Tx, error) {
-	want := make(map[blockAt]blockTxsKey, len(keys))
-	numbers := make([]any, len(keys))
-	for i, k := range keys {
-		want[blockAt{number: k.number, hash: k.hash}] = k
-		numbers[i] = k.number
-	}
+	want, numbers := blocksOf(keys)
 	rows, done, err := s.query(ctx, "block_transactions", qBlockTxLists, keys[0].chainID, clickhouse.GroupSet{Value: numbers})
 	if err != nil {
 		return nil, err
 	}
-	defer done()
 	out := make(map[blockTxsKey][]Tx, len(keys)) // a key without transactions is an empty page
 	found := make(map[blockTxsKey]bool, len(keys))
 	err = eachRow("block_transactions", rows, func() error {
@@ -365,6 +359,7 @@ func (s *ClickHouse) readBlockTxs(ctx context.Context, keys []blockTxsKey) (map[
 		out[k] = listedPage(l, k.from, k.limit)
 		return nil
 	})
+	done()
 	if err != nil {
 		return nil, err
 	}
@@ -378,10 +373,25 @@ func (s *ClickHouse) readBlockTxs(ctx context.Context, keys []blockTxsKey) (map[
 		return out, nil
 	}
 	rest, err := s.readBlockTxRows(ctx, older)
+	if err != nil {
+		return nil, err
+	}
 	for k, txs := range rest {
 		out[k] = txs
 	}
-	return out, err
+	return out, nil
+}
+
+// blocksOf indexes keys by their block, and lists their block numbers as a
+// query's IN set.
+func blocksOf(keys []blockTxsKey) (map[blockAt]blockTxsKey, []any) {
+	want := make(map[blockAt]blockTxsKey, len(keys))
+	numbers := make([]any, len(keys))
+	for i, k := range keys {
+		want[blockAt{number: k.number, hash: k.hash}] = k
+		numbers[i] = k.number
+	}
+	return want, numbers
 }
 
 // listedPage is the page of l from index from on, at most limit long.
@@ -408,12 +418,7 @@ func listedPage(l *record.BlockTxList, from uint32, limit int) []Tx {
 // the blocks processed before migration 18 have no block_transactions row.
 func (s *ClickHouse) readBlockTxRows(ctx context.Context, keys []blockTxsKey) (map[blockTxsKey][]Tx, error) {
 	k0 := keys[0]
-	want := make(map[blockAt]blockTxsKey, len(keys))
-	numbers := make([]any, len(keys))
-	for i, k := range keys {
-		want[blockAt{number: k.number, hash: k.hash}] = k
-		numbers[i] = k.number
-	}
+	want, numbers := blocksOf(keys)
 	rows, done, err := s.query(ctx, "block_transaction_rows", qBlockTxs, k0.chainID, clickhouse.GroupSet{Value: numbers}, k0.from, k0.limit)
 	if err != nil {
 		return nil, err
