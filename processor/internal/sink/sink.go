@@ -3,11 +3,11 @@
 // block_transactions, logs, internal_transactions) and, unless turned off
 // (--processor.address-index), the transaction-history tables the Data
 // API's address and transaction endpoints read (transactions_by_hash and
-// address_lists; index.go, migrations 8 and 9), and unless turned off (--processor.balances) the balance tables
-// the balance and NFT routes read (balances level 0, nft_transfers,
-// balance_progress; balances.go, migration 12), whose settled buckets its
-// roller (pkg/balances.Roller) sums once each chain's written head is past
-// them.
+// address_lists; index.go, migrations 8 and 9), and unless turned off
+// (--processor.balances) the balance tables the balance and NFT routes read
+// (balances level 0, nft_transfers, balance_progress; balances.go, migration
+// 12), whose settled buckets its roller (pkg/balances.Roller) sums once each
+// chain's written head is past them.
 //
 // Guarantees:
 //   - Idempotent: every row carries version = the Kafka offset of the event

@@ -8,7 +8,7 @@
 -- reads. The listing read 17 columns of transactions_by_block (about 2.4 ms
 -- of ClickHouse CPU a read at rest on the 5,000,000-transaction corpus, and
 -- twice that during a backfill); one column here costs 0.9 ms, as much as a
--- block's header from block_lookup, for about 58 bytes more per transaction
+-- block's header from block_lookup, for about 60 bytes more per transaction
 -- on disk (bench/history.md, "A block's transactions in one row"). Index
 -- granularity 32: a row holds about ten transactions.
 --
