@@ -34,6 +34,21 @@ func newStore(t *testing.T, conn driver.Conn, reg prometheus.Registerer) *store.
 	return s
 }
 
+// queriesRun is how many queries named name the store behind reg has run.
+func queriesRun(t *testing.T, reg prometheus.Gatherer, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			if mf.GetName() == "moraine_query_clickhouse_query_duration_seconds" && m.GetLabel()[0].GetValue() == name {
+				return float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	return 0
+}
+
 func ctx(t *testing.T) context.Context {
 	c, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	t.Cleanup(cancel)
@@ -89,18 +104,7 @@ func TestBlocksGaps(t *testing.T) {
 	s := newStore(t, conn, reg)
 	c := ctx(t)
 	require.NoError(t, storetest.InsertBlocks(c, conn, storetest.Chain(chain, 100, 100_000, 100, "a")))
-	rangeQueries := func() float64 {
-		mfs, err := reg.Gather()
-		require.NoError(t, err)
-		for _, mf := range mfs {
-			for _, m := range mf.GetMetric() {
-				if mf.GetName() == "moraine_query_clickhouse_query_duration_seconds" && m.GetLabel()[0].GetValue() == "blocks_range" {
-					return float64(m.GetHistogram().GetSampleCount())
-				}
-			}
-		}
-		return 0
-	}
+	rangeQueries := func() float64 { return queriesRun(t, reg, "blocks_range") }
 
 	got, err := s.Blocks(c, chain, 100_000, 10)
 	require.NoError(t, err)
@@ -212,7 +216,8 @@ func TestBlockTransactions(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, conn := testenv.ClickHouse(t)
-			s := newStore(t, conn, nil)
+			reg := prometheus.NewRegistry()
+			s := newStore(t, conn, reg)
 			c := ctx(t)
 			blocks := storetest.Chain(chain, 1, 2, 1, "a")
 			require.NoError(t, storetest.InsertBlocks(c, conn, blocks))
@@ -249,6 +254,11 @@ func TestBlockTransactions(t *testing.T) {
 			got, err = s.BlockTransactions(c, block, 5, 2)
 			require.NoError(t, err)
 			require.Empty(t, got, "past the last index")
+			// Only a block without a block_transactions row is read from
+			// transactions_by_block.
+			if rows := queriesRun(t, reg, "block_transaction_rows"); (name == "written") != (rows == 0) {
+				t.Errorf("%v reads of transactions_by_block", rows)
+			}
 		})
 	}
 }
