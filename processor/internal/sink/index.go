@@ -216,11 +216,8 @@ func (b *Batch) addIndex(tr *txRow) error {
 	own := &record.TxDetail{}
 	for i := range p.list {
 		pa := &p.list[i]
-		*own = record.TxDetail{
-			Type: d.Type, From: d.From, To: d.To, ContractAddress: d.ContractAddress, Value: d.Value, Gas: d.Gas,
-			GasPrice: d.GasPrice, Nonce: d.Nonce, Input: tx.Input[:min(len(tx.Input), 4)], Status: d.Status, GasUsed: d.GasUsed,
-			BlockTimestamp: ts, BlockTimestampMilliseconds: tsMs,
-		}
+		*own = listedDetail(tx)
+		own.BlockTimestamp, own.BlockTimestampMilliseconds = ts, tsMs
 		for _, n := range pa.transfers {
 			own.Transfers = append(own.Transfers, d.Transfers[n])
 		}
@@ -329,6 +326,17 @@ func (w *Writer) insertIndex(ctx context.Context, rows []indexRow) error {
 func hash32(b []byte) (h [32]byte) {
 	copy(h[:], b)
 	return h
+}
+
+// listedDetail is tx as the transactions lists hold it (an address's, a
+// block's): its input cut to the 4-byte selector and without the fee caps and
+// effective price, which only the transaction route shows.
+func listedDetail(tx *record.Transaction) record.TxDetail {
+	return record.TxDetail{
+		Type: tx.Type, From: tx.From, To: tx.To, ContractAddress: tx.ContractAddress, Value: tx.Value, Gas: tx.Gas,
+		GasPrice: txGasPrice(tx), Nonce: tx.Nonce, Input: tx.Input[:min(len(tx.Input), 4)], Status: tx.Status,
+		GasUsed: tx.GasUsed,
+	}
 }
 
 // txGasPrice is the gas price the Data API shows: the transaction's, or the

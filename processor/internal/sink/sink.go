@@ -304,13 +304,8 @@ func (b *Batch) addTxList(blk *record.Block, version uint64) error {
 	l := &record.BlockTxList{Txs: make([]*record.ListedTx, len(blk.Transactions))}
 	details := make([]record.TxDetail, len(blk.Transactions))
 	for i, tx := range blk.Transactions {
-		d := &details[i]
-		*d = record.TxDetail{
-			Type: tx.Type, From: tx.From, To: tx.To, ContractAddress: tx.ContractAddress, Value: tx.Value, Gas: tx.Gas,
-			GasPrice: txGasPrice(tx), Nonce: tx.Nonce, Input: tx.Input[:min(len(tx.Input), 4)], Status: tx.Status,
-			GasUsed: tx.GasUsed,
-		}
-		l.Txs[i] = &record.ListedTx{Index: tx.Index, Hash: tx.Hash, Detail: d, InputLength: uint64(len(tx.Input))}
+		details[i] = listedDetail(tx)
+		l.Txs[i] = &record.ListedTx{Index: tx.Index, Hash: tx.Hash, Detail: &details[i], InputLength: uint64(len(tx.Input))}
 	}
 	entry, err := codec.EncodeBlockTxList(l)
 	if err != nil {

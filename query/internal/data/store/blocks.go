@@ -404,14 +404,21 @@ func listedPage(l *record.BlockTxList, from uint32, limit int) []Tx {
 		if len(page) == limit {
 			break
 		}
-		d := lt.Detail
-		t := Tx{BlockIndex: lt.Index, Type: uint8(d.GetType()), From: d.GetFrom(), To: d.GetTo(), ContractAddress: d.GetContractAddress(),
-			Value: d.GetValue(), Gas: d.GetGas(), GasPrice: d.GetGasPrice(), Nonce: d.GetNonce(), Selector: d.GetInput(),
-			InputLen: lt.InputLength, Status: uint8(d.GetStatus()), GasUsed: d.GetGasUsed()}
-		copy(t.Hash[:], lt.Hash)
-		page = append(page, t)
+		var h Hash
+		copy(h[:], lt.Hash)
+		page = append(page, txOf(lt.Index, h, lt.Detail, lt.InputLength))
 	}
 	return page
+}
+
+// txOf is the transaction at index of its block with hash h, from its stored
+// detail d and the length of its input (d's may be cut to the selector).
+func txOf(index uint32, h Hash, d *record.TxDetail, inputLen uint64) Tx {
+	input := d.GetInput()
+	return Tx{BlockIndex: index, Hash: h, Type: uint8(d.GetType()), From: d.GetFrom(), To: d.GetTo(),
+		ContractAddress: d.GetContractAddress(), Value: d.GetValue(), Gas: d.GetGas(), GasPrice: d.GetGasPrice(),
+		EffectiveGasPrice: d.GetEffectiveGasPrice(), Nonce: d.GetNonce(), Selector: input[:min(len(input), 4)],
+		InputLen: inputLen, Status: uint8(d.GetStatus()), GasUsed: d.GetGasUsed()}
 }
 
 // readBlockTxRows reads the transactions of keys from transactions_by_block:

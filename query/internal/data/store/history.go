@@ -515,12 +515,9 @@ func (s *ClickHouse) Transaction(ctx context.Context, chainID uint64, h Hash) (T
 		block = blocks[found[at].number]
 	}
 	p, d := found[at], found[at].detail
-	input := d.Input
 	full := FullTx{
-		Tx: Tx{BlockIndex: p.index, Hash: h, Type: uint8(d.Type), From: d.From, To: d.To, ContractAddress: d.ContractAddress,
-			Value: d.Value, Gas: d.Gas, GasPrice: d.GasPrice, EffectiveGasPrice: d.EffectiveGasPrice, Nonce: d.Nonce,
-			Selector: input[:min(len(input), 4)], InputLen: uint64(len(input)), Status: uint8(d.Status), GasUsed: d.GasUsed},
-		Input: input, MaxFeePerGas: d.MaxFeePerGas, MaxPriorityFeePerGas: d.MaxPriorityFeePerGas,
+		Tx:    txOf(p.index, h, d, uint64(len(d.Input))),
+		Input: d.Input, MaxFeePerGas: d.MaxFeePerGas, MaxPriorityFeePerGas: d.MaxPriorityFeePerGas,
 		Transfers: transfersOf(d.Transfers), Internals: internalsOf(d.InternalTransactions),
 	}
 	return TxRef{Block: block, Index: p.index}, full, nil
