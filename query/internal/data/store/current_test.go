@@ -25,7 +25,7 @@ func TestQueriesRunOnCurrentClickHouse(t *testing.T) {
 			strings.Repeat("01", 8)+"', '"+strings.Repeat("CD", 32)+"'))", n),
 		bind(qBlocksLookup, n, set), bind(qBlocksByNumbers, n, set),
 		bind(txLookupQuery(1), t72, t72, "64"), bind(txLookupQuery(2), t72, t72, t72, t72, "128"), schema.CopyTransactionLookup, schema.CopyTransactions,
-		bind(qLatestTxs, n, n, n, "2", "2", n), bind(qOrphanedBlocks, set, n),
+		bind(qOrphanedBlocks, set, n),
 		bind(qFirstBlock, n), bind(qBlockAtOrAfter, n, n), bind(qBlockAtOrBefore, n, n),
 	)
 }

@@ -618,28 +618,9 @@ func (s *ClickHouse) LatestTxs(ctx context.Context, chainID uint64, start Seek, 
 			take++
 		}
 		picked := blocks[:take]
-		byNumber := make(map[uint64]Block, take)
-		for _, b := range picked {
-			byNumber[b.Number] = b
-		}
-		lo, hi := picked[len(picked)-1].Number, picked[0].Number
-		// Rows of orphaned blocks at these numbers count against the LIMIT
-		// too: read again with more room when it was reached.
-		var got []LatestTx
-		for room := count + 64; ; room *= 4 {
-			rows, done, err := s.query(ctx, "latest_txs", qLatestTxs, chainID, lo, hi, status, status, room)
-			if err != nil {
-				return nil, nil, err
-			}
-			var raw int
-			got, raw, err = scanLatest(rows, byNumber)
-			done()
-			if err != nil {
-				return nil, nil, err
-			}
-			if raw < room {
-				break
-			}
+		got, err := s.newestFirst(ctx, chainID, picked, status)
+		if err != nil {
+			return nil, nil, err
 		}
 		for _, t := range got {
 			if t.Block.Number == start.Block && t.Tx.BlockIndex > firstTx {
@@ -651,6 +632,7 @@ func (s *ClickHouse) LatestTxs(ctx context.Context, chainID uint64, start Seek, 
 			}
 		}
 		scanned += take
+		lo := picked[len(picked)-1].Number
 		if lo == 0 {
 			return txs, nil, nil
 		}
@@ -659,31 +641,34 @@ func (s *ClickHouse) LatestTxs(ctx context.Context, chainID uint64, start Seek, 
 	return txs, nil, nil
 }
 
-// scanLatest reads qLatestTxs rows, keeping those of the given canonical
-// blocks; raw counts every row read.
-func scanLatest(rows driver.Rows, byNumber map[uint64]Block) (out []LatestTx, raw int, err error) {
-	err = eachRow("latest_txs", rows, func() error {
-		raw++
-		var (
-			number                             uint64
-			blockHash, hash, from, to, ca, sel string
-			t                                  Tx
-		)
-		if err := rows.Scan(&number, &blockHash, &t.BlockIndex, &hash, &t.Type, &from, &to, &ca, &t.Value, &t.Gas,
-			&t.GasPrice, &t.EffectiveGasPrice, &t.Nonce, &sel, &t.InputLen, &t.Status, &t.GasUsed); err != nil {
-			return scanError("latest_txs", err)
+// newestFirst returns the transactions of blocks (canonical, newest first)
+// with the given status, newest first: from their block_transactions rows,
+// as a block's own listing reads them, so a page of latest transactions reads
+// one column per block.
+func (s *ClickHouse) newestFirst(ctx context.Context, chainID uint64, blocks []Block, status uint8) ([]LatestTx, error) {
+	keys := make([]blockTxsKey, 0, len(blocks))
+	of := make([]Block, 0, len(blocks))
+	for _, b := range blocks {
+		if b.TxCount > 0 {
+			keys = append(keys, blockTxsKey{chainID: chainID, number: b.Number, hash: b.Hash, limit: math.MaxInt32})
+			of = append(of, b)
 		}
-		b, ok := byNumber[number]
-		if !ok || string(b.Hash[:]) != blockHash {
-			return nil // a row of an orphaned block
-		}
-		copy(t.Hash[:], hash)
-		t.From, t.To, t.ContractAddress, t.Selector = address(from), address(to), address(ca), []byte(sel)
-		out = append(out, LatestTx{Block: b, Tx: t})
-		return nil
-	})
-	if err != nil {
-		return nil, raw, err
 	}
-	return out, raw, nil
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	byKey, err := s.readBlockTxs(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	var out []LatestTx
+	for i, k := range keys {
+		txs := byKey[k]
+		for j := len(txs) - 1; j >= 0; j-- {
+			if status == StatusAny || txs[j].Status == status {
+				out = append(out, LatestTx{Block: of[i], Tx: txs[j]})
+			}
+		}
+	}
+	return out, nil
 }

@@ -66,16 +66,6 @@ GROUP BY number`
 	qBlocksByNumbers = `SELECT ` + blockColumns + `
 FROM blocks FINAL
 WHERE chain_id = ? AND number IN ? AND removed = 0`
-
-	// qLatestTxs reads the transactions of a block range, newest first,
-	// optionally of one receipt status (? = 2: any).
-	qLatestTxs = `SELECT block_number, block_hash, tx_index, hash, type, from_address, to_address, contract_address, value,
-	gas, gas_price, effective_gas_price, nonce, input_selector, toUInt64(input_length), status, gas_used
-FROM transactions_by_block
-WHERE chain_id = ? AND block_number >= ? AND block_number <= ? AND (? = 2 OR status = ?)
-ORDER BY block_number DESC, tx_index DESC
-LIMIT 1 BY block_number, block_hash, tx_index
-LIMIT ?`
 )
 
 // txLookupQuery reads the rows of n transaction hashes (transactions_by_hash,

@@ -364,17 +364,22 @@ func TestHasActivityPastOrphanedBlocks(t *testing.T) {
 // scan bound with fewer transactions (none, inside the run) and a resume
 // position, each page moves LatestScanBlocks further down, and the list
 // ends at the chain's first block with every transaction served once.
+//
+// Blocks 0-9 were processed before migration 18 (no block_transactions row):
+// their transactions are read from transactions_by_block, the others' are
+// not.
 func TestLatestTxsThroughEmptyBlocks(t *testing.T) {
 	_, conn := testenv.ClickHouse(t)
 	c := ctx(t)
 	cfg := store.DefaultConfig()
 	cfg.HeadCacheTTL = 0
 	cfg.LatestScanBlocks = 40
-	s, err := store.New(cfg, store.Deps{Logger: testenv.Logger(t), Registerer: prometheus.NewRegistry(), ChainIDs: []uint64{chain}})
+	reg := prometheus.NewRegistry()
+	s, err := store.New(cfg, store.Deps{Logger: testenv.Logger(t), Registerer: reg, ChainIDs: []uint64{chain}})
 	require.NoError(t, err)
 	s.SetConn(conn)
 	blocks := storetest.Chain(chain, 0, 199, 1, "a")
-	var txs []storetest.Tx
+	var older, newer []storetest.Tx
 	want := 0
 	for i := range blocks {
 		b := &blocks[i]
@@ -382,13 +387,19 @@ func TestLatestTxsThroughEmptyBlocks(t *testing.T) {
 			b.TxCount = 0
 		}
 		for j := range b.TxCount {
-			txs = append(txs, storetest.Tx{ChainID: chain, BlockNumber: b.Number, BlockHash: b.Hash, Index: j,
-				Hash: storetest.HashOf(chain, b.Number*10+uint64(j), "tx"), Status: 1, Version: 1})
+			tx := storetest.Tx{ChainID: chain, BlockNumber: b.Number, BlockHash: b.Hash, Index: j,
+				Hash: storetest.HashOf(chain, b.Number*10+uint64(j), "tx"), Status: 1, Version: 1}
+			if b.Number < 10 {
+				older = append(older, tx)
+			} else {
+				newer = append(newer, tx)
+			}
 			want++
 		}
 	}
 	require.NoError(t, storetest.InsertBlocks(c, conn, blocks))
-	require.NoError(t, storetest.InsertTxs(c, conn, txs))
+	require.NoError(t, storetest.InsertTxRows(c, conn, older))
+	require.NoError(t, storetest.InsertTxs(c, conn, newer))
 
 	const size = 5
 	start := store.Seek{Block: 199, TxIndex: ^uint32(0)}
@@ -419,6 +430,7 @@ func TestLatestTxsThroughEmptyBlocks(t *testing.T) {
 	}
 	require.Len(t, seen, want)
 	require.Contains(t, sizes, 0, "a page inside the run of empty blocks is empty and continues")
+	require.Equal(t, 2.0, queriesRun(t, reg, "block_transaction_rows"), "only the two pages of blocks 0-9 read transactions_by_block")
 }
 
 // Rows of blocks deeper than the reorg window that carry their block's

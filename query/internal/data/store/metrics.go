@@ -10,7 +10,7 @@ import (
 
 // queryNames are the values of the query label.
 var queryNames = []string{"heads", "blocks_range", "block_hash", "block_transactions", "block_transaction_rows", "migrations",
-	"address_list", "address_activity", "blocks_lookup", "blocks_by_numbers", "tx_lookup", "latest_txs", "orphaned_blocks"}
+	"address_list", "address_activity", "blocks_lookup", "blocks_by_numbers", "tx_lookup", "orphaned_blocks"}
 
 type metrics struct {
 	duration      *prometheus.HistogramVec
