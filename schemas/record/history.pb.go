@@ -8,7 +8,10 @@
 // TxDetail (transactions: input cut to its 4-byte selector, only the
 // transfers and internal transactions the address sent or received),
 // TokenTransfer (ERC-20/721/1155 and token lists), CallDetail (internal
-// transactions), Deployment (deployments and creations).
+// transactions), Deployment (deployments and creations). And a block's
+// listing in its block_transactions row (migration 18): BlockTxList, each
+// ListedTx with the TxDetail the transactions lists hold, read by a block's
+// transactions and the latest-transactions lists.
 //
 // Conventions and evolution rules as in chain.proto.
 
