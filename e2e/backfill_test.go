@@ -93,8 +93,8 @@ func envFloat(tb testing.TB, name string, def float64) float64 {
 // database it built: MORAINE_BENCH_AFTER_RATE (500) req/s for
 // MORAINE_BENCH_AFTER_DURATION (30 s) on the newest blocks and on random
 // blocks, after a warm-up of MORAINE_BENCH_AFTER_WARMUP (60 s), then random
-// blocks' transactions at MORAINE_BENCH_AFTER_TX_RATE (200) req/s, each
-// with the CPU per read of ClickHouse and the query service, and the
+// blocks' transactions and the chain's latest transactions at
+// MORAINE_BENCH_AFTER_TX_RATE (200) req/s, each with the CPU per read of ClickHouse and the query service, and the
 // serving phase's read mix at each rate of MORAINE_BENCH_CAPACITY_RATES
 // (e.g. "500,1000,1500,2000"; none by default) for as long, with its served
 // rate, latency and CPU per read; and what other column types and codecs
@@ -607,10 +607,12 @@ func afterBackfillReads(b *testing.B, s *stackUp, chain string, meta corpusMeta)
 	// Each route alone, with what it costs in CPU with nothing else to do:
 	// what a read load takes from a backfill on the same machine. A block's
 	// transactions cost three to four times a block's own read, so they run
-	// at a rate this machine sustains (MORAINE_BENCH_AFTER_TX_RATE).
+	// at a rate this machine sustains (MORAINE_BENCH_AFTER_TX_RATE), as does
+	// the chain's latest transactions (a page of the default size).
 	txRate := strconv.FormatFloat(envFloat(b, "MORAINE_BENCH_AFTER_TX_RATE", 200), 'f', -1, 64)
 	for _, run := range []struct{ path, rate string }{
 		{"/v1/chains/" + chain + "/blocks", rate}, {random, rate}, {random + "/transactions", txRate},
+		{"/v1/chains/" + chain + "/transactions", txRate},
 	} {
 		measureReads(b, s, "backfill after "+run.rate+" req/s", run.path, run.rate, dur, run.path)
 	}
