@@ -1,11 +1,13 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -162,13 +164,67 @@ func (s *ClickHouse) setSpacing(chainID uint64, v float64) {
 	}
 }
 
+// blockRange returns the newest limit canonical blocks in [lo, hi], newest
+// first: from block_lookup, and from blocks for the numbers block_lookup has
+// no row of. A range without gaps is one read; one with gaps (blocks written
+// before migration 5, a range below a chain's first block, a sparse
+// recording, the stretch a backfill has not reached) reads blocks too.
 func (s *ClickHouse) blockRange(ctx context.Context, chainID, lo, hi uint64, limit int) ([]Block, error) {
-	rows, cancel, err := s.query(ctx, "blocks_range", qBlocksRange, chainID, lo, hi, limit)
+	rows, done, err := s.query(ctx, "blocks_range", qLookupRange, chainID, lo, hi)
 	if err != nil {
 		return nil, err
 	}
-	defer cancel()
-	return scanBlocks("blocks_range", rows, limit)
+	var out []Block
+	found := map[uint64]bool{}
+	err = eachRow("blocks_range", rows, func() error {
+		var (
+			number  uint64
+			header  string
+			removed uint8
+		)
+		if err := rows.Scan(&number, &header, &removed); err != nil {
+			return scanError("blocks_range", err)
+		}
+		found[number] = true
+		if removed != 0 {
+			return nil
+		}
+		b, err := parseHeader(chainID, number, header)
+		out = append(out, b)
+		return err
+	})
+	done()
+	if err != nil {
+		return nil, err
+	}
+	if uint64(len(found)) <= hi-lo {
+		// Numbers without a block_lookup row: blocks written before
+		// migration 5, or none at all (below a chain's first indexed
+		// block, a gap). The newest limit of them are among the newest
+		// limit+len(found) rows of blocks in the range.
+		older, err := s.blocksBeforeLookup(ctx, chainID, lo, hi, limit+len(found))
+		if err != nil {
+			return nil, err
+		}
+		for _, b := range older {
+			if !found[b.Number] {
+				out = append(out, b)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b Block) int { return cmp.Compare(b.Number, a.Number) })
+	return out[:min(len(out), limit)], nil
+}
+
+// blocksBeforeLookup reads the canonical blocks in [lo, hi] from blocks, the
+// newest limit of them.
+func (s *ClickHouse) blocksBeforeLookup(ctx context.Context, chainID, lo, hi uint64, limit int) ([]Block, error) {
+	rows, done, err := s.query(ctx, "blocks_range_before_lookup", qBlocksRange, chainID, lo, hi, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	return scanBlocks("blocks_range_before_lookup", rows, limit)
 }
 
 func scanBlocks(name string, rows driver.Rows, limit int) ([]Block, error) {

@@ -17,7 +17,7 @@ func TestQueriesRunOnCurrentClickHouse(t *testing.T) {
 	k := "'" + strings.Repeat("cd", schema.ListKeyLen) + "'"
 	t72 := "'" + strings.Repeat("cd", schema.TxKeyLen) + "'"
 	testenv.OnMigratedCurrentClickHouse(t,
-		bind(qHeads, set), bind(qBlocksRange, n, n, n, n),
+		bind(qHeads, set), bind(qLookupRange, n, n, n), bind(qBlocksRange, n, n, n, n),
 		bind(qHashToNumber, n, h), bind(qBlockTxLists, n, set), bind(qBlockTxs, n, set, n, n), qMigrations, schema.CopyAddressIndex,
 		bind(qListDesc, k, k, n), bind(qListDescRoles, k, k, n, n), bind(qListAsc, k, k, n), bind(qListAscRoles, k, k, n, n),
 		bind(qActivity, k, k, n), bind(qActivityExcept, k, k, "(('"+strings.Repeat("00", 8)+"', '"+strings.Repeat("AB", 32)+"'))", n),

@@ -9,7 +9,7 @@ import (
 )
 
 // queryNames are the values of the query label.
-var queryNames = []string{"heads", "blocks_range", "block_hash", "block_transactions", "block_transaction_rows", "migrations",
+var queryNames = []string{"heads", "blocks_range", "blocks_range_before_lookup", "block_hash", "block_transactions", "block_transaction_rows", "migrations",
 	"address_list", "address_activity", "blocks_lookup", "blocks_by_numbers", "tx_lookup", "orphaned_blocks"}
 
 type metrics struct {

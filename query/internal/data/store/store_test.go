@@ -97,6 +97,51 @@ func TestBlocksRangeAndFields(t *testing.T) {
 	require.Greater(t, testutil.CollectAndCount(reg, "moraine_query_clickhouse_query_duration_seconds"), 0)
 }
 
+// Blocks 0-49 were written before migration 5 (no block_lookup row) and 50-99
+// after it, block 95 orphaned since (a removed row, then a new branch's): the
+// lists read them all, and read blocks only for ranges that reach below 50.
+func TestBlocksWrittenBeforeBlockLookup(t *testing.T) {
+	_, conn := testenv.ClickHouse(t)
+	reg := prometheus.NewRegistry()
+	s := newStore(t, conn, reg)
+	c := ctx(t)
+	all := storetest.Chain(chain, 0, 99, 1, "a")
+	require.NoError(t, storetest.InsertBlocks(c, conn, all[:50]))
+	require.NoError(t, conn.Exec(c, "TRUNCATE TABLE block_lookup"))
+	require.NoError(t, storetest.InsertBlocks(c, conn, all[50:]))
+	orphan := all[95]
+	orphan.Removed, orphan.Version = true, 2
+	require.NoError(t, storetest.InsertBlocks(c, conn, []storetest.Block{orphan}))
+	replaced := storetest.Chain(chain, 95, 95, 1, "b")[0]
+	replaced.Version = 3
+	require.NoError(t, storetest.InsertBlocks(c, conn, []storetest.Block{replaced}))
+	older := func() float64 { return queriesRun(t, reg, "blocks_range_before_lookup") }
+
+	// A page of 20 reads the range 54-99.
+	got, err := s.Blocks(c, chain, 99, 20)
+	require.NoError(t, err)
+	require.Equal(t, uint64(99), got[0].Number)
+	require.Equal(t, uint64(80), got[19].Number)
+	require.Equal(t, replaced.Hash, got[4].Hash, "block 95 of the new branch")
+	require.Equal(t, all[99].Hash, got[0].Hash)
+	require.Equal(t, 0.0, older(), "blocks 54-99 have block_lookup rows")
+
+	got, err = s.Blocks(c, chain, 70, 40)
+	require.NoError(t, err)
+	var want []uint64
+	for n := 70; n > 30; n-- {
+		want = append(want, uint64(n))
+	}
+	require.Equal(t, want, numbers(got))
+	require.Equal(t, all[40].Hash, got[30].Hash)
+	require.Equal(t, all[40].CumulativeTransactions, got[30].CumulativeTransactions)
+	require.Positive(t, older(), "blocks 31-49 are read from blocks")
+
+	b, err := s.BlockByNumber(c, chain, 20)
+	require.NoError(t, err)
+	require.Equal(t, all[20].Hash, b.Hash)
+}
+
 func TestBlocksGaps(t *testing.T) {
 	// A replayed chain: only every 100th block exists.
 	_, conn := testenv.ClickHouse(t)
