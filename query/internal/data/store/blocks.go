@@ -176,23 +176,7 @@ func (s *ClickHouse) blockRange(ctx context.Context, chainID, lo, hi uint64, lim
 	}
 	var out []Block
 	found := map[uint64]bool{}
-	err = eachRow("blocks_range", rows, func() error {
-		var (
-			number  uint64
-			header  string
-			removed uint8
-		)
-		if err := rows.Scan(&number, &header, &removed); err != nil {
-			return scanError("blocks_range", err)
-		}
-		found[number] = true
-		if removed != 0 {
-			return nil
-		}
-		b, err := parseHeader(chainID, number, header)
-		out = append(out, b)
-		return err
-	})
+	err = eachLookupRow("blocks_range", rows, chainID, found, func(b Block) { out = append(out, b) })
 	done()
 	if err != nil {
 		return nil, err
@@ -214,6 +198,32 @@ func (s *ClickHouse) blockRange(ctx context.Context, chainID, lo, hi uint64, lim
 	}
 	slices.SortFunc(out, func(a, b Block) int { return cmp.Compare(b.Number, a.Number) })
 	return out[:min(len(out), limit)], nil
+}
+
+// eachLookupRow reads the block_lookup rows of chainID in rows (number, its
+// newest header and removed flag), marking each number found and passing the
+// canonical blocks (removed = 0) to add.
+func eachLookupRow(name string, rows driver.Rows, chainID uint64, found map[uint64]bool, add func(Block)) error {
+	return eachRow(name, rows, func() error {
+		var (
+			number  uint64
+			header  string
+			removed uint8
+		)
+		if err := rows.Scan(&number, &header, &removed); err != nil {
+			return scanError(name, err)
+		}
+		found[number] = true
+		if removed != 0 {
+			return nil
+		}
+		b, err := parseHeader(chainID, number, header)
+		if err != nil {
+			return err
+		}
+		add(b)
+		return nil
+	})
 }
 
 // blocksBeforeLookup reads the canonical blocks in [lo, hi] from blocks, the

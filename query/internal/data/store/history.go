@@ -367,23 +367,7 @@ func (s *ClickHouse) CanonicalBlocks(ctx context.Context, chainID uint64, number
 		return nil, err
 	}
 	found := make(map[uint64]bool, len(numbers))
-	err = eachRow("blocks_lookup", rows, func() error {
-		var (
-			number  uint64
-			header  string
-			removed uint8
-		)
-		if err := rows.Scan(&number, &header, &removed); err != nil {
-			return scanError("blocks_lookup", err)
-		}
-		found[number] = true
-		if removed != 0 {
-			return nil
-		}
-		b, err := parseHeader(chainID, number, header)
-		out[number] = b
-		return err
-	})
+	err = eachLookupRow("blocks_lookup", rows, chainID, found, func(b Block) { out[b.Number] = b })
 	done()
 	if err != nil {
 		return nil, err
