@@ -94,11 +94,11 @@ func envFloat(tb testing.TB, name string, def float64) float64 {
 // MORAINE_BENCH_AFTER_DURATION (30 s) on the newest blocks and on random
 // blocks, after a warm-up of MORAINE_BENCH_AFTER_WARMUP (60 s), then random
 // blocks' transactions and the chain's latest transactions at
-// MORAINE_BENCH_AFTER_TX_RATE (200) req/s, each with the CPU per read of ClickHouse and the query service, and the
-// serving phase's read mix at each rate of MORAINE_BENCH_CAPACITY_RATES
-// (e.g. "500,1000,1500,2000"; none by default) for as long, with its served
-// rate, latency and CPU per read; and what other column types and codecs
-// would store (columnStudy).
+// MORAINE_BENCH_AFTER_TX_RATE (200) req/s, each with the CPU per read of
+// ClickHouse and the query service, and the serving phase's read mix at
+// each rate of MORAINE_BENCH_CAPACITY_RATES (e.g. "500,1000,1500,2000"; none
+// by default) for as long, with its served rate, latency and CPU per read;
+// and what other column types and codecs would store (columnStudy).
 func BenchmarkBackfillCorpus(b *testing.B) {
 	dir := os.Getenv("MORAINE_BENCH_CORPUS")
 	if dir == "" {
