@@ -564,10 +564,17 @@ func (x *Deployment) GetBlockTimestampMilliseconds() uint64 {
 // third of the server's CPU a read; bench/history.md, "A block's
 // transactions in one row").
 type BlockTxList struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Txs           []*ListedTx            `protobuf:"bytes,1,rep,name=txs,proto3" json:"txs,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Txs   []*ListedTx            `protobuf:"bytes,1,rep,name=txs,proto3" json:"txs,omitempty"`
+	// The block's fields a listed transaction renders besides its number and
+	// hash (the row's key), so that a settled block's listing is one read
+	// instead of two (its header, then this row). Absent in rows written
+	// before they were added: such a listing is read after its header.
+	BlockTimestamp             *uint64 `protobuf:"varint,2,opt,name=block_timestamp,json=blockTimestamp,proto3,oneof" json:"block_timestamp,omitempty"`
+	BlockTimestampMilliseconds *uint64 `protobuf:"varint,3,opt,name=block_timestamp_milliseconds,json=blockTimestampMilliseconds,proto3,oneof" json:"block_timestamp_milliseconds,omitempty"`
+	BlockMinDelayExcess        *uint64 `protobuf:"varint,4,opt,name=block_min_delay_excess,json=blockMinDelayExcess,proto3,oneof" json:"block_min_delay_excess,omitempty"`
+	unknownFields              protoimpl.UnknownFields
+	sizeCache                  protoimpl.SizeCache
 }
 
 func (x *BlockTxList) Reset() {
@@ -605,6 +612,27 @@ func (x *BlockTxList) GetTxs() []*ListedTx {
 		return x.Txs
 	}
 	return nil
+}
+
+func (x *BlockTxList) GetBlockTimestamp() uint64 {
+	if x != nil && x.BlockTimestamp != nil {
+		return *x.BlockTimestamp
+	}
+	return 0
+}
+
+func (x *BlockTxList) GetBlockTimestampMilliseconds() uint64 {
+	if x != nil && x.BlockTimestampMilliseconds != nil {
+		return *x.BlockTimestampMilliseconds
+	}
+	return 0
+}
+
+func (x *BlockTxList) GetBlockMinDelayExcess() uint64 {
+	if x != nil && x.BlockMinDelayExcess != nil {
+		return *x.BlockMinDelayExcess
+	}
+	return 0
 }
 
 // ListedTx is a transaction of a BlockTxList: its index and hash, and its
@@ -744,9 +772,15 @@ const file_proto_moraine_v1_history_proto_rawDesc = "" +
 	"\x0fblock_timestamp\x18\x14 \x01(\x04H\x00R\x0eblockTimestamp\x88\x01\x01\x12E\n" +
 	"\x1cblock_timestamp_milliseconds\x18\x15 \x01(\x04H\x01R\x1ablockTimestampMilliseconds\x88\x01\x01B\x12\n" +
 	"\x10_block_timestampB\x1f\n" +
-	"\x1d_block_timestamp_milliseconds\"5\n" +
+	"\x1d_block_timestamp_milliseconds\"\xb4\x02\n" +
 	"\vBlockTxList\x12&\n" +
-	"\x03txs\x18\x01 \x03(\v2\x14.moraine.v1.ListedTxR\x03txs\"\x85\x01\n" +
+	"\x03txs\x18\x01 \x03(\v2\x14.moraine.v1.ListedTxR\x03txs\x12,\n" +
+	"\x0fblock_timestamp\x18\x02 \x01(\x04H\x00R\x0eblockTimestamp\x88\x01\x01\x12E\n" +
+	"\x1cblock_timestamp_milliseconds\x18\x03 \x01(\x04H\x01R\x1ablockTimestampMilliseconds\x88\x01\x01\x128\n" +
+	"\x16block_min_delay_excess\x18\x04 \x01(\x04H\x02R\x13blockMinDelayExcess\x88\x01\x01B\x12\n" +
+	"\x10_block_timestampB\x1f\n" +
+	"\x1d_block_timestamp_millisecondsB\x19\n" +
+	"\x17_block_min_delay_excess\"\x85\x01\n" +
 	"\bListedTx\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\rR\x05index\x12\x12\n" +
 	"\x04hash\x18\x02 \x01(\fR\x04hash\x12,\n" +
@@ -795,6 +829,7 @@ func file_proto_moraine_v1_history_proto_init() {
 	file_proto_moraine_v1_history_proto_msgTypes[1].OneofWrappers = []any{}
 	file_proto_moraine_v1_history_proto_msgTypes[2].OneofWrappers = []any{}
 	file_proto_moraine_v1_history_proto_msgTypes[3].OneofWrappers = []any{}
+	file_proto_moraine_v1_history_proto_msgTypes[4].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

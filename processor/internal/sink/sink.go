@@ -296,12 +296,14 @@ func (b *Batch) add(e Event) error {
 }
 
 // addTxList appends the block_transactions row of a block with
-// transactions.
+// transactions, with the block's fields its transactions render.
 func (b *Batch) addTxList(blk *record.Block, version uint64) error {
 	if len(blk.Transactions) == 0 {
 		return nil
 	}
-	l := &record.BlockTxList{Txs: make([]*record.ListedTx, len(blk.Transactions))}
+	ts := blk.Timestamp
+	l := &record.BlockTxList{Txs: make([]*record.ListedTx, len(blk.Transactions)), BlockTimestamp: &ts,
+		BlockTimestampMilliseconds: blk.TimestampMilliseconds, BlockMinDelayExcess: blk.MinDelayExcess}
 	details := make([]record.TxDetail, len(blk.Transactions))
 	for i, tx := range blk.Transactions {
 		details[i] = listedDetail(tx)

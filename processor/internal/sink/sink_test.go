@@ -3,6 +3,8 @@ package sink
 import (
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/moraine-data/moraine/schemas/codec"
 	"github.com/moraine-data/moraine/schemas/record"
 )
@@ -63,7 +65,8 @@ func TestNewBatchRowsAndSizes(t *testing.T) {
 
 // A block's block_transactions entry lists its transactions in order, each
 // as the listing renders it: the input cut to its selector, the effective
-// gas price where the node gave no gas price.
+// gas price where the node gave no gas price; and the block's fields the
+// listing renders.
 func TestTxListEntry(t *testing.T) {
 	txs := []*record.Transaction{
 		{Index: 0, Hash: []byte{0xaa}, Type: 2, From: []byte{1}, To: []byte{2}, Value: "7", Gas: 21000, EffectiveGasPrice: "25",
@@ -72,13 +75,17 @@ func TestTxListEntry(t *testing.T) {
 			Input: []byte{7, 8}},
 	}
 	b, err := NewBatch([]Event{{Offset: 5, Event: &record.ChainEvent{Event: &record.ChainEvent_Block{
-		Block: &record.Block{ChainId: 1, Number: 10, Transactions: txs}}}}}, false)
+		Block: &record.Block{ChainId: 1, Number: 10, Timestamp: 1_700_000_000, TimestampMilliseconds: proto.Uint64(1_700_000_000_250),
+			Transactions: txs}}}}}, false)
 	if err != nil || len(b.txLists) != 1 {
 		t.Fatalf("%d lists, %v", len(b.txLists), err)
 	}
 	l, err := codec.DecodeBlockTxList(b.txLists[0].entry)
 	if err != nil || len(l.Txs) != 2 {
 		t.Fatalf("%v, %v", l, err)
+	}
+	if l.GetBlockTimestamp() != 1_700_000_000 || l.GetBlockTimestampMilliseconds() != 1_700_000_000_250 || l.BlockMinDelayExcess != nil {
+		t.Errorf("block fields %v, %v, %v", l.BlockTimestamp, l.BlockTimestampMilliseconds, l.BlockMinDelayExcess)
 	}
 	first, second := l.Txs[0], l.Txs[1]
 	if first.Index != 0 || string(first.Hash) != "\xaa" || first.Detail.GasPrice != "25" || string(first.Detail.Input) != "\x01\x02\x03\x04" ||

@@ -421,9 +421,19 @@ func TestGetBlock(t *testing.T) {
 	e.requireError("/v1/chains/43114/blocks/5", 503, nil)
 }
 
+// TestBlockTransactions runs with the store answering by a block's header
+// and then its listing, and with it answering a settled block by number in
+// one read (SettledBlockTransactions): the responses are the same.
 func TestBlockTransactions(t *testing.T) {
+	for _, settled := range []bool{false, true} {
+		t.Run(fmt.Sprintf("settled=%v", settled), func(t *testing.T) { testBlockTransactions(t, settled) })
+	}
+}
+
+func testBlockTransactions(t *testing.T, settled bool) {
 	e := newEnv(t)
 	e.seed()
+	e.store.settled = settled
 	ms := uint64(1_700_000_000_123)
 	b := block(cChain, 50, 3000)
 	b.TimestampMs = &ms
@@ -490,6 +500,11 @@ func TestBlockTransactions(t *testing.T) {
 	e.requireError("/v1/chains/43114/blocks/5x/transactions", 400, []string{"blockId must be a decimal block number or a 0x-prefixed 32-byte block hash"})
 	e.requireError("/v1/chains/43114/blocks/77/transactions", 404, "Block 77 not found on chain 43114")
 	e.requireError("/v1/chains/1/blocks/77/transactions", 404, "Chain 1 not found")
+	if settled {
+		require.Equal(t, 4, e.store.settledReads) // by number, with transactions
+	} else {
+		require.Zero(t, e.store.settledReads)
+	}
 }
 
 func mustHex(s string) []byte {

@@ -94,6 +94,31 @@ func (h *handlers) lookupBlock(ctx context.Context, ch chains.Chain, id blockID)
 	return b, nil
 }
 
+// blockTransactions resolves a validated blockId on chain and reads up to
+// limit (<= 0: all) of its block's transactions from index from on: a
+// settled block named by number in one read of the store, any other block
+// after its header.
+func (h *handlers) blockTransactions(ctx context.Context, ch chains.Chain, id blockID, from uint32, limit int) (store.Block, []store.Tx, error) {
+	if !id.byHash {
+		b, txs, ok, err := h.store.SettledBlockTransactions(ctx, ch.ID(), id.number, from, limit)
+		if err != nil {
+			return store.Block{}, nil, storeError(err, "")
+		}
+		if ok {
+			return b, txs, nil
+		}
+	}
+	b, err := h.lookupBlock(ctx, ch, id)
+	if err != nil {
+		return store.Block{}, nil, err
+	}
+	txs, err := h.store.BlockTransactions(ctx, b, from, limit)
+	if err != nil {
+		return store.Block{}, nil, storeError(err, "")
+	}
+	return b, txs, nil
+}
+
 // getBlock: GET /v1/chains/:chainId/blocks/:blockId.
 func (h *handlers) getBlock(c *gin.Context) {
 	p := &params{c: c}
@@ -131,8 +156,11 @@ func (h *handlers) listBlockTransactions(c *gin.Context) {
 			return
 		}
 	}
-	ctx := c.Request.Context()
-	b, err := h.lookupBlock(ctx, ch, bid)
+	limit := 0
+	if size > 0 {
+		limit = size + 1
+	}
+	b, txs, err := h.blockTransactions(c.Request.Context(), ch, bid, uint32(t.Cursor), limit)
 	if err != nil {
 		apierr.Write(c, err)
 		return
@@ -141,15 +169,6 @@ func (h *handlers) listBlockTransactions(c *gin.Context) {
 		// The token belongs to another block, or this number's block
 		// changed in a reorg since the previous page.
 		apierr.Write(c, badToken())
-		return
-	}
-	limit := 0
-	if size > 0 {
-		limit = size + 1
-	}
-	txs, err := h.store.BlockTransactions(ctx, b, uint32(t.Cursor), limit)
-	if err != nil {
-		apierr.Write(c, storeError(err, ""))
 		return
 	}
 	out := listTransactionsResponse{Transactions: make([]nativeTransaction, 0, len(txs))}

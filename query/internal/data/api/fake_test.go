@@ -16,6 +16,11 @@ type fakeStore struct {
 	txs    map[store.Hash][]store.Tx
 	err    error // returned by every call when set
 	panic  bool
+	// settled makes SettledBlockTransactions answer for every block with
+	// transactions, as the store does for a settled one: with only the
+	// block fields its row carries.
+	settled      bool
+	settledReads int // the answers SettledBlockTransactions gave
 }
 
 func newFakeStore() *fakeStore {
@@ -84,6 +89,28 @@ func (f *fakeStore) BlockByNumber(_ context.Context, chainID, number uint64) (st
 		}
 	}
 	return store.Block{}, store.ErrNotFound
+}
+
+func (f *fakeStore) SettledBlockTransactions(ctx context.Context, chainID, number uint64, from uint32, limit int) (store.Block, []store.Tx, bool, error) {
+	f.mu.Lock()
+	settled, err := f.settled, f.err
+	f.mu.Unlock()
+	if err != nil {
+		return store.Block{}, nil, false, err
+	}
+	if !settled {
+		return store.Block{}, nil, false, nil
+	}
+	b, err := f.BlockByNumber(ctx, chainID, number)
+	if err != nil || b.TxCount == 0 {
+		return store.Block{}, nil, false, nil
+	}
+	txs, err := f.BlockTransactions(ctx, b, from, limit)
+	f.mu.Lock()
+	f.settledReads++
+	f.mu.Unlock()
+	return store.Block{ChainID: b.ChainID, Number: b.Number, Hash: b.Hash, Timestamp: b.Timestamp,
+		TimestampMs: b.TimestampMs, MinDelayExcess: b.MinDelayExcess}, txs, err == nil, err
 }
 
 func (f *fakeStore) BlockByHash(_ context.Context, chainID uint64, h store.Hash) (store.Block, error) {

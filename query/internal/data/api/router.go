@@ -30,6 +30,11 @@ type Store interface {
 	// BlockTransactions returns up to limit (<= 0: all) transactions of b
 	// with index >= from, by index.
 	BlockTransactions(ctx context.Context, b store.Block, from uint32, limit int) ([]store.Tx, error)
+	// SettledBlockTransactions is BlockTransactions of the canonical block
+	// at number in one read, with the block's chain, number, hash and
+	// timestamps; ok is false when the store cannot tell that block
+	// without reading its header (not settled, among others).
+	SettledBlockTransactions(ctx context.Context, chainID, number uint64, from uint32, limit int) (b store.Block, txs []store.Tx, ok bool, err error)
 }
 
 // Deps are the data API's collaborators.

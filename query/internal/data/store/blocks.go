@@ -369,20 +369,57 @@ func (s *ClickHouse) BlockTransactions(ctx context.Context, b Block, from uint32
 	if b.TxCount == 0 {
 		return nil, nil
 	}
-	if limit <= 0 || limit > s.cfg.MaxBlockTxs {
-		limit = s.cfg.MaxBlockTxs
+	p, _, err := s.blockTxReads.get(ctx, blockTxsKey{chainID: b.ChainID, number: b.Number, hash: b.Hash, from: from,
+		limit: s.blockTxLimit(limit)})
+	return p.txs, err
+}
+
+// SettledBlockTransactions returns the canonical block at number (its chain,
+// number, hash and timestamps) with up to limit of its transactions from
+// index from on, as BlockTransactions, in one read instead of two: from its
+// block_transactions row alone, which the settled snapshot (settled.go) tells
+// canonical without the block's header. ok is false when it cannot: the
+// block is not settled, or has no row (no transactions, or processed before
+// migration 18), or its row was written before the rows carried the block's
+// fields; the caller then reads the block, then BlockTransactions.
+func (s *ClickHouse) SettledBlockTransactions(ctx context.Context, chainID, number uint64, from uint32, limit int) (b Block, txs []Tx, ok bool, err error) {
+	if !s.settled(ctx).settledNumber(chainID, number) {
+		return Block{}, nil, false, nil
 	}
-	txs, _, err := s.blockTxReads.get(ctx, blockTxsKey{chainID: b.ChainID, number: b.Number, hash: b.Hash, from: from, limit: limit})
-	return txs, err
+	p, ok, err := s.blockTxReads.get(ctx, blockTxsKey{chainID: chainID, number: number, settled: true, from: from,
+		limit: s.blockTxLimit(limit)})
+	if err != nil || !ok {
+		return Block{}, nil, false, err
+	}
+	return p.block, p.txs, true, nil
+}
+
+// blockTxLimit is the most transactions of a block a read returns for a
+// request's limit (<= 0: all of them, up to Config.MaxBlockTxs).
+func (s *ClickHouse) blockTxLimit(limit int) int {
+	if limit <= 0 || limit > s.cfg.MaxBlockTxs {
+		return s.cfg.MaxBlockTxs
+	}
+	return limit
 }
 
 // blockTxsKey is a page of a block's transactions, the key of coalesced
-// transaction reads; the reads of one query share chain, from and limit.
+// transaction reads; the reads of one query share chain, from and limit. A
+// settled key names its block by number alone: the one row at that number
+// that the settled snapshot tells canonical.
 type blockTxsKey struct {
 	chainID, number uint64
 	hash            Hash
+	settled         bool
 	from            uint32
 	limit           int
+}
+
+// blockTxsPage is what a read of a blockTxsKey returns: the page, and for a
+// settled key the block it found (chain, number, hash and timestamps).
+type blockTxsPage struct {
+	block Block
+	txs   []Tx
 }
 
 // blockAt names a block by number and hash: the rows of an orphaned block at
@@ -395,15 +432,21 @@ type blockAt struct {
 // readBlockTxs reads the transactions of keys, which share chain, from and
 // limit, from their blocks' block_transactions rows (migration 18); the
 // blocks without one, processed before that migration, from
-// transactions_by_block.
-func (s *ClickHouse) readBlockTxs(ctx context.Context, keys []blockTxsKey) (map[blockTxsKey][]Tx, error) {
-	want, numbers := blocksOf(keys)
-	rows, done, err := s.query(ctx, "block_transactions", qBlockTxLists, keys[0].chainID, clickhouse.GroupSet{Value: numbers})
+// transactions_by_block. A settled key without a usable row has no value.
+func (s *ClickHouse) readBlockTxs(ctx context.Context, keys []blockTxsKey) (map[blockTxsKey]blockTxsPage, error) {
+	want, byNumber, numbers := blocksOf(keys)
+	var settled *settledSnapshot
+	if len(byNumber) > 0 {
+		settled = s.settled(ctx)
+	}
+	chainID := keys[0].chainID
+	rows, done, err := s.query(ctx, "block_transactions", qBlockTxLists, chainID, clickhouse.GroupSet{Value: numbers})
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[blockTxsKey][]Tx, len(keys)) // a key without transactions is an empty page
+	out := make(map[blockTxsKey]blockTxsPage, len(keys)) // a key without transactions is an empty page
 	found := make(map[blockTxsKey]bool, len(keys))
+	var twice []blockTxsKey // settled keys with two canonical-looking rows
 	err = eachRow("block_transactions", rows, func() error {
 		var (
 			at               blockAt
@@ -413,25 +456,47 @@ func (s *ClickHouse) readBlockTxs(ctx context.Context, keys []blockTxsKey) (map[
 			return scanError("block_transactions", err)
 		}
 		copy(at.hash[:], blockHash)
-		k, ok := want[at]
-		if !ok {
+		k, byHash := want[at]
+		sk, bySettled := byNumber[at.number]
+		bySettled = bySettled && settled.settledBlock(chainID, at.number, at.hash)
+		if !byHash && !bySettled {
 			return nil
 		}
 		l, err := codec.DecodeBlockTxList([]byte(entry))
 		if err != nil {
 			return fmt.Errorf("store: block_transactions: block %d: %w", at.number, err)
 		}
-		found[k] = true
-		out[k] = listedPage(l, k.from, k.limit)
+		if byHash {
+			found[k] = true
+			out[k] = blockTxsPage{txs: listedPage(l, k.from, k.limit)}
+		}
+		// A row written before the rows carried the block's fields leaves
+		// the settled key without a value.
+		if bySettled && l.BlockTimestamp != nil {
+			if found[sk] {
+				twice = append(twice, sk)
+			}
+			found[sk] = true
+			out[sk] = blockTxsPage{
+				block: Block{ChainID: chainID, Number: at.number, Hash: at.hash, Timestamp: *l.BlockTimestamp,
+					TimestampMs: l.BlockTimestampMilliseconds, MinDelayExcess: l.BlockMinDelayExcess},
+				txs: listedPage(l, sk.from, sk.limit),
+			}
+		}
 		return nil
 	})
 	done()
 	if err != nil {
 		return nil, err
 	}
+	for _, k := range twice {
+		// Cannot be while orphaned_blocks holds every orphan; the caller
+		// then reads the block's header, which names the canonical one.
+		delete(out, k)
+	}
 	var older []blockTxsKey
 	for _, k := range keys {
-		if !found[k] {
+		if !found[k] && !k.settled {
 			older = append(older, k)
 		}
 	}
@@ -443,21 +508,28 @@ func (s *ClickHouse) readBlockTxs(ctx context.Context, keys []blockTxsKey) (map[
 		return nil, err
 	}
 	for k, txs := range rest {
-		out[k] = txs
+		out[k] = blockTxsPage{txs: txs}
 	}
 	return out, nil
 }
 
-// blocksOf indexes keys by their block, and lists their block numbers as a
-// query's IN set.
-func blocksOf(keys []blockTxsKey) (map[blockAt]blockTxsKey, []any) {
-	want := make(map[blockAt]blockTxsKey, len(keys))
-	numbers := make([]any, len(keys))
+// blocksOf indexes keys by their block (settled keys by number), and lists
+// their block numbers as a query's IN set.
+func blocksOf(keys []blockTxsKey) (want map[blockAt]blockTxsKey, settled map[uint64]blockTxsKey, numbers []any) {
+	want = make(map[blockAt]blockTxsKey, len(keys))
+	numbers = make([]any, len(keys))
 	for i, k := range keys {
-		want[blockAt{number: k.number, hash: k.hash}] = k
+		if k.settled {
+			if settled == nil {
+				settled = map[uint64]blockTxsKey{}
+			}
+			settled[k.number] = k
+		} else {
+			want[blockAt{number: k.number, hash: k.hash}] = k
+		}
 		numbers[i] = k.number
 	}
-	return want, numbers
+	return want, settled, numbers
 }
 
 // listedPage is the page of l from index from on, at most limit long.
@@ -491,7 +563,7 @@ func txOf(index uint32, h Hash, d *record.TxDetail, inputLen uint64) Tx {
 // the blocks processed before migration 18 have no block_transactions row.
 func (s *ClickHouse) readBlockTxRows(ctx context.Context, keys []blockTxsKey) (map[blockTxsKey][]Tx, error) {
 	k0 := keys[0]
-	want, numbers := blocksOf(keys)
+	want, _, numbers := blocksOf(keys)
 	rows, done, err := s.query(ctx, "block_transaction_rows", qBlockTxs, k0.chainID, clickhouse.GroupSet{Value: numbers}, k0.from, k0.limit)
 	if err != nil {
 		return nil, err

@@ -15,7 +15,7 @@ func ReadBlockTxsTogether(ctx context.Context, s *ClickHouse, blocks []Block, fr
 	got, err := s.readBlockTxs(ctx, keys)
 	out := make([][]Tx, len(keys))
 	for i, k := range keys {
-		out[i] = got[k]
+		out[i] = got[k].txs
 	}
 	return out, err
 }
@@ -52,4 +52,15 @@ func ReadTxsTogether(ctx context.Context, s *ClickHouse, chainID uint64, hashes 
 		slices.Sort(out[i])
 	}
 	return out, err
+}
+
+// ReadSettledWithBlock reads b's transactions twice in one query, as
+// concurrent requests are read: by its hash, and as the settled block at its
+// number (SettledBlockTransactions' key).
+func ReadSettledWithBlock(ctx context.Context, s *ClickHouse, b Block) (byHash []Tx, settled Block, settledTxs []Tx, ok bool, err error) {
+	hashKey := blockTxsKey{chainID: b.ChainID, number: b.Number, hash: b.Hash, limit: s.blockTxLimit(0)}
+	settledKey := blockTxsKey{chainID: b.ChainID, number: b.Number, settled: true, limit: s.blockTxLimit(0)}
+	got, err := s.readBlockTxs(ctx, []blockTxsKey{hashKey, settledKey})
+	p, ok := got[settledKey]
+	return got[hashKey].txs, p.block, p.txs, ok, err
 }

@@ -647,7 +647,7 @@ func (s *ClickHouse) newestFirst(ctx context.Context, chainID uint64, blocks []B
 	}
 	var out []LatestTx
 	for i, k := range keys {
-		txs := byKey[k]
+		txs := byKey[k].txs
 		for j := len(txs) - 1; j >= 0; j-- {
 			if status == StatusAny || txs[j].Status == status {
 				out = append(out, LatestTx{Block: of[i], Tx: txs[j]})

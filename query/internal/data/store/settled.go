@@ -62,10 +62,16 @@ func (p *settledSnapshot) canonical(chainID uint64, r *IndexRow) bool {
 	return r.blockTime && p.settledBlock(chainID, r.Block.Number, r.BlockHash)
 }
 
+// settledNumber reports whether the chain's block at number is settled:
+// whichever block there was never orphaned is canonical.
+func (p *settledSnapshot) settledNumber(chainID, number uint64) bool {
+	return p != nil && number < p.below[chainID]
+}
+
 // settledBlock reports whether the block (number, hash) is settled and was
 // never orphaned: canonical.
 func (p *settledSnapshot) settledBlock(chainID, number uint64, hash Hash) bool {
-	if p == nil || number >= p.below[chainID] {
+	if !p.settledNumber(chainID, number) {
 		return false
 	}
 	_, orphaned := p.orphans[orphanKey{chainID, number, hash}]

@@ -142,7 +142,7 @@ type ClickHouse struct {
 	first firstBlocks // the lowest indexed block per chain (indexed.go)
 
 	blockReads   *coalescer[blockKey, Block]
-	blockTxReads *coalescer[blockTxsKey, []Tx]
+	blockTxReads *coalescer[blockTxsKey, blockTxsPage]
 	txReads      *coalescer[txKey, []txPlacement]
 
 	spacingMu sync.Mutex

@@ -312,6 +312,101 @@ func TestBlockTransactions(t *testing.T) {
 	}
 }
 
+// A settled block's transactions by number are one read of its
+// block_transactions row, which carries the block's fields: the canonical
+// block's (an orphaned branch's row at the same number is left out), the
+// same transactions as the two reads give. Whatever the row cannot tell is
+// left to those two reads: a block within the reorg window, a row written
+// before the rows carried the block's fields, a block without a row (no
+// transactions, or processed before migration 18), two rows not known
+// orphaned at one number.
+func TestSettledBlockTransactions(t *testing.T) {
+	_, conn := testenv.ClickHouse(t)
+	c := ctx(t)
+	cfg := store.DefaultConfig()
+	cfg.ReorgWindow = 10
+	reg := prometheus.NewRegistry()
+	s, err := store.New(cfg, store.Deps{Logger: testenv.Logger(t), Registerer: reg, ChainIDs: []uint64{chain}})
+	require.NoError(t, err)
+	s.SetConn(conn)
+
+	// Blocks 0-59, settled below 50; block 15 was first another branch's.
+	blocks := storetest.Chain(chain, 0, 59, 1, "a")
+	for i := range blocks {
+		ms, excess := blocks[i].Timestamp*1000+250, uint64(i)
+		blocks[i].TimestampMs, blocks[i].MinDelayExcess, blocks[i].TxCount = &ms, &excess, 3
+	}
+	orphan := storetest.Block{ChainID: chain, Number: 15, Hash: storetest.HashOf(chain, 15, "orphan"), Timestamp: 1, Version: 1}
+	orphanRemoved := orphan
+	orphanRemoved.Removed, orphanRemoved.Version = true, 2
+	require.NoError(t, storetest.InsertBlocks(c, conn, []storetest.Block{orphan, orphanRemoved}))
+	require.NoError(t, storetest.InsertBlocks(c, conn, blocks))
+	require.NoError(t, storetest.SetHead(c, conn, blocks[59], 1))
+	txsOf := func(b storetest.Block) []storetest.Tx {
+		var txs []storetest.Tx
+		for i := range 3 {
+			txs = append(txs, storetest.Tx{ChainID: chain, BlockNumber: b.Number, BlockHash: b.Hash, BlockTimestamp: b.Timestamp,
+				BlockTimestampMs: b.TimestampMs, BlockMinDelayExcess: b.MinDelayExcess, Index: uint32(i),
+				Hash: storetest.HashOf(chain, b.Number, fmt.Sprint("tx", i, string(b.Hash[:1]))), From: storetest.Address(1),
+				To: storetest.Address(2), Value: "1", Gas: 21000, GasPrice: "25000000000", Status: 1, GasUsed: 21000, Version: 1})
+		}
+		return txs
+	}
+	var written []storetest.Tx
+	for _, n := range []int{12, 15, 20, 55} {
+		written = append(written, txsOf(blocks[n])...)
+	}
+	written = append(written, txsOf(orphan)...)
+	// A second row at 20 that no reorg marked orphaned.
+	stray := blocks[20]
+	stray.Hash = storetest.HashOf(chain, 20, "stray")
+	written = append(written, txsOf(stray)...)
+	require.NoError(t, storetest.InsertTxs(c, conn, written))
+	require.NoError(t, storetest.InsertTxsWithoutBlockFields(c, conn, txsOf(blocks[30])))
+	require.NoError(t, storetest.InsertTxRows(c, conn, txsOf(blocks[31])))
+
+	reads := func() float64 { return storetest.Queries(t, reg, "block_transactions") }
+	for _, n := range []uint64{12, 15} {
+		before := reads()
+		b, txs, ok, err := s.SettledBlockTransactions(c, chain, n, 0, 0)
+		require.NoError(t, err)
+		require.True(t, ok, "block %d", n)
+		require.Equal(t, 1.0, reads()-before, "block %d: one read", n)
+		want := blocks[n]
+		require.Equal(t, store.Block{ChainID: chain, Number: n, Hash: want.Hash, Timestamp: want.Timestamp,
+			TimestampMs: want.TimestampMs, MinDelayExcess: want.MinDelayExcess}, b)
+		two, err := s.BlockTransactions(c, store.Block{ChainID: chain, Number: n, Hash: want.Hash, TxCount: 3}, 0, 0)
+		require.NoError(t, err)
+		require.Len(t, txs, 3)
+		require.Equal(t, two, txs, "block %d: the transactions the header and listing reads give", n)
+	}
+	_, txs, ok, err := s.SettledBlockTransactions(c, chain, 12, 1, 1)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Len(t, txs, 1)
+	require.Equal(t, uint32(1), txs[0].BlockIndex)
+
+	before := reads()
+	_, _, ok, err = s.SettledBlockTransactions(c, chain, 55, 0, 0)
+	require.NoError(t, err)
+	require.False(t, ok, "within the reorg window")
+	require.Zero(t, reads()-before, "not read")
+	for _, n := range []uint64{20, 30, 31, 40} {
+		_, _, ok, err = s.SettledBlockTransactions(c, chain, n, 0, 0)
+		require.NoError(t, err)
+		require.False(t, ok, "block %d", n)
+	}
+
+	// Read together with a request for the same block by its hash, both
+	// are answered.
+	byHash, b, txs, ok, err := store.ReadSettledWithBlock(c, s, store.Block{ChainID: chain, Number: 12, Hash: blocks[12].Hash})
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, blocks[12].Hash, b.Hash)
+	require.Len(t, byHash, 3)
+	require.Equal(t, byHash, txs)
+}
+
 // TestBlocksReadTogether: the reads that serve concurrent requests in one
 // query (coalesce.go) give each block its own header and transactions, and
 // never another block's at the same number (orphaned by a reorg); under

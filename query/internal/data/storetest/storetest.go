@@ -57,6 +57,9 @@ type Tx struct {
 	Status               uint8
 	GasUsed              uint64
 	Version              uint64
+	// The block's other fields its block_transactions row carries (nil
+	// when the block has none).
+	BlockTimestampMs, BlockMinDelayExcess *uint64
 }
 
 // HashOf is a deterministic fake hash for (chain, number, salt).
@@ -145,12 +148,21 @@ func SetHead(ctx context.Context, conn driver.Conn, b Block, version uint64) err
 }
 
 // InsertTxs writes rows to transactions_by_block and their blocks' rows to
-// block_transactions, as the processor does.
+// block_transactions, with the block's fields, as the processor does.
 func InsertTxs(ctx context.Context, conn driver.Conn, rows []Tx) error {
 	if err := insertTxs(ctx, conn, "transactions_by_block", rows); err != nil {
 		return err
 	}
-	return insertTxLists(ctx, conn, rows)
+	return insertTxLists(ctx, conn, rows, true)
+}
+
+// InsertTxsWithoutBlockFields is InsertTxs as processors wrote the
+// block_transactions rows before they carried the block's fields.
+func InsertTxsWithoutBlockFields(ctx context.Context, conn driver.Conn, rows []Tx) error {
+	if err := insertTxs(ctx, conn, "transactions_by_block", rows); err != nil {
+		return err
+	}
+	return insertTxLists(ctx, conn, rows, false)
 }
 
 // InsertTxRows writes rows to transactions_by_block only, as processors did
@@ -161,8 +173,8 @@ func InsertTxRows(ctx context.Context, conn driver.Conn, rows []Tx) error {
 
 // insertTxLists writes a block_transactions row for each block (and
 // version) of rows, its transactions in index order, each as the
-// processor's sink encodes it.
-func insertTxLists(ctx context.Context, conn driver.Conn, rows []Tx) error {
+// processor's sink encodes it, with the block's fields when blockFields.
+func insertTxLists(ctx context.Context, conn driver.Conn, rows []Tx, blockFields bool) error {
 	type blockKey struct {
 		chainID, number uint64
 		hash            store.Hash
@@ -175,6 +187,10 @@ func insertTxLists(ctx context.Context, conn driver.Conn, rows []Tx) error {
 		l, ok := lists[k]
 		if !ok {
 			l = &record.BlockTxList{}
+			if blockFields {
+				ts := r.BlockTimestamp
+				l.BlockTimestamp, l.BlockTimestampMilliseconds, l.BlockMinDelayExcess = &ts, r.BlockTimestampMs, r.BlockMinDelayExcess
+			}
 			lists[k] = l
 			order = append(order, k)
 		}
