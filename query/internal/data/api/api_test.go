@@ -500,8 +500,13 @@ func testBlockTransactions(t *testing.T, settled bool) {
 	e.requireError("/v1/chains/43114/blocks/5x/transactions", 400, []string{"blockId must be a decimal block number or a 0x-prefixed 32-byte block hash"})
 	e.requireError("/v1/chains/43114/blocks/77/transactions", 404, "Block 77 not found on chain 43114")
 	e.requireError("/v1/chains/1/blocks/77/transactions", 404, "Chain 1 not found")
+	// A hash whose block a reorg replaced is not found, though block_hashes
+	// knows its number.
+	orphan := hashOf(cChain, 50, "orphan")
+	e.store.orphans = map[store.Hash]uint64{orphan: 50}
+	e.requireError("/v1/chains/43114/blocks/"+orphan.Hex()+"/transactions", 404, "Block "+orphan.Hex()+" not found on chain 43114")
 	if settled {
-		require.Equal(t, 4, e.store.settledReads) // by number, with transactions
+		require.Equal(t, 6, e.store.settledReads) // the blocks with transactions, by number or hash
 	} else {
 		require.Zero(t, e.store.settledReads)
 	}

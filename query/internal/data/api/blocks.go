@@ -75,9 +75,14 @@ func (h *handlers) listChainBlocks(c *gin.Context) {
 	ok(c, out)
 }
 
+// blockNotFound is the 404 message of a blockId on chain.
+func blockNotFound(ch chains.Chain, id blockID) string {
+	return fmt.Sprintf("Block %s not found on chain %s", id, ch.EVMChainID)
+}
+
 // lookupBlock resolves a validated blockId on chain.
 func (h *handlers) lookupBlock(ctx context.Context, ch chains.Chain, id blockID) (store.Block, error) {
-	notFound := fmt.Sprintf("Block %s not found on chain %s", id, ch.EVMChainID)
+	notFound := blockNotFound(ch, id)
 	var (
 		b   store.Block
 		err error
@@ -95,26 +100,36 @@ func (h *handlers) lookupBlock(ctx context.Context, ch chains.Chain, id blockID)
 }
 
 // blockTransactions resolves a validated blockId on chain and reads up to
-// limit (<= 0: all) of its block's transactions from index from on: a
-// settled block named by number in one read of the store, any other block
-// after its header.
+// limit (<= 0: all) of its block's transactions from index from on. A
+// settled block's come with the block in one read of the store
+// (SettledBlockTransactions); any other block's after its header.
 func (h *handlers) blockTransactions(ctx context.Context, ch chains.Chain, id blockID, from uint32, limit int) (store.Block, []store.Tx, error) {
-	if !id.byHash {
-		b, txs, ok, err := h.store.SettledBlockTransactions(ctx, ch.ID(), id.number, from, limit)
+	notFound := blockNotFound(ch, id)
+	number := id.number
+	if id.byHash {
+		n, err := h.store.BlockNumberByHash(ctx, ch.ID(), id.hash)
 		if err != nil {
-			return store.Block{}, nil, storeError(err, "")
+			return store.Block{}, nil, storeError(err, notFound)
 		}
-		if ok {
-			return b, txs, nil
-		}
+		number = n
 	}
-	b, err := h.lookupBlock(ctx, ch, id)
-	if err != nil {
-		return store.Block{}, nil, err
-	}
-	txs, err := h.store.BlockTransactions(ctx, b, from, limit)
+	b, txs, settled, err := h.store.SettledBlockTransactions(ctx, ch.ID(), number, from, limit)
 	if err != nil {
 		return store.Block{}, nil, storeError(err, "")
+	}
+	if !settled {
+		if b, err = h.store.BlockByNumber(ctx, ch.ID(), number); err != nil {
+			return store.Block{}, nil, storeError(err, notFound)
+		}
+	}
+	if id.byHash && b.Hash != id.hash {
+		// A reorg replaced the hash's block (block_hashes keeps it).
+		return store.Block{}, nil, apierr.NotFound(notFound)
+	}
+	if !settled {
+		if txs, err = h.store.BlockTransactions(ctx, b, from, limit); err != nil {
+			return store.Block{}, nil, storeError(err, "")
+		}
 	}
 	return b, txs, nil
 }

@@ -21,6 +21,9 @@ type fakeStore struct {
 	// block fields its row carries.
 	settled      bool
 	settledReads int // the answers SettledBlockTransactions gave
+	// orphans are hashes of blocks a reorg replaced, by number: known to
+	// BlockNumberByHash, as block_hashes keeps them.
+	orphans map[store.Hash]uint64
 }
 
 func newFakeStore() *fakeStore {
@@ -111,6 +114,23 @@ func (f *fakeStore) SettledBlockTransactions(ctx context.Context, chainID, numbe
 	f.mu.Unlock()
 	return store.Block{ChainID: b.ChainID, Number: b.Number, Hash: b.Hash, Timestamp: b.Timestamp,
 		TimestampMs: b.TimestampMs, MinDelayExcess: b.MinDelayExcess}, txs, err == nil, err
+}
+
+func (f *fakeStore) BlockNumberByHash(_ context.Context, chainID uint64, h store.Hash) (uint64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err != nil {
+		return 0, f.err
+	}
+	for _, b := range f.blocks[chainID] {
+		if b.Hash == h {
+			return b.Number, nil
+		}
+	}
+	if n, ok := f.orphans[h]; ok {
+		return n, nil
+	}
+	return 0, store.ErrNotFound
 }
 
 func (f *fakeStore) BlockByHash(_ context.Context, chainID uint64, h store.Hash) (store.Block, error) {

@@ -27,6 +27,9 @@ type Store interface {
 	Blocks(ctx context.Context, chainID, cursor uint64, limit int) ([]store.Block, error)
 	BlockByNumber(ctx context.Context, chainID, number uint64) (store.Block, error)
 	BlockByHash(ctx context.Context, chainID uint64, hash store.Hash) (store.Block, error)
+	// BlockNumberByHash is the number of the block with hash, canonical or
+	// not (ErrNotFound for none).
+	BlockNumberByHash(ctx context.Context, chainID uint64, hash store.Hash) (uint64, error)
 	// BlockTransactions returns up to limit (<= 0: all) transactions of b
 	// with index >= from, by index.
 	BlockTransactions(ctx context.Context, b store.Block, from uint32, limit int) ([]store.Tx, error)

@@ -333,9 +333,27 @@ func parseHeader(chainID, number uint64, header string) (Block, error) {
 // the number, and the block at that number must still carry h (a hash
 // orphaned by a reorg is not served even before block_hashes marks it).
 func (s *ClickHouse) BlockByHash(ctx context.Context, chainID uint64, h Hash) (Block, error) {
-	rows, cancel, err := s.query(ctx, "block_hash", qHashToNumber, chainID, hex.EncodeToString(h[:]))
+	number, err := s.BlockNumberByHash(ctx, chainID, h)
 	if err != nil {
 		return Block{}, err
+	}
+	b, err := s.BlockByNumber(ctx, chainID, number)
+	if err != nil {
+		return Block{}, err
+	}
+	if b.Hash != h {
+		return Block{}, ErrNotFound
+	}
+	return b, nil
+}
+
+// BlockNumberByHash returns the number of the block with hash h
+// (block_hashes), canonical or not: the caller checks that the block at
+// that number carries h.
+func (s *ClickHouse) BlockNumberByHash(ctx context.Context, chainID uint64, h Hash) (uint64, error) {
+	rows, cancel, err := s.query(ctx, "block_hash", qHashToNumber, chainID, hex.EncodeToString(h[:]))
+	if err != nil {
+		return 0, err
 	}
 	defer cancel()
 	var (
@@ -346,19 +364,12 @@ func (s *ClickHouse) BlockByHash(ctx context.Context, chainID uint64, h Hash) (B
 		found = true
 		return scanError("block_hash", rows.Scan(&number))
 	}); err != nil {
-		return Block{}, err
+		return 0, err
 	}
 	if !found {
-		return Block{}, ErrNotFound
+		return 0, ErrNotFound
 	}
-	b, err := s.BlockByNumber(ctx, chainID, number)
-	if err != nil {
-		return Block{}, err
-	}
-	if b.Hash != h {
-		return Block{}, ErrNotFound
-	}
-	return b, nil
+	return number, nil
 }
 
 // BlockTransactions returns up to limit transactions of block b with index
