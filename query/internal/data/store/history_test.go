@@ -441,12 +441,7 @@ func TestLatestTxsThroughEmptyBlocks(t *testing.T) {
 func TestAddressListSettledRows(t *testing.T) {
 	_, conn := testenv.ClickHouse(t)
 	c := ctx(t)
-	cfg := store.DefaultConfig()
-	cfg.ReorgWindow = 10
-	reg := prometheus.NewRegistry()
-	s, err := store.New(cfg, store.Deps{Logger: testenv.Logger(t), Registerer: reg, ChainIDs: []uint64{chain}})
-	require.NoError(t, err)
-	s.SetConn(conn)
+	s, reg := newWindowStore(t, conn, 10)
 
 	// Blocks 0-99; block 15 was first another branch's (orphaned), block 17
 	// was orphaned and then became canonical again. Versions follow the
@@ -555,6 +550,6 @@ func TestAddressListSettledRows(t *testing.T) {
 	// The orphaned branch's row alone is not served.
 	gone := storetest.HashOf(chain, 5, "gone")
 	require.NoError(t, storetest.InsertTxLookup(c, conn, []storetest.TxLookupRow{lookup(orphan, gone, true)}))
-	_, _, err = s.Transaction(c, chain, gone)
+	_, _, err := s.Transaction(c, chain, gone)
 	require.ErrorIs(t, err, store.ErrNotFound)
 }

@@ -35,6 +35,20 @@ func newStore(t *testing.T, conn driver.Conn, reg prometheus.Registerer) *store.
 }
 
 // queriesRun is how many queries named name the store behind reg has run.
+// newWindowStore is a store of chain whose settled blocks are those at
+// least window blocks below the indexed head (Config.ReorgWindow), with
+// the registry of its metrics.
+func newWindowStore(t *testing.T, conn driver.Conn, window int) (*store.ClickHouse, *prometheus.Registry) {
+	t.Helper()
+	cfg := store.DefaultConfig()
+	cfg.ReorgWindow = window
+	reg := prometheus.NewRegistry()
+	s, err := store.New(cfg, store.Deps{Logger: testenv.Logger(t), Registerer: reg, ChainIDs: []uint64{chain}})
+	require.NoError(t, err)
+	s.SetConn(conn)
+	return s, reg
+}
+
 func queriesRun(t *testing.T, reg prometheus.Gatherer, name string) float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
@@ -323,12 +337,7 @@ func TestBlockTransactions(t *testing.T) {
 func TestSettledBlockTransactions(t *testing.T) {
 	_, conn := testenv.ClickHouse(t)
 	c := ctx(t)
-	cfg := store.DefaultConfig()
-	cfg.ReorgWindow = 10
-	reg := prometheus.NewRegistry()
-	s, err := store.New(cfg, store.Deps{Logger: testenv.Logger(t), Registerer: reg, ChainIDs: []uint64{chain}})
-	require.NoError(t, err)
-	s.SetConn(conn)
+	s, reg := newWindowStore(t, conn, 10)
 
 	// Blocks 0-59, settled below 50; block 15 was first another branch's.
 	blocks := storetest.Chain(chain, 0, 59, 1, "a")
