@@ -14,7 +14,8 @@
 // that work, have reached the block (AtBlock, when Run tracks heads) and
 // have room under their limits (chains.Node: requestsPerSecond,
 // maxConcurrency, maxBatch; concurrency adapts: halved on 429s, lowered
-// while latency rises, raised one step per round trip otherwise). A call
+// while a node's latency rises and the other nodes' does not, raised one
+// step per round trip otherwise). A call
 // the node fails is sent to another node; a node that fails is cooled down,
 // its requests in flight are cancelled and resent, and its next successful
 // head poll takes it back. Hedge sends a slow call to a second node too.

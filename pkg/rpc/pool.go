@@ -148,6 +148,11 @@ type node struct {
 	pollTook time.Duration // the last head poll's round trip
 	perCall  float64       // EWMA of seconds per call of successful requests
 	baseline float64       // the lowest recent perCall, slowly forgotten
+	// excess is the EWMA of seconds per request beyond what baseline
+	// predicts. A delay on our side (this process short of CPU) adds about
+	// the same to every node's; a node queueing our requests adds to its
+	// own only.
+	excess float64
 }
 
 // NewPool builds the pool; it does no I/O. Run tracks the nodes' heads;
@@ -627,7 +632,8 @@ func (p *Pool) observe(n *node, reqs []*Request, err error, took time.Duration, 
 		return
 	}
 	n.fails = 0
-	per := took.Seconds() / float64(max(len(reqs), 1))
+	calls := float64(max(len(reqs), 1))
+	per := took.Seconds() / calls
 	if n.perCall == 0 {
 		n.perCall, n.baseline = per, per
 	} else {
@@ -639,8 +645,9 @@ func (p *Pool) observe(n *node, reqs []*Request, err error, took time.Duration, 
 		} else {
 			n.baseline += 0.01 * (per - n.baseline)
 		}
+		n.excess += 0.2 * (max(0, took.Seconds()-n.baseline*calls) - n.excess)
 	}
-	if n.perCall > 2*n.baseline && n.perCall > 0.002 {
+	if n.perCall > 2*n.baseline && n.perCall > 0.002 && !p.delayShared(n) {
 		// Latency rising: the node is queueing our requests. Back off
 		// gently.
 		n.limit = max(1, n.limit*0.9)
@@ -648,6 +655,19 @@ func (p *Pool) observe(n *node, reqs []*Request, err error, took time.Duration, 
 		// Additive increase, while the limit is what holds us back.
 		n.limit = min(n.ceiling, n.limit+1/n.limit)
 	}
+}
+
+// delayShared reports whether another working node's requests take about
+// as long beyond its own best as n's do: then the delay is ours (this
+// process or its machine short of CPU), not n's queue, and lowering n's
+// limit would only send its work to slower nodes. Called with p.mu held.
+func (p *Pool) delayShared(n *node) bool {
+	for _, m := range p.nodes {
+		if m != n && m.up && m.perCall > 0 && n.excess < 2*m.excess {
+			return true
+		}
+	}
+	return false
 }
 
 // markDown takes n out after a failure: its requests in flight are

@@ -64,17 +64,63 @@ func must[T any](v T, err error) T {
 }
 
 // TestPoolSpreadsInProportionToSpeed: a node four times as fast gets
-// clearly more of the work, and both get some.
+// clearly more of the work, and both get some. The nodes' delays are far
+// above what the fake nodes and the race detector add on a loaded machine
+// (up to about 20 ms a request), which would otherwise blur their speeds.
 func TestPoolSpreadsInProportionToSpeed(t *testing.T) {
 	fast, slow := newFakeNode(t), newFakeNode(t)
-	fast.delay.Store(int64(5 * time.Millisecond))
-	slow.delay.Store(int64(20 * time.Millisecond))
+	fast.delay.Store(int64(20 * time.Millisecond))
+	slow.delay.Store(int64(80 * time.Millisecond))
 	p := newTestPool(t, PoolConfig{}, fast, slow)
 	hammer(t, p, 300, 8, 5)
 	f, s := fast.posts.Load(), slow.posts.Load()
 	t.Logf("fast %d, slow %d", f, s)
 	require.Greater(t, s, int64(10), "the slow node still works")
 	require.Greater(t, float64(f), 2*float64(s), "the fast node delivers more and gets more")
+}
+
+// limitOf is node i's adaptive concurrency limit.
+func limitOf(p *Pool, i int) float64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.nodes[i].limit
+}
+
+// TestPoolLowersTheLimitOfTheNodeThatSlowsDown: a node whose latency rises
+// while the other's does not is queueing our requests: its limit falls. A
+// delay that every node's requests take alike is this process's (short of
+// CPU), not a node's: no limit falls, so the fast node keeps its share.
+func TestPoolLowersTheLimitOfTheNodeThatSlowsDown(t *testing.T) {
+	for _, tc := range []struct {
+		name                 string
+		fastAdds, slowAdds   time.Duration
+		wantFastLimitLowered bool
+	}{
+		{"the fast node alone slows down", 150 * time.Millisecond, 0, true},
+		{"both slow down alike", 150 * time.Millisecond, 150 * time.Millisecond, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fast, slow := newFakeNode(t), newFakeNode(t)
+			fast.delay.Store(int64(5 * time.Millisecond))
+			slow.delay.Store(int64(20 * time.Millisecond))
+			p := newTestPool(t, PoolConfig{}, fast, slow)
+			hammer(t, p, 100, 8, 5) // measures both nodes' best pace
+			before := limitOf(p, 0)
+			fast.delay.Add(int64(tc.fastAdds))
+			slow.delay.Add(int64(tc.slowAdds))
+			hammer(t, p, 60, 8, 5)
+			after := limitOf(p, 0)
+			t.Logf("the fast node's limit: %.2f, then %.2f", before, after)
+			// Both cases see a transient while the slow node's fewer answers
+			// catch up with the change: the shared case's limit loses up to
+			// a quarter, the other case's two thirds or more.
+			if tc.wantFastLimitLowered {
+				require.Less(t, after, before*0.7)
+			} else {
+				require.Greater(t, after, before*0.6)
+			}
+		})
+	}
 }
 
 // TestPoolFailsOverAndTakesBack: a dead node's calls go to the other node
