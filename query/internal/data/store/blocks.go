@@ -389,10 +389,11 @@ func (s *ClickHouse) BlockTransactions(ctx context.Context, b Block, from uint32
 // number, hash and timestamps) with up to limit of its transactions from
 // index from on, as BlockTransactions, in one read instead of two: from its
 // block_transactions row alone, which the settled snapshot (settled.go) tells
-// canonical without the block's header. ok is false when it cannot: the
-// block is not settled, or has no row (no transactions, or processed before
-// migration 18), or its row was written before the rows carried the block's
-// fields; the caller then reads the block, then BlockTransactions.
+// canonical without the block's header. A row written before the rows
+// carried the block's fields is read with the block's header (two reads, as
+// before). ok is false when the block is not settled or has no row (no
+// transactions, or processed before migration 18); the caller then reads
+// the block, then BlockTransactions.
 func (s *ClickHouse) SettledBlockTransactions(ctx context.Context, chainID, number uint64, from uint32, limit int) (b Block, txs []Tx, ok bool, err error) {
 	if !s.settled(ctx).settledNumber(chainID, number) {
 		return Block{}, nil, false, nil
@@ -402,7 +403,17 @@ func (s *ClickHouse) SettledBlockTransactions(ctx context.Context, chainID, numb
 	if err != nil || !ok {
 		return Block{}, nil, false, err
 	}
-	return p.block, p.txs, true, nil
+	if !p.headerless {
+		return p.block, p.txs, true, nil
+	}
+	header, err := s.BlockByNumber(ctx, chainID, number)
+	if errors.Is(err, ErrNotFound) || (err == nil && header.Hash != p.block.Hash) {
+		return Block{}, nil, false, nil // the caller's reads tell
+	}
+	if err != nil {
+		return Block{}, nil, false, err
+	}
+	return header, p.txs, true, nil
 }
 
 // blockTxLimit is the most transactions of a block a read returns for a
@@ -431,6 +442,9 @@ type blockTxsKey struct {
 type blockTxsPage struct {
 	block Block
 	txs   []Tx
+	// headerless: the row was written before the rows carried the block's
+	// fields, so block has no timestamps.
+	headerless bool
 }
 
 // blockAt names a block by number and hash: the rows of an orphaned block at
@@ -481,18 +495,18 @@ func (s *ClickHouse) readBlockTxs(ctx context.Context, keys []blockTxsKey) (map[
 			found[k] = true
 			out[k] = blockTxsPage{txs: listedPage(l, k.from, k.limit)}
 		}
-		// A row written before the rows carried the block's fields leaves
-		// the settled key without a value.
-		if bySettled && l.BlockTimestamp != nil {
+		if bySettled {
 			if found[sk] {
 				twice = append(twice, sk)
 			}
 			found[sk] = true
-			out[sk] = blockTxsPage{
-				block: Block{ChainID: chainID, Number: at.number, Hash: at.hash, Timestamp: *l.BlockTimestamp,
-					TimestampMs: l.BlockTimestampMilliseconds, MinDelayExcess: l.BlockMinDelayExcess},
-				txs: listedPage(l, sk.from, sk.limit),
+			p := blockTxsPage{block: Block{ChainID: chainID, Number: at.number, Hash: at.hash},
+				txs: listedPage(l, sk.from, sk.limit), headerless: l.BlockTimestamp == nil}
+			if !p.headerless {
+				p.block.Timestamp, p.block.TimestampMs, p.block.MinDelayExcess = *l.BlockTimestamp,
+					l.BlockTimestampMilliseconds, l.BlockMinDelayExcess
 			}
+			out[sk] = p
 		}
 		return nil
 	})

@@ -329,11 +329,11 @@ func TestBlockTransactions(t *testing.T) {
 // A settled block's transactions by number are one read of its
 // block_transactions row, which carries the block's fields: the canonical
 // block's (an orphaned branch's row at the same number is left out), the
-// same transactions as the two reads give. Whatever the row cannot tell is
-// left to those two reads: a block within the reorg window, a row written
-// before the rows carried the block's fields, a block without a row (no
-// transactions, or processed before migration 18), two rows not known
-// orphaned at one number.
+// same transactions as the two reads give; a row written before the rows
+// carried the block's fields is read with the block's header. Whatever the
+// row cannot tell is left to those two reads: a block within the reorg
+// window, a block without a row (no transactions, or processed before
+// migration 18), two rows not known orphaned at one number.
 func TestSettledBlockTransactions(t *testing.T) {
 	_, conn := testenv.ClickHouse(t)
 	c := ctx(t)
@@ -400,11 +400,24 @@ func TestSettledBlockTransactions(t *testing.T) {
 	require.NoError(t, err)
 	require.False(t, ok, "within the reorg window")
 	require.Zero(t, reads()-before, "not read")
-	for _, n := range []uint64{20, 30, 31, 40} {
+	for _, n := range []uint64{20, 31, 40} {
 		_, _, ok, err = s.SettledBlockTransactions(c, chain, n, 0, 0)
 		require.NoError(t, err)
 		require.False(t, ok, "block %d", n)
 	}
+	// A listing written before the rows carried the block's fields is
+	// served with the block's header: two reads, as before.
+	headers := func() float64 { return storetest.Queries(t, reg, "blocks_lookup") }
+	before, beforeHeaders := reads(), headers()
+	old, txs, ok, err := s.SettledBlockTransactions(c, chain, 30, 0, 0)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, 1.0, reads()-before)
+	require.Equal(t, 1.0, headers()-beforeHeaders)
+	require.Equal(t, blocks[30].Hash, old.Hash)
+	require.Equal(t, blocks[30].Timestamp, old.Timestamp)
+	require.Equal(t, blocks[30].TimestampMs, old.TimestampMs)
+	require.Len(t, txs, 3)
 
 	// Read together with a request for the same block by its hash, both
 	// are answered.
