@@ -415,6 +415,11 @@ func TestGetBlock(t *testing.T) {
 	e.requireError("/v1/chains/43114/blocks/18446744073709551615", 404, "Block 18446744073709551615 not found on chain 43114")
 	e.requireError("/v1/chains/43114/blocks/0x"+strings.Repeat("ab", 32), 404, "Block 0x"+strings.Repeat("ab", 32)+" not found on chain 43114")
 	e.requireError("/v1/chains/43113/blocks/"+b.Hash.Hex(), 404, nil) // a hash of another chain
+	// A hash whose block a reorg replaced is not found, though block_hashes
+	// knows its number.
+	orphan := hashOf(cChain, 5, "orphan")
+	e.store.orphans = map[store.Hash]uint64{orphan: 5}
+	e.requireError("/v1/chains/43114/blocks/"+orphan.Hex(), 404, "Block "+orphan.Hex()+" not found on chain 43114")
 	e.requireError("/v1/chains/999/blocks/1", 404, "Chain 999 not found")
 	e.requireError("/v1/chains/!/blocks/x", 400, []string{"chainId must be a decimal EVM chain id or a base58 blockchain id", bad[0]})
 	e.store.err = fmt.Errorf("%w: refused", store.ErrUnavailable)

@@ -83,20 +83,32 @@ func blockNotFound(ch chains.Chain, id blockID) string {
 // lookupBlock resolves a validated blockId on chain.
 func (h *handlers) lookupBlock(ctx context.Context, ch chains.Chain, id blockID) (store.Block, error) {
 	notFound := blockNotFound(ch, id)
-	var (
-		b   store.Block
-		err error
-	)
-	switch {
-	case id.byHash:
-		b, err = h.store.BlockByHash(ctx, ch.ID(), id.hash)
-	default:
-		b, err = h.store.BlockByNumber(ctx, ch.ID(), id.number)
+	number, err := h.blockNumber(ctx, ch, id)
+	if err != nil {
+		return store.Block{}, err
 	}
+	b, err := h.store.BlockByNumber(ctx, ch.ID(), number)
 	if err != nil {
 		return store.Block{}, storeError(err, notFound)
 	}
+	if !id.names(b) {
+		return store.Block{}, apierr.NotFound(notFound)
+	}
 	return b, nil
+}
+
+// blockNumber is the number of the block id names: by hash, block_hashes'
+// number, which a reorg may since have given another block; the block
+// read at it must then pass id.names.
+func (h *handlers) blockNumber(ctx context.Context, ch chains.Chain, id blockID) (uint64, error) {
+	if !id.byHash {
+		return id.number, nil
+	}
+	n, err := h.store.BlockNumberByHash(ctx, ch.ID(), id.hash)
+	if err != nil {
+		return 0, storeError(err, blockNotFound(ch, id))
+	}
+	return n, nil
 }
 
 // blockTransactions resolves a validated blockId on chain and reads up to
@@ -105,13 +117,9 @@ func (h *handlers) lookupBlock(ctx context.Context, ch chains.Chain, id blockID)
 // (SettledBlockTransactions); any other block's after its header.
 func (h *handlers) blockTransactions(ctx context.Context, ch chains.Chain, id blockID, from uint32, limit int) (store.Block, []store.Tx, error) {
 	notFound := blockNotFound(ch, id)
-	number := id.number
-	if id.byHash {
-		n, err := h.store.BlockNumberByHash(ctx, ch.ID(), id.hash)
-		if err != nil {
-			return store.Block{}, nil, storeError(err, notFound)
-		}
-		number = n
+	number, err := h.blockNumber(ctx, ch, id)
+	if err != nil {
+		return store.Block{}, nil, err
 	}
 	b, txs, settled, err := h.store.SettledBlockTransactions(ctx, ch.ID(), number, from, limit)
 	if err != nil {
@@ -122,8 +130,7 @@ func (h *handlers) blockTransactions(ctx context.Context, ch chains.Chain, id bl
 			return store.Block{}, nil, storeError(err, notFound)
 		}
 	}
-	if id.byHash && b.Hash != id.hash {
-		// A reorg replaced the hash's block (block_hashes keeps it).
+	if !id.names(b) {
 		return store.Block{}, nil, apierr.NotFound(notFound)
 	}
 	if !settled {

@@ -133,20 +133,6 @@ func (f *fakeStore) BlockNumberByHash(_ context.Context, chainID uint64, h store
 	return 0, store.ErrNotFound
 }
 
-func (f *fakeStore) BlockByHash(_ context.Context, chainID uint64, h store.Hash) (store.Block, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.err != nil {
-		return store.Block{}, f.err
-	}
-	for _, b := range f.blocks[chainID] {
-		if b.Hash == h {
-			return b, nil
-		}
-	}
-	return store.Block{}, store.ErrNotFound
-}
-
 func (f *fakeStore) BlockTransactions(_ context.Context, b store.Block, from uint32, limit int) ([]store.Tx, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -65,6 +65,13 @@ type blockID struct {
 	hash   store.Hash
 }
 
+// names reports whether b is the block id names: a block at a hash's
+// number no longer carries the hash once a reorg replaced it (block_hashes
+// keeps the orphaned hash, and its number, for the chain's history).
+func (id blockID) names(b store.Block) bool {
+	return !id.byHash || b.Hash == id.hash
+}
+
 func (b blockID) String() string {
 	if b.byHash {
 		return b.hash.Hex()

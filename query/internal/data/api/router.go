@@ -26,9 +26,8 @@ type Store interface {
 	// newest first.
 	Blocks(ctx context.Context, chainID, cursor uint64, limit int) ([]store.Block, error)
 	BlockByNumber(ctx context.Context, chainID, number uint64) (store.Block, error)
-	BlockByHash(ctx context.Context, chainID uint64, hash store.Hash) (store.Block, error)
 	// BlockNumberByHash is the number of the block with hash, canonical or
-	// not (ErrNotFound for none).
+	// not (ErrNotFound for none): the block at that number may be another.
 	BlockNumberByHash(ctx context.Context, chainID uint64, hash store.Hash) (uint64, error)
 	// BlockTransactions returns up to limit (<= 0: all) transactions of b
 	// with index >= from, by index.

@@ -329,27 +329,10 @@ func parseHeader(chainID, number uint64, header string) (Block, error) {
 	return b, nil
 }
 
-// BlockByHash returns the canonical block with hash h: block_hashes gives
-// the number, and the block at that number must still carry h (a hash
-// orphaned by a reorg is not served even before block_hashes marks it).
-func (s *ClickHouse) BlockByHash(ctx context.Context, chainID uint64, h Hash) (Block, error) {
-	number, err := s.BlockNumberByHash(ctx, chainID, h)
-	if err != nil {
-		return Block{}, err
-	}
-	b, err := s.BlockByNumber(ctx, chainID, number)
-	if err != nil {
-		return Block{}, err
-	}
-	if b.Hash != h {
-		return Block{}, ErrNotFound
-	}
-	return b, nil
-}
-
 // BlockNumberByHash returns the number of the block with hash h
 // (block_hashes), canonical or not: the caller checks that the block at
-// that number carries h.
+// that number carries h (a hash orphaned by a reorg keeps its number, even
+// before block_hashes marks it).
 func (s *ClickHouse) BlockNumberByHash(ctx context.Context, chainID uint64, h Hash) (uint64, error) {
 	rows, cancel, err := s.query(ctx, "block_hash", qHashToNumber, chainID, hex.EncodeToString(h[:]))
 	if err != nil {

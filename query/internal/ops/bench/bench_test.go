@@ -39,9 +39,9 @@ func TestSeed(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []uint64{300000, 299900, 299800}, []uint64{bs[0].Number, bs[1].Number, bs[2].Number})
 	require.Equal(t, bs[1].Hash, bs[0].ParentHash)
-	b, err := s.BlockByHash(ctx, 7, bs[2].Hash)
+	n, err := s.BlockNumberByHash(ctx, 7, bs[2].Hash)
 	require.NoError(t, err)
-	require.Equal(t, uint64(299800), b.Number)
+	require.Equal(t, uint64(299800), n)
 }
 
 // SeedHistory's rows are what the store reads: canonical (their blocks are
