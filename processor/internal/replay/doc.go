@@ -44,7 +44,9 @@
 //     read, before anyone numbers again; if the partition moved away
 //     meanwhile, the new owner's initialization settles it, and this
 //     instance's state stays in doubt until it has read the outcome
-//     (stream.State.AbortInDoubt).
+//     (stream.State.AbortInDoubt). A producer whose id Kafka refused for
+//     good (franz-go then fails all its transactions) is replaced by a new
+//     client under the same id before the partition's next chunk.
 //   - Membership: initializing the transactional id does not say who owns
 //     the partition now (an instance that lost it without knowing yet may
 //     initialize it after the new owner, to settle a transaction of its

@@ -49,42 +49,63 @@ type producer struct {
 	// owner's now; initializing it here again would fence the new owner's
 	// replays (and leave a client nobody closes).
 	revoked atomic.Bool
-	// broken: a reset failed, the client is closed. Guarded by mu.
+	// broken: the client is closed (a reset failed) or cannot be trusted
+	// (a transaction failed in Kafka: franz-go may have failed its producer
+	// id for good, and then fails every later produce without asking
+	// Kafka again). ready replaces it before the next transaction. Guarded
+	// by mu.
 	broken bool
 }
 
 // ready makes the producer usable for a transaction: an error if the
-// partition moved away, and a reset first if the last one failed. Called
-// under pr.mu.
+// partition moved away, and a new client first if the last reset failed or
+// the client's producer id failed for good. franz-go keeps an
+// initialization error Kafka does not call retriable (INVALID_PRODUCER_EPOCH,
+// when a broker that died mid-transaction left the client's epoch behind)
+// and fails every later transaction of the client without asking Kafka
+// again. Asking for the id costs nothing then, nor while it is loaded; an
+// id due for reloading is loaded here rather than at the first produce.
+// Called under pr.mu.
 func (pr *producer) ready(ctx context.Context, p int32) error {
 	if pr.revoked.Load() {
 		return errNotOwner
 	}
-	if pr.broken {
-		return pr.reset(ctx, p)
+	if !pr.broken {
+		_, _, err := pr.cl.Load().ProducerID(ctx)
+		if err == nil || ctx.Err() != nil {
+			return ctx.Err()
+		}
+		pr.log.Warn("replay producer failed; initializing a new one", "partition", p, "err", err)
 	}
-	return nil
+	return pr.reset(ctx, p)
 }
 
 // fence initializes a new client under the transactional id, which ends
-// (commits or aborts) any transaction an earlier client left in doubt.
+// (commits or aborts) any transaction an earlier client left in doubt. Each
+// try is a new client: one whose initialization got an error Kafka does not
+// call retriable (INVALID_PRODUCER_EPOCH after a broker died mid-request,
+// among others) keeps that error for good and never asks again.
 func fence(ctx context.Context, opts []kgo.Opt, log *slog.Logger, what string, p int32) (*kgo.Client, error) {
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		return nil, err
-	}
 	fctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
+	var cl *kgo.Client
 	again := obs.Retry{Initial: 200 * time.Millisecond, Max: 5 * time.Second, Log: log, Msg: what + " failed, retrying",
 		Attrs: []any{"partition", p}}
-	err = again.Do(fctx, func() error {
+	err := again.Do(fctx, func() error {
+		c, err := kgo.NewClient(opts...)
+		if err != nil {
+			return obs.Permanent(err)
+		}
 		ictx, cancel := context.WithTimeout(fctx, 10*time.Second)
 		defer cancel()
-		_, _, err := cl.ProducerID(ictx)
-		return err
+		if _, _, err := c.ProducerID(ictx); err != nil {
+			c.Close()
+			return err
+		}
+		cl = c
+		return nil
 	})
 	if err != nil {
-		cl.Close()
 		return nil, err
 	}
 	return cl, nil
