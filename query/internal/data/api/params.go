@@ -72,11 +72,11 @@ func (id blockID) names(b store.Block) bool {
 	return !id.byHash || b.Hash == id.hash
 }
 
-func (b blockID) String() string {
-	if b.byHash {
-		return b.hash.Hex()
+func (id blockID) String() string {
+	if id.byHash {
+		return id.hash.Hex()
 	}
-	return strconv.FormatUint(b.number, 10)
+	return strconv.FormatUint(id.number, 10)
 }
 
 func (p *params) blockID() blockID {
