@@ -155,7 +155,12 @@ func TestPoolFrozenNodeFailsOverWithinSeconds(t *testing.T) {
 	b.setHead(10)
 	p := newTestPool(t, PoolConfig{PollInterval: 100 * time.Millisecond, Timeout: 30 * time.Second}, a, b)
 	runPool(t, p)
-	waitHead(t, p, 10)
+	// Both heads known: a node whose head is not is asked for nothing, and
+	// the frozen node must be asked.
+	require.Eventually(t, func() bool {
+		ns := p.Nodes()
+		return ns[0].HeadKnown && ns[1].HeadKnown
+	}, 5*time.Second, 5*time.Millisecond)
 	a.setMode(modeHang)
 	start := time.Now()
 	hammer(t, p, 20, 4, 1)
