@@ -49,11 +49,7 @@ type producer struct {
 	// owner's now; initializing it here again would fence the new owner's
 	// replays (and leave a client nobody closes).
 	revoked atomic.Bool
-	// broken: the client is closed (a reset failed) or cannot be trusted
-	// (a transaction failed in Kafka: franz-go may have failed its producer
-	// id for good, and then fails every later produce without asking
-	// Kafka again). ready replaces it before the next transaction. Guarded
-	// by mu.
+	// broken: a reset failed, the client is closed. Guarded by mu.
 	broken bool
 }
 
